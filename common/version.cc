@@ -1,0 +1,5 @@
+#include "common/version.h"
+
+namespace spintune {
+const char* Version() { return SPINTUNE_VERSION; }
+}  // namespace spintune

@@ -1,0 +1,122 @@
+// The per-request cost model of DESIGN.md section 3.
+//
+// A driver waits for a command whose completion time (issue -> hardware
+// completion) is X ns. Each strategy costs CPU ns and adds latency ns:
+//
+//   strategy              CPU ns                         latency ns
+//   IRQ                   irq_cpu                        X + irq_wake
+//   SPIN (timeout tau)    min(X, tau)                    X
+//   SPIN_THEN_IRQ(T)      X            if X <= T         X
+//                         T + irq_cpu  if X >  T         X + irq_wake
+//   SLEEP_THEN_SPIN(S)    timer_cpu    if X <= S+tw      S + tw
+//                         timer_cpu + X - (S+tw) else    X
+//   POLL_SLEEP(I)         k (poll_read + timer_cpu)      k (I + tw)
+//
+// with tw = timer_wake and k = ceil(X / (I + tw)), the number of sleeps until
+// the first poll at or after X (polls happen at 0, I+tw, 2(I+tw), ...).
+// The objective is J = mean(CPU) + lambda * mean(latency); lambda is ns of
+// CPU that one ns of added latency is worth. CPU time and latency are kept
+// apart everywhere: the IRQ path costs irq_cpu of CPU but adds irq_wake of
+// latency.
+//
+// Pure functions; thread-safe.
+#ifndef SPINTUNE_MODELS_COST_MODEL_H_
+#define SPINTUNE_MODELS_COST_MODEL_H_
+
+#include <cstdint>
+#include <string>
+#include "absl/strings/string_view.h"
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace spintune {
+
+// Values match proto spintune.v1.Strategy and the blob format.
+enum class Strategy : uint8_t {
+  kIrq = 1,
+  kSpin = 2,
+  kSpinThenIrq = 3,
+  kSleepThenSpin = 4,
+  kPollSleep = 5,
+};
+inline constexpr int kStrategyCount = 5;
+
+// "irq", "spin", "spin_then_irq", "sleep_then_spin", "poll_sleep".
+absl::string_view StrategyName(Strategy strategy);
+absl::StatusOr<Strategy> ParseStrategy(absl::string_view name);
+bool IsValidStrategy(int value);
+
+// Per CPU class costs of the wait mechanisms, all in ns.
+struct PlatformCosts {
+  double irq_cpu_ns = 0;     // CPU burnt by one trip through the IRQ path
+  double irq_wake_ns = 0;    // latency that trip adds
+  double poll_read_ns = 0;   // CPU of one status read
+  double timer_cpu_ns = 0;   // CPU of one short hrtimer sleep
+  double timer_wake_ns = 0;  // oversleep of one short hrtimer sleep
+
+  // OK when every field is finite, >= 0 and below one hour.
+  absl::Status Validate() const;
+};
+
+// One wait policy: a strategy and the parameters it uses (0 otherwise).
+struct WaitParams {
+  Strategy strategy = Strategy::kIrq;
+  uint64_t spin_ns = 0;           // SPIN_THEN_IRQ threshold T; SPIN timeout
+  uint64_t sleep_ns = 0;          // SLEEP_THEN_SPIN sleep S
+  uint64_t poll_interval_ns = 0;  // POLL_SLEEP interval I
+
+  static WaitParams Irq() { return {Strategy::kIrq, 0, 0, 0}; }
+  static WaitParams Spin(uint64_t timeout_ns) {
+    return {Strategy::kSpin, timeout_ns, 0, 0};
+  }
+  static WaitParams SpinThenIrq(uint64_t t_ns) {
+    return {Strategy::kSpinThenIrq, t_ns, 0, 0};
+  }
+  static WaitParams SleepThenSpin(uint64_t s_ns) {
+    return {Strategy::kSleepThenSpin, 0, s_ns, 0};
+  }
+  static WaitParams PollSleep(uint64_t i_ns) {
+    return {Strategy::kPollSleep, 0, 0, i_ns};
+  }
+  friend bool operator==(const WaitParams& a, const WaitParams& b) {
+    return a.strategy == b.strategy && a.spin_ns == b.spin_ns &&
+           a.sleep_ns == b.sleep_ns && a.poll_interval_ns == b.poll_interval_ns;
+  }
+  friend bool operator!=(const WaitParams& a, const WaitParams& b) {
+    return !(a == b);
+  }
+};
+
+// "spin_then_irq(T=12.5us)" style description for humans.
+std::string DescribeWait(const WaitParams& params);
+
+struct RequestCost {
+  double cpu_ns = 0;
+  double latency_ns = 0;
+};
+
+// Cost of one request that completes after `x_ns` under `params`.
+RequestCost CostOfRequest(double x_ns, const WaitParams& params,
+                          const PlatformCosts& costs);
+
+// How CPU and latency are traded.
+struct Objective {
+  // ns of CPU one ns of added latency is worth (lambda).
+  double latency_weight = 1.0;
+  // When true, candidates whose mean latency exceeds the IRQ path's are
+  // infeasible (the "cpu" objective: with lambda = 0 alone an endless sleep
+  // would look free).
+  bool cap_latency_at_irq = false;
+
+  static Objective Balanced() { return {1.0, false}; }
+  static Objective Latency() { return {10.0, false}; }
+  static Objective Cpu() { return {0.0, true}; }
+};
+
+// "cpu" | "balanced" | "latency".
+absl::StatusOr<Objective> ParseObjective(absl::string_view name);
+
+}  // namespace spintune
+
+#endif  // SPINTUNE_MODELS_COST_MODEL_H_

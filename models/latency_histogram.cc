@@ -1,0 +1,113 @@
+#include "models/latency_histogram.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+
+namespace spintune {
+namespace {
+
+int FloorLog2(uint64_t v) { return 63 - __builtin_clzll(v); }
+
+}  // namespace
+
+int LatencyHistogram::BucketIndex(uint64_t value_ns) {
+  if (value_ns > kMaxValueNs) value_ns = kMaxValueNs;
+  if (value_ns < kLinearBuckets) return static_cast<int>(value_ns);
+  const int exponent = FloorLog2(value_ns);  // >= 8
+  const int shift = exponent - 7;
+  const uint64_t mantissa = value_ns >> shift;  // in [128, 256)
+  return kLinearBuckets + (exponent - 8) * kSubBucketsPerOctave +
+         static_cast<int>(mantissa - kSubBucketsPerOctave);
+}
+
+uint64_t LatencyHistogram::BucketLowerNs(int index) {
+  assert(index >= 0 && index < kBucketCount);
+  if (index < kLinearBuckets) return static_cast<uint64_t>(index);
+  const int rel = index - kLinearBuckets;
+  const int exponent = 8 + rel / kSubBucketsPerOctave;
+  const uint64_t mantissa = kSubBucketsPerOctave + rel % kSubBucketsPerOctave;
+  return mantissa << (exponent - 7);
+}
+
+uint64_t LatencyHistogram::BucketUpperNs(int index) {
+  assert(index >= 0 && index < kBucketCount);
+  if (index < kLinearBuckets) return static_cast<uint64_t>(index);
+  const int rel = index - kLinearBuckets;
+  const int exponent = 8 + rel / kSubBucketsPerOctave;
+  return BucketLowerNs(index) + (uint64_t{1} << (exponent - 7)) - 1;
+}
+
+double LatencyHistogram::BucketMidNs(int index) {
+  return 0.5 * (static_cast<double>(BucketLowerNs(index)) +
+                static_cast<double>(BucketUpperNs(index)));
+}
+
+void LatencyHistogram::Record(uint64_t value_ns, uint64_t count) {
+  AddToBucket(BucketIndex(value_ns), count);
+}
+
+void LatencyHistogram::AddToBucket(int index, uint64_t count) {
+  assert(index >= 0 && index < kBucketCount);
+  if (count == 0) return;
+  total_count_ += count;
+  // Samples usually land in recently used buckets; try the back first.
+  if (buckets_.empty() || buckets_.back().first < index) {
+    buckets_.emplace_back(index, count);
+    return;
+  }
+  auto it = std::lower_bound(
+      buckets_.begin(), buckets_.end(), index,
+      [](const std::pair<int, uint64_t>& b, int i) { return b.first < i; });
+  if (it != buckets_.end() && it->first == index) {
+    it->second += count;
+  } else {
+    buckets_.insert(it, {index, count});
+  }
+}
+
+void LatencyHistogram::Merge(const LatencyHistogram& other) {
+  if (other.buckets_.empty()) return;
+  std::vector<std::pair<int, uint64_t>> merged;
+  merged.reserve(buckets_.size() + other.buckets_.size());
+  auto a = buckets_.begin();
+  auto b = other.buckets_.begin();
+  while (a != buckets_.end() || b != other.buckets_.end()) {
+    if (b == other.buckets_.end() || (a != buckets_.end() && a->first < b->first)) {
+      merged.push_back(*a++);
+    } else if (a == buckets_.end() || b->first < a->first) {
+      merged.push_back(*b++);
+    } else {
+      merged.emplace_back(a->first, a->second + b->second);
+      ++a;
+      ++b;
+    }
+  }
+  buckets_ = std::move(merged);
+  total_count_ += other.total_count_;
+}
+
+double LatencyHistogram::MeanNs() const {
+  if (total_count_ == 0) return 0.0;
+  double sum = 0.0;
+  for (const auto& [index, count] : buckets_) {
+    sum += BucketMidNs(index) * static_cast<double>(count);
+  }
+  return sum / static_cast<double>(total_count_);
+}
+
+double LatencyHistogram::QuantileNs(double q) const {
+  if (total_count_ == 0) return 0.0;
+  q = std::clamp(q, 0.0, 1.0);
+  // Nearest rank: the smallest value with at least ceil(q * n) samples <= it.
+  uint64_t rank = static_cast<uint64_t>(std::ceil(q * static_cast<double>(total_count_)));
+  if (rank == 0) rank = 1;
+  uint64_t seen = 0;
+  for (const auto& [index, count] : buckets_) {
+    seen += count;
+    if (seen >= rank) return BucketMidNs(index);
+  }
+  return BucketMidNs(buckets_.back().first);
+}
+
+}  // namespace spintune

@@ -1,0 +1,77 @@
+// LatencyHistogram: a mergeable log-linear histogram of durations in ns.
+//
+// Representation: values 0..255 ns each have their own bucket; above that,
+// every power of two [2^e, 2^(e+1)) is split into 128 equal buckets. A
+// bucket's width is therefore at most 1/128 of its lower bound, so any value
+// is within 0.4% of its bucket's midpoint and within 0.8% of either bound
+// (the product needs <= 1%). The range is 0 .. kMaxValueNs (2^42 - 1 ns,
+// about 73 minutes); larger values are clamped into the last bucket.
+//
+// Storage is sparse (sorted (bucket, count) pairs), so a key whose samples
+// span a few octaves costs a few KiB, and Merge() is a linear merge.
+//
+// Thread-safety: const methods may be called concurrently; anything else
+// needs external synchronization.
+#ifndef SPINTUNE_MODELS_LATENCY_HISTOGRAM_H_
+#define SPINTUNE_MODELS_LATENCY_HISTOGRAM_H_
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+namespace spintune {
+
+class LatencyHistogram {
+ public:
+  static constexpr int kLinearBuckets = 256;
+  static constexpr int kSubBucketsPerOctave = 128;
+  static constexpr int kMaxExponent = 42;
+  static constexpr uint64_t kMaxValueNs = (uint64_t{1} << kMaxExponent) - 1;
+  static constexpr int kBucketCount =
+      kLinearBuckets + (kMaxExponent - 8) * kSubBucketsPerOctave;
+
+  // Bucket of `value_ns` (values above kMaxValueNs map to the last bucket).
+  static int BucketIndex(uint64_t value_ns);
+  // Smallest and largest value (inclusive) that map to bucket `index`.
+  // REQUIRES: 0 <= index < kBucketCount.
+  static uint64_t BucketLowerNs(int index);
+  static uint64_t BucketUpperNs(int index);
+  // Midpoint of the bucket: the value that stands for its samples.
+  static double BucketMidNs(int index);
+
+  // Adds `count` samples of `value_ns`.
+  void Record(uint64_t value_ns, uint64_t count = 1);
+  // Adds `count` samples to bucket `index`. REQUIRES: valid index.
+  void AddToBucket(int index, uint64_t count);
+  // Adds every sample of `other`.
+  void Merge(const LatencyHistogram& other);
+  void Clear() { buckets_.clear(); total_count_ = 0; }
+
+  uint64_t total_count() const { return total_count_; }
+  bool empty() const { return total_count_ == 0; }
+  // Non-empty buckets as (index, count), sorted by index.
+  const std::vector<std::pair<int, uint64_t>>& buckets() const {
+    return buckets_;
+  }
+
+  // Mean of the bucket midpoints, weighted by count. 0 when empty.
+  double MeanNs() const;
+  // Midpoint of the bucket holding the q-quantile (0 <= q <= 1), using the
+  // nearest-rank definition. 0 when empty.
+  double QuantileNs(double q) const;
+
+  friend bool operator==(const LatencyHistogram& a, const LatencyHistogram& b) {
+    return a.buckets_ == b.buckets_;
+  }
+  friend bool operator!=(const LatencyHistogram& a, const LatencyHistogram& b) {
+    return !(a == b);
+  }
+
+ private:
+  std::vector<std::pair<int, uint64_t>> buckets_;
+  uint64_t total_count_ = 0;
+};
+
+}  // namespace spintune
+
+#endif  // SPINTUNE_MODELS_LATENCY_HISTOGRAM_H_

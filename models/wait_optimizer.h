@@ -1,0 +1,103 @@
+// WaitOptimizer: the exact optimum of DESIGN.md section 3 over an empirical
+// distribution of completion times.
+//
+// For each strategy family the optimizer evaluates every candidate parameter
+// exactly with prefix sums (see wait_distribution.h) and keeps the cheapest:
+//
+//   IRQ             one candidate.
+//   SPIN            one candidate; feasible when the largest X <= max_spin_ns.
+//   SPIN_THEN_IRQ   T in {catch threshold of every point} with T <= max_spin_ns.
+//                   E[J](T) is piecewise linear between points with a jump
+//                   at each, so the optimum lies at a point (Karlin et al.
+//                   1991): sweep j = 1..n, spin catches points [0, j):
+//                     cpu(T) = (P_j + (N - W_j)(T + irq_cpu)) / N
+//                     lat(T) = (P_n + (N - W_j) irq_wake) / N
+//                   (T = 0 is the IRQ candidate.)
+//   SLEEP_THEN_SPIN D = S + timer_wake in {timer_wake} U {X_j > timer_wake};
+//                   J(D) is linear between points, so these are exact:
+//                     cpu(D) = timer_cpu + ((P_n - P_j) - (N - W_j) D) / N
+//                     lat(D) = (W_j D + P_n - P_j) / N,  j = #{X <= D}
+//                   feasible when max X - D <= max_spin_ns.
+//   POLL_SLEEP      I in a documented candidate set (the 1-2-5 series from
+//                   1 us to 100 ms plus OptimizerOptions::extra_poll_intervals_ns).
+//
+// Then the cheapest feasible family wins. Ties (relative 1e-12) are broken
+// towards the earlier of IRQ, SPIN_THEN_IRQ, SPIN, POLL_SLEEP, SLEEP_THEN_SPIN
+// (the IRQ fallback is safer than an unbounded spin) and towards the smaller
+// parameter within a family.
+//
+// Pure functions; thread-safe.
+#ifndef SPINTUNE_MODELS_WAIT_OPTIMIZER_H_
+#define SPINTUNE_MODELS_WAIT_OPTIMIZER_H_
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "models/cost_model.h"
+#include "models/wait_distribution.h"
+
+namespace spintune {
+
+// Mean CPU and latency per request of one policy on one distribution.
+struct ExpectedCost {
+  double cpu_ns = 0;
+  double latency_ns = 0;
+  double Cost(double latency_weight) const {
+    return cpu_ns + latency_weight * latency_ns;
+  }
+};
+
+// Mean cost of `params` on `dist`, evaluated point by point (O(n)). Used for
+// the driver-default comparison and to check the sweeps in tests.
+ExpectedCost EvaluateWait(const WaitDistribution& dist, const WaitParams& params,
+                          const PlatformCosts& costs);
+
+// The 1-2-5 series from 1 us to 100 ms, in ns.
+const std::vector<uint64_t>& DefaultPollIntervalsNs();
+
+struct OptimizerOptions {
+  Objective objective;
+  // Upper bound on any busy-wait the policy may ask for (SPIN timeout,
+  // SPIN_THEN_IRQ threshold, spin after a SLEEP_THEN_SPIN sleep).
+  // REQUIRES: > 0.
+  uint64_t max_spin_ns = 1'000'000;
+  // allowed[s - 1] says whether Strategy s may be chosen (errors or timeouts
+  // seen on a strategy's wait path exclude it).
+  std::array<bool, kStrategyCount> allowed = {true, true, true, true, true};
+  // POLL_SLEEP intervals to try besides DefaultPollIntervalsNs().
+  std::vector<uint64_t> extra_poll_intervals_ns;
+
+  bool IsAllowed(Strategy s) const { return allowed[static_cast<int>(s) - 1]; }
+  void Disallow(Strategy s) { allowed[static_cast<int>(s) - 1] = false; }
+};
+
+// The best candidate of one family.
+struct FamilyOptimum {
+  Strategy strategy = Strategy::kIrq;
+  bool feasible = false;  // false: excluded, capped out or not allowed
+  WaitParams params;
+  ExpectedCost expected;
+  double cost_ns = 0;  // J under the objective
+};
+
+struct OptimizerResult {
+  WaitParams params;
+  ExpectedCost expected;
+  double cost_ns = 0;
+  // One entry per strategy family, indexed by Strategy value - 1.
+  std::array<FamilyOptimum, kStrategyCount> families;
+};
+
+// Exact optimum of `dist` under `costs` and `options`.
+// Errors: InvalidArgument for an empty distribution, invalid costs or
+// options; FailedPrecondition when no allowed strategy is feasible.
+absl::StatusOr<OptimizerResult> OptimizeWait(const WaitDistribution& dist,
+                                             const PlatformCosts& costs,
+                                             const OptimizerOptions& options);
+
+}  // namespace spintune
+
+#endif  // SPINTUNE_MODELS_WAIT_OPTIMIZER_H_
