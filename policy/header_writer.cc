@@ -1,0 +1,146 @@
+#include "policy/header_writer.h"
+
+#include <set>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "policy/policy_blob.h"
+
+namespace spintune {
+namespace {
+
+const char* StrategyMacro(uint8_t strategy) {
+  switch (strategy) {
+    case SPINTUNE_IRQ:
+      return "SPINTUNE_IRQ";
+    case SPINTUNE_SPIN:
+      return "SPINTUNE_SPIN";
+    case SPINTUNE_SPIN_THEN_IRQ:
+      return "SPINTUNE_SPIN_THEN_IRQ";
+    case SPINTUNE_SLEEP_THEN_SPIN:
+      return "SPINTUNE_SLEEP_THEN_SPIN";
+    case SPINTUNE_POLL_SLEEP:
+      return "SPINTUNE_POLL_SLEEP";
+  }
+  return "0";
+}
+
+std::string FormatUs(double ns) { return absl::StrFormat("%.1fus", ns / 1000.0); }
+
+}  // namespace
+
+std::string SanitizeIdentifier(const std::string& text) {
+  std::string out;
+  for (unsigned char ch : text) {
+    const bool ok = absl::ascii_isalnum(ch);
+    if (ok) {
+      out.push_back(absl::ascii_tolower(ch));
+    } else if (!out.empty() && out.back() != '_') {
+      out.push_back('_');
+    }
+  }
+  while (!out.empty() && out.back() == '_') out.pop_back();
+  if (out.empty()) out = "x";
+  if (absl::ascii_isdigit(static_cast<unsigned char>(out[0]))) out.insert(0, "n");
+  if (out.size() > 48) out.resize(48);
+  return out;
+}
+
+std::string SanitizeText(const std::string& text) {
+  std::string out;
+  for (unsigned char ch : text) {
+    if (ch < 0x20 || ch > 0x7E || ch == '"' || ch == '\\' || ch == '?') {
+      out.push_back('_');  // '?' too: no trigraphs
+    } else if ((ch == '/' && !out.empty() && out.back() == '*') ||
+               (ch == '*' && !out.empty() && out.back() == '/')) {
+      out.push_back('_');
+    } else {
+      out.push_back(static_cast<char>(ch));
+    }
+  }
+  if (out.size() > 120) out.resize(120);
+  return out;
+}
+
+absl::StatusOr<std::string> GenerateCHeader(const PolicyTable& table,
+                                            const HeaderOptions& options) {
+  const std::string board_id = SanitizeIdentifier(table.board);
+  const std::string guard = absl::AsciiStrToUpper(absl::StrCat("SPINTUNE_TABLE_", board_id, "_H"));
+  std::string out;
+  absl::StrAppend(&out, "/* SPDX-License-Identifier: (GPL-2.0 OR MIT) */\n");
+  absl::StrAppend(&out, "/*\n * spintune policy table -- generated, do not edit.\n");
+  absl::StrAppend(&out, " * board:         ", SanitizeText(table.board), "\n");
+  absl::StrAppend(&out, " * table version: ", table.version, "\n");
+  absl::StrAppend(&out, " * fitted at:     ",
+                  table.fitted_at.empty() ? "unknown" : SanitizeText(table.fitted_at), "\n");
+  absl::StrAppend(&out, " * objective:     ", SanitizeText(table.objective_name),
+                  absl::StrFormat(" (latency weight %g)", table.latency_weight),
+                  ", max spin ", table.max_spin_ns, " ns\n");
+  absl::StrAppend(&out, " * samples:       ", table.TotalSamples(), "\n");
+  absl::StrAppend(&out, " * tool:          spintune ", SanitizeText(options.tool_version),
+                  "\n");
+  for (size_t i = 0; i < table.cpu_classes.size(); ++i) {
+    absl::StrAppend(&out, " * cpu class ", i, ":   ", SanitizeText(table.cpu_classes[i].name),
+                    " (", table.cpu_classes[i].cpu_khz, " kHz)\n");
+  }
+  absl::StrAppend(&out, " */\n#ifndef ", guard, "\n#define ", guard, "\n\n#include \"",
+                  SanitizeText(options.policy_include), "\"\n");
+
+  std::set<std::string> used_ids;
+  for (const auto& device : table.devices) {
+    // Same bounds as the blob: refuse what a driver would refuse.
+    auto blob = EncodePolicyBlob(table, device.name);
+    if (!blob.ok()) return blob.status();
+    auto decoded = DecodePolicyBlob(*blob);
+    if (!decoded.ok()) return decoded.status();
+
+    std::string id = absl::StrCat("spintune_", board_id, "_", SanitizeIdentifier(device.name));
+    while (!used_ids.insert(id).second) absl::StrAppend(&id, "_");
+    std::string device_name = SanitizeText(device.name);
+
+    absl::StrAppend(&out, "\n/* device ", device_name, " (driver ",
+                    SanitizeText(device.driver), ", ", SanitizeText(device.model), ") */\n");
+    absl::StrAppend(&out, "static const struct spintune_entry ", id,
+                    "_entries[] SPINTUNE_MAYBE_UNUSED = {\n");
+    const spintune_table& decoded_table = (*decoded)->table;
+    for (uint32_t row = 0; row < decoded_table.count; ++row) {
+      const spintune_entry& d = decoded_table.entries[row];
+      const PolicyEntry* e = nullptr;
+      for (const auto& candidate : table.entries) {
+        if (candidate.key.device != device.name) continue;
+        const bool fallback = (d.flags & SPINTUNE_ENTRY_FALLBACK) != 0;
+        if (fallback ? candidate.fallback
+                     : (!candidate.fallback && candidate.key.opcode == d.opcode &&
+                        candidate.key.size_class == d.size_class &&
+                        table.CpuClassIndex(candidate.key.cpu_class) == d.cpu_class)) {
+          e = &candidate;
+          break;
+        }
+      }
+      if (e == nullptr) return absl::InternalError("decoded entry without a source entry");
+      if (e->fallback) {
+        absl::StrAppend(&out, "\t/* fallback for keys not listed: ", e->samples, " samples */\n");
+      } else {
+        absl::StrAppend(&out, "\t/* ", SanitizeText(e->key.cpu_class), " opcode ", e->key.opcode,
+                        " size class ", e->key.size_class, ": ", e->samples, " samples, p50 ",
+                        FormatUs(e->p50_ns), ", p99 ", FormatUs(e->p99_ns), " */\n");
+      }
+      absl::StrAppend(&out, absl::StrFormat("\t{ %uu, %uu, %s, %uu, %uu, %uu, %uu, %uu },\n",
+                                            d.cpu_class, d.size_class, StrategyMacro(d.strategy),
+                                            d.flags, d.opcode, d.spin_ns, d.sleep_ns,
+                                            d.poll_interval_ns));
+    }
+    absl::StrAppend(&out, "};\n\n");
+    absl::StrAppend(&out, "static const struct spintune_table ", id, " SPINTUNE_MAYBE_UNUSED = {\n");
+    absl::StrAppend(&out, "\t", id, "_entries,\n");
+    absl::StrAppend(&out, "\t", decoded_table.count, "u,\n");
+    absl::StrAppend(&out, "\t", table.version, "ull,\n");
+    absl::StrAppend(&out, "\t\"", device_name.substr(0, SPINTUNE_DEVICE_NAME_BYTES - 1), "\",\n");
+    absl::StrAppend(&out, "};\n");
+  }
+  absl::StrAppend(&out, "\n#endif /* ", guard, " */\n");
+  return out;
+}
+
+}  // namespace spintune

@@ -1,0 +1,157 @@
+#include "policy/policy_builder.h"
+
+#include <map>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "models/wait_distribution.h"
+
+namespace spintune {
+namespace {
+
+OptimizerOptions OptionsFor(const FitConfig& config, uint64_t irq_timeouts,
+                            uint64_t spin_timeouts,
+                            const std::vector<DefaultRule>& rules) {
+  OptimizerOptions o;
+  o.objective = config.objective;
+  o.max_spin_ns = config.max_spin_ns;
+  if (irq_timeouts > 0) {
+    o.Disallow(Strategy::kIrq);
+    o.Disallow(Strategy::kSpinThenIrq);
+  }
+  if (spin_timeouts > 0) {
+    o.Disallow(Strategy::kSpin);
+    o.Disallow(Strategy::kSpinThenIrq);
+    o.Disallow(Strategy::kSleepThenSpin);
+    o.Disallow(Strategy::kPollSleep);
+  }
+  // Let POLL_SLEEP try the driver's own intervals too.
+  for (const auto& r : rules) {
+    if (r.wait.strategy == Strategy::kPollSleep && r.wait.poll_interval_ns > 0) {
+      o.extra_poll_intervals_ns.push_back(r.wait.poll_interval_ns);
+    }
+  }
+  return o;
+}
+
+// Fills the fitted part of `entry` from `histogram`.
+absl::Status FitEntry(const LatencyHistogram& histogram, const PlatformCosts& costs,
+                      const OptimizerOptions& options, const DeviceInfo& device,
+                      const FitConfig& config, PolicyEntry* entry) {
+  const WaitDistribution dist = WaitDistribution::FromHistogram(histogram);
+  entry->samples = histogram.total_count();
+  entry->p50_ns = histogram.QuantileNs(0.5);
+  entry->p99_ns = histogram.QuantileNs(0.99);
+  auto result = OptimizeWait(dist, costs, options);
+  if (!result.ok()) {
+    return absl::Status(result.status().code(),
+                        absl::StrCat("key ", entry->key.device, "/", entry->key.cpu_class,
+                                     "/op", entry->key.opcode, "/sc",
+                                     entry->key.size_class, ": ",
+                                     result.status().message()));
+  }
+  entry->wait = result->params;
+  if (entry->wait.strategy == Strategy::kSleepThenSpin) {
+    // The driver bounds the spin after the sleep by the cap.
+    entry->wait.spin_ns = config.max_spin_ns;
+  }
+  entry->expected = result->expected;
+  entry->expected_cost_ns = result->cost_ns;
+  entry->families.assign(result->families.begin(), result->families.end());
+  if (!entry->fallback) {
+    entry->default_wait =
+        MatchDefault(device.default_rules, entry->key.opcode, entry->key.size_class);
+    if (entry->default_wait) {
+      entry->default_expected = EvaluateWait(dist, *entry->default_wait, costs);
+      entry->default_cost_ns =
+          entry->default_expected.Cost(config.objective.latency_weight);
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<PolicyTable> BuildPolicyTable(const FitInputs& inputs,
+                                             const FitConfig& config) {
+  if (inputs.cpu_classes.empty()) {
+    return absl::InvalidArgumentError("target has no CPU classes");
+  }
+  PolicyTable table;
+  table.board = inputs.board;
+  table.objective_name = config.objective_name;
+  table.latency_weight = config.objective.latency_weight;
+  table.max_spin_ns = config.max_spin_ns;
+  table.min_samples = config.min_samples;
+  table.cpu_classes = inputs.cpu_classes;
+  table.devices = inputs.devices;
+  for (const auto& cpu : inputs.cpu_classes) {
+    absl::Status s = cpu.costs.Validate();
+    if (!s.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("cpu class ", cpu.name, ": ", s.message()));
+    }
+  }
+
+  std::map<std::string, const DeviceInfo*> devices;
+  for (const auto& d : inputs.devices) devices[d.name] = &d;
+  // Per device: everything merged (for the fallback) and its timeouts.
+  std::map<std::string, KeyEvidence> merged;
+
+  for (const auto& k : inputs.keys) {
+    const int cpu = table.CpuClassIndex(k.key.cpu_class);
+    if (cpu < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("unknown cpu class '", k.key.cpu_class, "'"));
+    }
+    auto dev = devices.find(k.key.device);
+    if (dev == devices.end()) {
+      return absl::InvalidArgumentError(absl::StrCat("unknown device '", k.key.device, "'"));
+    }
+    KeyEvidence& m = merged[k.key.device];
+    m.histogram.Merge(k.histogram);
+    m.errors += k.errors;
+    m.irq_timeouts += k.irq_timeouts;
+    m.spin_timeouts += k.spin_timeouts;
+    if (k.histogram.total_count() < config.min_samples) continue;
+    PolicyEntry entry;
+    entry.key = k.key;
+    absl::Status fitted = FitEntry(
+        k.histogram, inputs.cpu_classes[cpu].costs,
+        OptionsFor(config, k.irq_timeouts, k.spin_timeouts, dev->second->default_rules),
+        *dev->second, config, &entry);
+    // Every strategy excluded by timeouts: no entry, the fallback decides.
+    if (absl::IsFailedPrecondition(fitted)) continue;
+    SPINTUNE_RETURN_IF_ERROR(fitted);
+    table.entries.push_back(std::move(entry));
+  }
+
+  for (const auto& d : inputs.devices) {
+    PolicyEntry fallback;
+    fallback.key = {kAnyCpuClass, d.name, 0, 0};
+    fallback.fallback = true;
+    const KeyEvidence& m = merged[d.name];
+    absl::Status fitted = absl::FailedPreconditionError("too few samples");
+    if (m.histogram.total_count() >= config.min_samples) {
+      fitted = FitEntry(m.histogram, inputs.cpu_classes[0].costs,
+                        OptionsFor(config, m.irq_timeouts, m.spin_timeouts,
+                                   d.default_rules),
+                        d, config, &fallback);
+      if (!fitted.ok() && !absl::IsFailedPrecondition(fitted)) return fitted;
+    }
+    if (!fitted.ok()) {
+      // Too few samples, or every strategy excluded: the safe choice.
+      PolicyEntry safe;
+      safe.key = fallback.key;
+      safe.fallback = true;
+      safe.wait = WaitParams::Irq();
+      safe.samples = m.histogram.total_count();
+      fallback = std::move(safe);
+    }
+    table.entries.push_back(std::move(fallback));
+  }
+  SortEntries(&table.entries);
+  return table;
+}
+
+}  // namespace spintune

@@ -1,0 +1,59 @@
+// BuildPolicyTable: fits a target's policy table from its per-key evidence.
+//
+// The one fitting path of the product: the tuner calls it on the histograms
+// in SQLite, `spintune tune` on histograms built from a CSV, so both give the
+// same table for the same samples. For every key with at least
+// FitConfig::min_samples samples it runs OptimizeWait() on the key's
+// histogram with its CPU class's platform costs; each device also gets a
+// fallback entry fitted on all of its samples (with the first CPU class's
+// costs), or IRQ when the device has fewer than min_samples samples.
+//
+// A key whose IRQ path timed out excludes IRQ and SPIN_THEN_IRQ; a key whose
+// polling path timed out excludes SPIN, SPIN_THEN_IRQ, SLEEP_THEN_SPIN and
+// POLL_SLEEP. Plain errors (CRC, card errors) exclude nothing.
+//
+// Pure function; thread-safe.
+#ifndef SPINTUNE_POLICY_POLICY_BUILDER_H_
+#define SPINTUNE_POLICY_POLICY_BUILDER_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "models/latency_histogram.h"
+#include "policy/policy_table.h"
+
+namespace spintune {
+
+// Everything measured for one key.
+struct KeyEvidence {
+  PolicyKey key;
+  LatencyHistogram histogram;
+  uint64_t errors = 0;         // requests that completed with an error
+  uint64_t irq_timeouts = 0;   // timeouts while waiting on the IRQ path
+  uint64_t spin_timeouts = 0;  // timeouts while polling
+};
+
+struct FitConfig {
+  std::string objective_name = "balanced";  // for the record only
+  Objective objective = Objective::Balanced();
+  uint64_t max_spin_ns = 1'000'000;
+  uint64_t min_samples = 50;
+};
+
+struct FitInputs {
+  std::string board;
+  std::vector<CpuClassInfo> cpu_classes;  // costs used for fitting
+  std::vector<DeviceInfo> devices;
+  std::vector<KeyEvidence> keys;
+};
+
+// Errors: InvalidArgument when a key names an unknown CPU class or device, a
+// CPU class has invalid costs, or there are no CPU classes.
+absl::StatusOr<PolicyTable> BuildPolicyTable(const FitInputs& inputs,
+                                             const FitConfig& config);
+
+}  // namespace spintune
+
+#endif  // SPINTUNE_POLICY_POLICY_BUILDER_H_

@@ -1,0 +1,90 @@
+#include "policy/policy_builder.h"
+
+#include "gtest/gtest.h"
+
+namespace spintune {
+namespace {
+
+FitInputs TwoKeyInputs() {
+  FitInputs in;
+  in.board = "test-board";
+  PlatformCosts costs{20'000, 30'000, 100, 2'000, 50'000};
+  in.cpu_classes = {{"cpu", 100'000, costs}};
+  DefaultRule poll;
+  poll.wait = WaitParams::PollSleep(5'000);
+  poll.note = "litex default SD_SLEEP_US 5";
+  in.devices = {{"mmc0", "litex-mmc", "card", {poll}}};
+  KeyEvidence fast;  // CMD23: 2us, spin it (B = 50us)
+  fast.key = {"cpu", "mmc0", 23, 0};
+  fast.histogram.Record(2'000, 500);
+  KeyEvidence slow;  // CMD18: always 3ms: sleep through it, then poll
+  slow.key = {"cpu", "mmc0", 18, 13};
+  slow.histogram.Record(3'000'000, 400);
+  KeyEvidence rare;  // below min_samples
+  rare.key = {"cpu", "mmc0", 6, 0};
+  rare.histogram.Record(1'000, 10);
+  in.keys = {fast, slow, rare};
+  return in;
+}
+
+TEST(PolicyBuilder, FitsEveryKeyWithEnoughSamplesAndAFallback) {
+  FitConfig config;
+  config.min_samples = 50;
+  config.max_spin_ns = 1'000'000;
+  auto t = BuildPolicyTable(TwoKeyInputs(), config);
+  ASSERT_TRUE(t.ok()) << t.status();
+  ASSERT_EQ(t->entries.size(), 3u);  // op 18, op 23, fallback; op 6 too rare
+  EXPECT_EQ(t->entries[0].key.opcode, 18u);
+  // A deterministic 3ms wait: sleeping S = 3ms - timer_wake costs timer_cpu
+  // (2us) + 3ms of latency, less than IRQ's 20us + 3.03ms.
+  EXPECT_EQ(t->entries[0].wait.strategy, Strategy::kSleepThenSpin);
+  EXPECT_NEAR(static_cast<double>(t->entries[0].wait.sleep_ns), 2'950'000, 3'000'000 * 0.005);
+  EXPECT_EQ(t->entries[1].key.opcode, 23u);
+  EXPECT_EQ(t->entries[1].wait.strategy, Strategy::kSpinThenIrq);
+  EXPECT_TRUE(t->entries[2].fallback);
+  EXPECT_EQ(t->entries[2].samples, 910u);
+  EXPECT_EQ(t->TotalSamples(), 900u);
+  // The driver default (poll with 5us sleeps, oversleeping 50us) is priced
+  // on the same histogram: CMD23 waits one sleep, 55us, instead of 2us.
+  ASSERT_TRUE(t->entries[1].default_wait.has_value());
+  EXPECT_NEAR(t->entries[1].default_expected.latency_ns, 55'000, 55'000 * 0.01);
+  EXPECT_LT(t->entries[1].expected_cost_ns, t->entries[1].default_cost_ns);
+  EXPECT_EQ(t->entries[1].families.size(), 5u);
+}
+
+TEST(PolicyBuilder, TimeoutsExcludeThePathThatTimedOut) {
+  FitInputs in = TwoKeyInputs();
+  in.keys[1].irq_timeouts = 1;  // CMD18 lost an interrupt
+  FitConfig config;
+  config.max_spin_ns = 10'000'000;
+  auto t = BuildPolicyTable(in, config);
+  ASSERT_TRUE(t.ok());
+  EXPECT_NE(t->entries[0].wait.strategy, Strategy::kIrq);
+  EXPECT_NE(t->entries[0].wait.strategy, Strategy::kSpinThenIrq);
+}
+
+TEST(PolicyBuilder, DeviceWithTooFewSamplesFallsBackToIrq) {
+  FitInputs in = TwoKeyInputs();
+  in.keys.resize(1);
+  FitConfig config;
+  config.min_samples = 1000;
+  auto t = BuildPolicyTable(in, config);
+  ASSERT_TRUE(t.ok());
+  ASSERT_EQ(t->entries.size(), 1u);
+  EXPECT_TRUE(t->entries[0].fallback);
+  EXPECT_EQ(t->entries[0].wait, WaitParams::Irq());
+}
+
+TEST(PolicyBuilder, RejectsUnknownNames) {
+  FitInputs in = TwoKeyInputs();
+  in.keys[0].key.cpu_class = "nope";
+  EXPECT_EQ(BuildPolicyTable(in, FitConfig()).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  in = TwoKeyInputs();
+  in.keys[0].key.device = "nope";
+  EXPECT_EQ(BuildPolicyTable(in, FitConfig()).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace spintune

@@ -1,0 +1,325 @@
+#include "policy/policy_json.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+
+namespace spintune {
+namespace {
+
+using nlohmann::json;
+
+absl::Status FieldError(const std::string& where, absl::string_view message) {
+  return absl::InvalidArgumentError(absl::StrCat(where, ": ", message));
+}
+
+// Readers that check presence, type and range.
+absl::StatusOr<uint64_t> GetUint(const json& obj, const std::string& key,
+                                 const std::string& where, uint64_t max_value,
+                                 bool required = true, uint64_t default_value = 0) {
+  auto it = obj.find(key);
+  if (it == obj.end() || it->is_null()) {
+    if (required) return FieldError(where + "." + key, "missing");
+    return default_value;
+  }
+  if (!it->is_number_unsigned() && !(it->is_number_integer() && it->get<int64_t>() >= 0)) {
+    return FieldError(where + "." + key, "must be a non-negative integer");
+  }
+  const uint64_t v = it->get<uint64_t>();
+  if (v > max_value) {
+    return FieldError(where + "." + key, absl::StrCat("must be <= ", max_value, ", got ", v));
+  }
+  return v;
+}
+
+absl::StatusOr<double> GetDouble(const json& obj, const std::string& key,
+                                 const std::string& where, bool required = true) {
+  auto it = obj.find(key);
+  if (it == obj.end() || it->is_null()) {
+    if (required) return FieldError(where + "." + key, "missing");
+    return 0.0;
+  }
+  if (!it->is_number()) return FieldError(where + "." + key, "must be a number");
+  const double v = it->get<double>();
+  if (!std::isfinite(v) || v < 0) {
+    return FieldError(where + "." + key, "must be finite and >= 0");
+  }
+  return v;
+}
+
+absl::StatusOr<std::string> GetString(const json& obj, const std::string& key,
+                                      const std::string& where, bool required = true) {
+  auto it = obj.find(key);
+  if (it == obj.end() || it->is_null()) {
+    if (required) return FieldError(where + "." + key, "missing");
+    return std::string();
+  }
+  if (!it->is_string()) return FieldError(where + "." + key, "must be a string");
+  std::string s = it->get<std::string>();
+  if (s.size() > 4096) return FieldError(where + "." + key, "longer than 4096 bytes");
+  return s;
+}
+
+absl::StatusOr<bool> GetBool(const json& obj, const std::string& key) {
+  auto it = obj.find(key);
+  if (it == obj.end() || it->is_null()) return false;
+  if (!it->is_boolean()) return FieldError(key, "must be true or false");
+  return it->get<bool>();
+}
+
+constexpr uint64_t kMaxParamNs = 4'000'000'000;  // fits the blob's u32
+
+absl::StatusOr<WaitParams> WaitFromJson(const json& obj, const std::string& where) {
+  SPINTUNE_ASSIGN_OR_RETURN(std::string name, GetString(obj, "strategy", where));
+  auto strategy = ParseStrategy(name);
+  if (!strategy.ok()) return FieldError(where + ".strategy", strategy.status().message());
+  WaitParams w;
+  w.strategy = *strategy;
+  SPINTUNE_ASSIGN_OR_RETURN(w.spin_ns, GetUint(obj, "spin_ns", where, kMaxParamNs, false));
+  SPINTUNE_ASSIGN_OR_RETURN(w.sleep_ns, GetUint(obj, "sleep_ns", where, kMaxParamNs, false));
+  SPINTUNE_ASSIGN_OR_RETURN(w.poll_interval_ns,
+                            GetUint(obj, "poll_interval_ns", where, kMaxParamNs, false));
+  return w;
+}
+
+json FamilyToJson(const FamilyOptimum& f) {
+  json j = WaitToJson(f.params);
+  j["strategy"] = std::string(StrategyName(f.strategy));
+  j["feasible"] = f.feasible;
+  j["cpu_ns"] = f.expected.cpu_ns;
+  j["latency_ns"] = f.expected.latency_ns;
+  j["cost_ns"] = f.cost_ns;
+  return j;
+}
+
+}  // namespace
+
+json WaitToJson(const WaitParams& w) {
+  return json{{"strategy", std::string(StrategyName(w.strategy))},
+              {"spin_ns", w.spin_ns},
+              {"sleep_ns", w.sleep_ns},
+              {"poll_interval_ns", w.poll_interval_ns}};
+}
+
+json CostsToJson(const PlatformCosts& c) {
+  return json{{"irq_cpu_ns", c.irq_cpu_ns},
+              {"irq_wake_ns", c.irq_wake_ns},
+              {"poll_read_ns", c.poll_read_ns},
+              {"timer_cpu_ns", c.timer_cpu_ns},
+              {"timer_wake_ns", c.timer_wake_ns}};
+}
+
+absl::StatusOr<PlatformCosts> CostsFromJson(const json& obj, const std::string& where) {
+  if (!obj.is_object()) return FieldError(where, "must be an object");
+  PlatformCosts c;
+  SPINTUNE_ASSIGN_OR_RETURN(c.irq_cpu_ns, GetDouble(obj, "irq_cpu_ns", where));
+  SPINTUNE_ASSIGN_OR_RETURN(c.irq_wake_ns, GetDouble(obj, "irq_wake_ns", where));
+  SPINTUNE_ASSIGN_OR_RETURN(c.poll_read_ns, GetDouble(obj, "poll_read_ns", where));
+  SPINTUNE_ASSIGN_OR_RETURN(c.timer_cpu_ns, GetDouble(obj, "timer_cpu_ns", where));
+  SPINTUNE_ASSIGN_OR_RETURN(c.timer_wake_ns, GetDouble(obj, "timer_wake_ns", where));
+  absl::Status s = c.Validate();
+  if (!s.ok()) return FieldError(where, s.message());
+  return c;
+}
+
+json PolicyTableToJson(const PolicyTable& t) {
+  json j;
+  j["format"] = "spintune-policy";
+  j["format_version"] = kPolicyJsonFormatVersion;
+  j["board"] = t.board;
+  j["version"] = t.version;
+  j["fitted_at"] = t.fitted_at;
+  j["objective"] = t.objective_name;
+  j["latency_weight"] = t.latency_weight;
+  j["max_spin_ns"] = t.max_spin_ns;
+  j["min_samples"] = t.min_samples;
+  j["cpu_classes"] = json::array();
+  for (const auto& c : t.cpu_classes) {
+    json cj = CostsToJson(c.costs);
+    cj["name"] = c.name;
+    cj["cpu_khz"] = c.cpu_khz;
+    j["cpu_classes"].push_back(std::move(cj));
+  }
+  j["devices"] = json::array();
+  for (const auto& d : t.devices) {
+    json rules = json::array();
+    for (const auto& r : d.default_rules) {
+      json rj = WaitToJson(r.wait);
+      rj["opcode"] = r.any_opcode ? json(nullptr) : json(r.opcode);
+      rj["min_bytes"] = r.min_bytes;
+      rj["max_bytes"] = r.max_bytes;
+      rj["note"] = r.note;
+      rules.push_back(std::move(rj));
+    }
+    j["devices"].push_back(json{{"name", d.name},
+                                {"driver", d.driver},
+                                {"model", d.model},
+                                {"default_rules", std::move(rules)}});
+  }
+  j["entries"] = json::array();
+  for (const auto& e : t.entries) {
+    json ej = WaitToJson(e.wait);
+    ej["device"] = e.key.device;
+    ej["cpu_class"] = e.key.cpu_class;
+    ej["opcode"] = e.key.opcode;
+    ej["size_class"] = e.key.size_class;
+    ej["fallback"] = e.fallback;
+    ej["samples"] = e.samples;
+    ej["p50_ns"] = e.p50_ns;
+    ej["p99_ns"] = e.p99_ns;
+    ej["expected_cpu_ns"] = e.expected.cpu_ns;
+    ej["expected_latency_ns"] = e.expected.latency_ns;
+    ej["expected_cost_ns"] = e.expected_cost_ns;
+    if (e.default_wait) {
+      json dj = WaitToJson(*e.default_wait);
+      dj["cpu_ns"] = e.default_expected.cpu_ns;
+      dj["latency_ns"] = e.default_expected.latency_ns;
+      dj["cost_ns"] = e.default_cost_ns;
+      ej["default"] = std::move(dj);
+    } else {
+      ej["default"] = nullptr;
+    }
+    json fams = json::array();
+    for (const auto& f : e.families) fams.push_back(FamilyToJson(f));
+    ej["families"] = std::move(fams);
+    j["entries"].push_back(std::move(ej));
+  }
+  return j;
+}
+
+absl::StatusOr<PolicyTable> PolicyTableFromJson(const json& j) {
+  if (!j.is_object()) return absl::InvalidArgumentError("policy JSON must be an object");
+  PolicyTable t;
+  if (j.contains("format")) {
+    SPINTUNE_ASSIGN_OR_RETURN(std::string format, GetString(j, "format", "policy"));
+    if (format != "spintune-policy") {
+      return FieldError("format", absl::StrCat("expected 'spintune-policy', got '", format, "'"));
+    }
+    SPINTUNE_ASSIGN_OR_RETURN(uint64_t fv, GetUint(j, "format_version", "policy", 1000));
+    if (fv != kPolicyJsonFormatVersion) {
+      return FieldError("format_version", absl::StrCat("unsupported version ", fv));
+    }
+  }
+  SPINTUNE_ASSIGN_OR_RETURN(t.board, GetString(j, "board", "policy", false));
+  SPINTUNE_ASSIGN_OR_RETURN(t.version, GetUint(j, "version", "policy", ~uint64_t{0}, false));
+  SPINTUNE_ASSIGN_OR_RETURN(t.fitted_at, GetString(j, "fitted_at", "policy", false));
+  SPINTUNE_ASSIGN_OR_RETURN(t.objective_name, GetString(j, "objective", "policy", false));
+  SPINTUNE_ASSIGN_OR_RETURN(t.latency_weight, GetDouble(j, "latency_weight", "policy", false));
+  SPINTUNE_ASSIGN_OR_RETURN(t.max_spin_ns, GetUint(j, "max_spin_ns", "policy", kMaxParamNs, false));
+  SPINTUNE_ASSIGN_OR_RETURN(t.min_samples,
+                            GetUint(j, "min_samples", "policy", ~uint64_t{0}, false));
+
+  auto classes = j.find("cpu_classes");
+  if (classes == j.end() || !classes->is_array() || classes->empty()) {
+    return FieldError("cpu_classes", "must be a non-empty array");
+  }
+  if (classes->size() > 254) return FieldError("cpu_classes", "more than 254 classes");
+  for (size_t i = 0; i < classes->size(); ++i) {
+    const std::string where = absl::StrCat("cpu_classes[", i, "]");
+    const json& cj = (*classes)[i];
+    CpuClassInfo c;
+    SPINTUNE_ASSIGN_OR_RETURN(c.name, GetString(cj, "name", where));
+    if (c.name.empty() || c.name == kAnyCpuClass) return FieldError(where + ".name", "invalid");
+    SPINTUNE_ASSIGN_OR_RETURN(c.cpu_khz, GetUint(cj, "cpu_khz", where, 1'000'000'000, false));
+    SPINTUNE_ASSIGN_OR_RETURN(c.costs, CostsFromJson(cj, where));
+    if (t.CpuClassIndex(c.name) >= 0) return FieldError(where + ".name", "duplicate");
+    t.cpu_classes.push_back(std::move(c));
+  }
+
+  auto devices = j.find("devices");
+  if (devices == j.end() || !devices->is_array()) {
+    return FieldError("devices", "must be an array");
+  }
+  for (size_t i = 0; i < devices->size(); ++i) {
+    const std::string where = absl::StrCat("devices[", i, "]");
+    const json& dj = (*devices)[i];
+    if (!dj.is_object()) return FieldError(where, "must be an object");
+    DeviceInfo d;
+    SPINTUNE_ASSIGN_OR_RETURN(d.name, GetString(dj, "name", where));
+    if (d.name.empty()) return FieldError(where + ".name", "empty");
+    SPINTUNE_ASSIGN_OR_RETURN(d.driver, GetString(dj, "driver", where, false));
+    SPINTUNE_ASSIGN_OR_RETURN(d.model, GetString(dj, "model", where, false));
+    auto rules = dj.find("default_rules");
+    if (rules != dj.end() && rules->is_array()) {
+      for (size_t r = 0; r < rules->size(); ++r) {
+        const std::string rw = absl::StrCat(where, ".default_rules[", r, "]");
+        const json& rj = (*rules)[r];
+        DefaultRule rule;
+        SPINTUNE_ASSIGN_OR_RETURN(rule.wait, WaitFromJson(rj, rw));
+        rule.any_opcode = !rj.contains("opcode") || rj["opcode"].is_null();
+        if (!rule.any_opcode) {
+          SPINTUNE_ASSIGN_OR_RETURN(uint64_t op, GetUint(rj, "opcode", rw, 0xFFFFFFFEu));
+          rule.opcode = static_cast<uint32_t>(op);
+        }
+        SPINTUNE_ASSIGN_OR_RETURN(rule.min_bytes, GetUint(rj, "min_bytes", rw, ~uint64_t{0}, false));
+        SPINTUNE_ASSIGN_OR_RETURN(rule.max_bytes, GetUint(rj, "max_bytes", rw, ~uint64_t{0}, false));
+        SPINTUNE_ASSIGN_OR_RETURN(rule.note, GetString(rj, "note", rw, false));
+        d.default_rules.push_back(std::move(rule));
+      }
+    }
+    t.devices.push_back(std::move(d));
+  }
+
+  auto entries = j.find("entries");
+  if (entries == j.end() || !entries->is_array()) {
+    return FieldError("entries", "must be an array");
+  }
+  for (size_t i = 0; i < entries->size(); ++i) {
+    const std::string where = absl::StrCat("entries[", i, "]");
+    const json& ej = (*entries)[i];
+    if (!ej.is_object()) return FieldError(where, "must be an object");
+    PolicyEntry e;
+    SPINTUNE_ASSIGN_OR_RETURN(e.key.device, GetString(ej, "device", where));
+    SPINTUNE_ASSIGN_OR_RETURN(e.fallback, GetBool(ej, "fallback"));
+    SPINTUNE_ASSIGN_OR_RETURN(e.key.cpu_class,
+                              GetString(ej, "cpu_class", where, !e.fallback));
+    if (e.fallback) {
+      e.key.cpu_class = kAnyCpuClass;
+    } else if (t.CpuClassIndex(e.key.cpu_class) < 0) {
+      return FieldError(where + ".cpu_class", absl::StrCat("unknown class '", e.key.cpu_class, "'"));
+    }
+    SPINTUNE_ASSIGN_OR_RETURN(uint64_t op, GetUint(ej, "opcode", where, 0xFFFFFFFEu, !e.fallback));
+    e.key.opcode = static_cast<uint32_t>(op);
+    SPINTUNE_ASSIGN_OR_RETURN(uint64_t sc, GetUint(ej, "size_class", where, 64, !e.fallback));
+    e.key.size_class = static_cast<uint32_t>(sc);
+    if (e.fallback) e.key.opcode = 0, e.key.size_class = 0;
+    SPINTUNE_ASSIGN_OR_RETURN(e.wait, WaitFromJson(ej, where));
+    SPINTUNE_ASSIGN_OR_RETURN(e.samples, GetUint(ej, "samples", where, ~uint64_t{0}, false));
+    SPINTUNE_ASSIGN_OR_RETURN(e.p50_ns, GetDouble(ej, "p50_ns", where, false));
+    SPINTUNE_ASSIGN_OR_RETURN(e.p99_ns, GetDouble(ej, "p99_ns", where, false));
+    SPINTUNE_ASSIGN_OR_RETURN(e.expected.cpu_ns, GetDouble(ej, "expected_cpu_ns", where, false));
+    SPINTUNE_ASSIGN_OR_RETURN(e.expected.latency_ns,
+                              GetDouble(ej, "expected_latency_ns", where, false));
+    SPINTUNE_ASSIGN_OR_RETURN(e.expected_cost_ns, GetDouble(ej, "expected_cost_ns", where, false));
+    auto def = ej.find("default");
+    if (def != ej.end() && def->is_object()) {
+      SPINTUNE_ASSIGN_OR_RETURN(WaitParams dw, WaitFromJson(*def, where + ".default"));
+      e.default_wait = dw;
+      SPINTUNE_ASSIGN_OR_RETURN(e.default_expected.cpu_ns, GetDouble(*def, "cpu_ns", where, false));
+      SPINTUNE_ASSIGN_OR_RETURN(e.default_expected.latency_ns,
+                                GetDouble(*def, "latency_ns", where, false));
+      SPINTUNE_ASSIGN_OR_RETURN(e.default_cost_ns, GetDouble(*def, "cost_ns", where, false));
+    }
+    t.entries.push_back(std::move(e));
+  }
+  SortEntries(&t.entries);
+  for (size_t i = 1; i < t.entries.size(); ++i) {
+    const auto& a = t.entries[i - 1];
+    const auto& b = t.entries[i];
+    if (a.key == b.key && a.fallback == b.fallback) {
+      return FieldError("entries", absl::StrCat("duplicate key for device '", b.key.device,
+                                                "' opcode ", b.key.opcode, " size class ",
+                                                b.key.size_class));
+    }
+  }
+  return t;
+}
+
+absl::StatusOr<PolicyTable> ParsePolicyJson(const std::string& text) {
+  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return absl::InvalidArgumentError("not valid JSON");
+  return PolicyTableFromJson(j);
+}
+
+}  // namespace spintune

@@ -1,0 +1,105 @@
+// PolicyTable: a target's fitted policy, one entry per key plus one
+// fallback entry per device, with the evidence behind every entry.
+//
+// This is the in-memory form shared by the tuner, the agent and the CLI; the
+// wire form is spintune.v1.PolicyTable, the driver forms are the blob
+// (policy_blob.h) and the C header (header_writer.h), the human form is the
+// JSON of docs/policy-json.md (policy_json.h).
+//
+// Plain values; thread-compatible.
+#ifndef SPINTUNE_POLICY_POLICY_TABLE_H_
+#define SPINTUNE_POLICY_POLICY_TABLE_H_
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "models/cost_model.h"
+#include "models/wait_optimizer.h"
+#include "policy/default_rule.h"
+
+namespace spintune {
+
+// Wildcard cpu class name of fallback entries.
+inline constexpr char kAnyCpuClass[] = "*";
+
+struct PolicyKey {
+  std::string cpu_class;  // kAnyCpuClass for a fallback entry
+  std::string device;
+  uint32_t opcode = 0;
+  uint32_t size_class = 0;
+
+  friend bool operator<(const PolicyKey& a, const PolicyKey& b) {
+    return std::tie(a.device, a.cpu_class, a.opcode, a.size_class) <
+           std::tie(b.device, b.cpu_class, b.opcode, b.size_class);
+  }
+  friend bool operator==(const PolicyKey& a, const PolicyKey& b) {
+    return std::tie(a.device, a.cpu_class, a.opcode, a.size_class) ==
+           std::tie(b.device, b.cpu_class, b.opcode, b.size_class);
+  }
+};
+
+struct PolicyEntry {
+  PolicyKey key;
+  bool fallback = false;  // the device's entry for keys not in the table
+  WaitParams wait;
+  // Evidence.
+  uint64_t samples = 0;
+  double p50_ns = 0;
+  double p99_ns = 0;
+  ExpectedCost expected;
+  double expected_cost_ns = 0;
+  // The driver's own rule on the same samples, when it has one.
+  std::optional<WaitParams> default_wait;
+  ExpectedCost default_expected;
+  double default_cost_ns = 0;
+  // Best candidate of every strategy family (index Strategy - 1); empty for
+  // entries that were not fitted (too few samples).
+  std::vector<FamilyOptimum> families;
+};
+
+struct CpuClassInfo {
+  std::string name;
+  uint64_t cpu_khz = 0;
+  PlatformCosts costs;  // the costs the table was fitted with
+};
+
+struct DeviceInfo {
+  std::string name;
+  std::string driver;
+  std::string model;
+  std::vector<DefaultRule> default_rules;
+};
+
+struct PolicyTable {
+  uint64_t version = 0;
+  std::string board;
+  std::string fitted_at;  // RFC 3339 UTC, set when the table is stored
+  std::string objective_name = "balanced";
+  double latency_weight = 1.0;
+  uint64_t max_spin_ns = 0;
+  uint64_t min_samples = 0;
+  std::vector<CpuClassInfo> cpu_classes;
+  std::vector<DeviceInfo> devices;
+  // In SortEntries() order; fallback entries use cpu_class "*".
+  std::vector<PolicyEntry> entries;
+
+  // Total samples over the non-fallback entries.
+  uint64_t TotalSamples() const;
+  // Index of `cpu_class` in cpu_classes, or -1.
+  int CpuClassIndex(const std::string& cpu_class) const;
+};
+
+// Sorts by (device, fallback last, cpu class, opcode, size class).
+void SortEntries(std::vector<PolicyEntry>* entries);
+
+// True when both tables prescribe the same waits for the same keys (the part a
+// driver sees; evidence and version are ignored).
+bool SameDecisions(const PolicyTable& a, const PolicyTable& b);
+
+}  // namespace spintune
+
+#endif  // SPINTUNE_POLICY_POLICY_TABLE_H_
