@@ -33,6 +33,8 @@ struct KeyEvidence {
   uint64_t errors = 0;         // requests that completed with an error
   uint64_t irq_timeouts = 0;   // timeouts while waiting on the IRQ path
   uint64_t spin_timeouts = 0;  // timeouts while polling
+  uint64_t irq_path = 0;       // requests the driver completed via its IRQ
+  uint64_t spin_path = 0;      // requests the driver completed by polling
 };
 
 struct FitConfig {

@@ -61,10 +61,11 @@ absl::StatusOr<std::string> GetString(const json& obj, const std::string& key,
   return s;
 }
 
-absl::StatusOr<bool> GetBool(const json& obj, const std::string& key) {
+absl::StatusOr<bool> GetBool(const json& obj, const std::string& key,
+                             const std::string& where) {
   auto it = obj.find(key);
   if (it == obj.end() || it->is_null()) return false;
-  if (!it->is_boolean()) return FieldError(key, "must be true or false");
+  if (!it->is_boolean()) return FieldError(where + "." + key, "must be true or false");
   return it->get<bool>();
 }
 
@@ -100,6 +101,42 @@ json WaitToJson(const WaitParams& w) {
               {"spin_ns", w.spin_ns},
               {"sleep_ns", w.sleep_ns},
               {"poll_interval_ns", w.poll_interval_ns}};
+}
+
+json DefaultRulesToJson(const std::vector<DefaultRule>& rules) {
+  json out = json::array();
+  for (const auto& r : rules) {
+    json rj = WaitToJson(r.wait);
+    rj["opcode"] = r.any_opcode ? json(nullptr) : json(r.opcode);
+    rj["min_bytes"] = r.min_bytes;
+    rj["max_bytes"] = r.max_bytes;
+    rj["note"] = r.note;
+    out.push_back(std::move(rj));
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<DefaultRule>> DefaultRulesFromJson(const json& rules,
+                                                              const std::string& where) {
+  if (!rules.is_array()) return FieldError(where, "must be an array");
+  std::vector<DefaultRule> out;
+  for (size_t r = 0; r < rules.size(); ++r) {
+    const std::string rw = absl::StrCat(where, "[", r, "]");
+    const json& rj = rules[r];
+    if (!rj.is_object()) return FieldError(rw, "must be an object");
+    DefaultRule rule;
+    SPINTUNE_ASSIGN_OR_RETURN(rule.wait, WaitFromJson(rj, rw));
+    rule.any_opcode = !rj.contains("opcode") || rj["opcode"].is_null();
+    if (!rule.any_opcode) {
+      SPINTUNE_ASSIGN_OR_RETURN(uint64_t op, GetUint(rj, "opcode", rw, 0xFFFFFFFEu));
+      rule.opcode = static_cast<uint32_t>(op);
+    }
+    SPINTUNE_ASSIGN_OR_RETURN(rule.min_bytes, GetUint(rj, "min_bytes", rw, ~uint64_t{0}, false));
+    SPINTUNE_ASSIGN_OR_RETURN(rule.max_bytes, GetUint(rj, "max_bytes", rw, ~uint64_t{0}, false));
+    SPINTUNE_ASSIGN_OR_RETURN(rule.note, GetString(rj, "note", rw, false));
+    out.push_back(std::move(rule));
+  }
+  return out;
 }
 
 json CostsToJson(const PlatformCosts& c) {
@@ -143,19 +180,10 @@ json PolicyTableToJson(const PolicyTable& t) {
   }
   j["devices"] = json::array();
   for (const auto& d : t.devices) {
-    json rules = json::array();
-    for (const auto& r : d.default_rules) {
-      json rj = WaitToJson(r.wait);
-      rj["opcode"] = r.any_opcode ? json(nullptr) : json(r.opcode);
-      rj["min_bytes"] = r.min_bytes;
-      rj["max_bytes"] = r.max_bytes;
-      rj["note"] = r.note;
-      rules.push_back(std::move(rj));
-    }
     j["devices"].push_back(json{{"name", d.name},
                                 {"driver", d.driver},
                                 {"model", d.model},
-                                {"default_rules", std::move(rules)}});
+                                {"default_rules", DefaultRulesToJson(d.default_rules)}});
   }
   j["entries"] = json::array();
   for (const auto& e : t.entries) {
@@ -241,22 +269,9 @@ absl::StatusOr<PolicyTable> PolicyTableFromJson(const json& j) {
     SPINTUNE_ASSIGN_OR_RETURN(d.driver, GetString(dj, "driver", where, false));
     SPINTUNE_ASSIGN_OR_RETURN(d.model, GetString(dj, "model", where, false));
     auto rules = dj.find("default_rules");
-    if (rules != dj.end() && rules->is_array()) {
-      for (size_t r = 0; r < rules->size(); ++r) {
-        const std::string rw = absl::StrCat(where, ".default_rules[", r, "]");
-        const json& rj = (*rules)[r];
-        DefaultRule rule;
-        SPINTUNE_ASSIGN_OR_RETURN(rule.wait, WaitFromJson(rj, rw));
-        rule.any_opcode = !rj.contains("opcode") || rj["opcode"].is_null();
-        if (!rule.any_opcode) {
-          SPINTUNE_ASSIGN_OR_RETURN(uint64_t op, GetUint(rj, "opcode", rw, 0xFFFFFFFEu));
-          rule.opcode = static_cast<uint32_t>(op);
-        }
-        SPINTUNE_ASSIGN_OR_RETURN(rule.min_bytes, GetUint(rj, "min_bytes", rw, ~uint64_t{0}, false));
-        SPINTUNE_ASSIGN_OR_RETURN(rule.max_bytes, GetUint(rj, "max_bytes", rw, ~uint64_t{0}, false));
-        SPINTUNE_ASSIGN_OR_RETURN(rule.note, GetString(rj, "note", rw, false));
-        d.default_rules.push_back(std::move(rule));
-      }
+    if (rules != dj.end() && !rules->is_null()) {
+      SPINTUNE_ASSIGN_OR_RETURN(d.default_rules,
+                                DefaultRulesFromJson(*rules, where + ".default_rules"));
     }
     t.devices.push_back(std::move(d));
   }
@@ -271,7 +286,7 @@ absl::StatusOr<PolicyTable> PolicyTableFromJson(const json& j) {
     if (!ej.is_object()) return FieldError(where, "must be an object");
     PolicyEntry e;
     SPINTUNE_ASSIGN_OR_RETURN(e.key.device, GetString(ej, "device", where));
-    SPINTUNE_ASSIGN_OR_RETURN(e.fallback, GetBool(ej, "fallback"));
+    SPINTUNE_ASSIGN_OR_RETURN(e.fallback, GetBool(ej, "fallback", where));
     SPINTUNE_ASSIGN_OR_RETURN(e.key.cpu_class,
                               GetString(ej, "cpu_class", where, !e.fallback));
     if (e.fallback) {

@@ -7,6 +7,7 @@
 #define SPINTUNE_POLICY_POLICY_JSON_H_
 
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "nlohmann/json.hpp"
@@ -23,6 +24,9 @@ absl::StatusOr<PolicyTable> PolicyTableFromJson(const nlohmann::json& json);
 absl::StatusOr<PolicyTable> ParsePolicyJson(const std::string& text);
 
 nlohmann::json WaitToJson(const WaitParams& wait);
+nlohmann::json DefaultRulesToJson(const std::vector<DefaultRule>& rules);
+absl::StatusOr<std::vector<DefaultRule>> DefaultRulesFromJson(const nlohmann::json& json,
+                                                              const std::string& where);
 nlohmann::json CostsToJson(const PlatformCosts& costs);
 absl::StatusOr<PlatformCosts> CostsFromJson(const nlohmann::json& json,
                                             const std::string& where);

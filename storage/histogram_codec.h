@@ -1,0 +1,24 @@
+// Byte encoding of a LatencyHistogram for SQLite BLOB columns
+// (storage/SCHEMA.md): a version byte (1), then for each non-empty bucket in
+// increasing order the varint gap to the previous bucket index and the
+// varint count.
+//
+// Pure functions; thread-safe.
+#ifndef SPINTUNE_STORAGE_HISTOGRAM_CODEC_H_
+#define SPINTUNE_STORAGE_HISTOGRAM_CODEC_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "models/latency_histogram.h"
+
+namespace spintune {
+
+std::string EncodeHistogram(const LatencyHistogram& histogram);
+// DataLoss for malformed bytes (bad version, truncated varint, bucket out of
+// range, count overflow).
+absl::StatusOr<LatencyHistogram> DecodeHistogram(absl::string_view bytes);
+
+}  // namespace spintune
+
+#endif  // SPINTUNE_STORAGE_HISTOGRAM_CODEC_H_

@@ -1,0 +1,133 @@
+#include "storage/migrations.h"
+
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+
+namespace spintune {
+namespace {
+
+// Index i holds the SQL of migration i + 1. Never edit a shipped entry: add
+// a new one.
+const std::vector<const char*>& Migrations() {
+  static const std::vector<const char*> kMigrations = {
+      // 1: the foundation schema.
+      R"sql(
+CREATE TABLE targets (
+  id INTEGER PRIMARY KEY,
+  agent_id TEXT NOT NULL UNIQUE,
+  board TEXT NOT NULL,
+  cpu_model TEXT NOT NULL DEFAULT '',
+  kernel_release TEXT NOT NULL DEFAULT '',
+  agent_version TEXT NOT NULL DEFAULT '',
+  total_samples INTEGER NOT NULL DEFAULT 0,
+  total_dispatch_samples INTEGER NOT NULL DEFAULT 0,
+  applied_version INTEGER NOT NULL DEFAULT 0,
+  applied_error TEXT NOT NULL DEFAULT '',
+  first_seen TEXT NOT NULL,
+  last_seen TEXT NOT NULL
+);
+CREATE TABLE cpu_classes (
+  target_id INTEGER NOT NULL REFERENCES targets(id) ON DELETE CASCADE,
+  name TEXT NOT NULL,
+  idx INTEGER NOT NULL,
+  cpu_khz INTEGER NOT NULL,
+  irq_cpu_ns INTEGER NOT NULL,
+  irq_wake_ns INTEGER NOT NULL,
+  poll_read_ns INTEGER NOT NULL,
+  timer_cpu_ns INTEGER NOT NULL,
+  timer_wake_ns INTEGER NOT NULL,
+  irq_overhead_cpu_ns INTEGER NOT NULL,
+  PRIMARY KEY (target_id, name)
+);
+CREATE TABLE devices (
+  target_id INTEGER NOT NULL REFERENCES targets(id) ON DELETE CASCADE,
+  name TEXT NOT NULL,
+  idx INTEGER NOT NULL,
+  driver TEXT NOT NULL,
+  model TEXT NOT NULL,
+  default_rules_json TEXT NOT NULL,
+  PRIMARY KEY (target_id, name)
+);
+CREATE TABLE keys (
+  id INTEGER PRIMARY KEY,
+  target_id INTEGER NOT NULL REFERENCES targets(id) ON DELETE CASCADE,
+  cpu_class TEXT NOT NULL,
+  device TEXT NOT NULL,
+  opcode INTEGER NOT NULL,
+  size_class INTEGER NOT NULL,
+  UNIQUE (target_id, cpu_class, device, opcode, size_class)
+);
+CREATE TABLE histograms (
+  key_id INTEGER PRIMARY KEY REFERENCES keys(id) ON DELETE CASCADE,
+  samples INTEGER NOT NULL,
+  errors INTEGER NOT NULL,
+  irq_timeouts INTEGER NOT NULL,
+  spin_timeouts INTEGER NOT NULL,
+  irq_path INTEGER NOT NULL,
+  spin_path INTEGER NOT NULL,
+  buckets BLOB NOT NULL
+);
+CREATE TABLE dispatch_stats (
+  target_id INTEGER NOT NULL REFERENCES targets(id) ON DELETE CASCADE,
+  cpu_class TEXT NOT NULL,
+  device TEXT NOT NULL,
+  samples INTEGER NOT NULL,
+  handler_buckets BLOB NOT NULL,
+  wake_buckets BLOB NOT NULL,
+  PRIMARY KEY (target_id, cpu_class, device)
+);
+CREATE TABLE ingested (
+  target_id INTEGER NOT NULL REFERENCES targets(id) ON DELETE CASCADE,
+  seq INTEGER NOT NULL,
+  samples INTEGER NOT NULL,
+  dispatch_samples INTEGER NOT NULL,
+  received_at TEXT NOT NULL,
+  PRIMARY KEY (target_id, seq)
+) WITHOUT ROWID;
+CREATE TABLE policy_versions (
+  target_id INTEGER NOT NULL REFERENCES targets(id) ON DELETE CASCADE,
+  version INTEGER NOT NULL,
+  created_at TEXT NOT NULL,
+  samples INTEGER NOT NULL,
+  table_json TEXT NOT NULL,
+  PRIMARY KEY (target_id, version)
+);
+)sql",
+  };
+  return kMigrations;
+}
+
+}  // namespace
+
+int LatestSchemaVersion() { return static_cast<int>(Migrations().size()); }
+
+absl::StatusOr<int> SchemaVersion(SqliteDb* db) {
+  SPINTUNE_RETURN_IF_ERROR(
+      db->Exec("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)"));
+  SPINTUNE_ASSIGN_OR_RETURN(auto stmt, db->Prepare("SELECT MAX(version) FROM schema_version"));
+  SPINTUNE_ASSIGN_OR_RETURN(bool row, stmt->Step());
+  if (!row || stmt->ColumnIsNull(0)) return 0;
+  return static_cast<int>(stmt->ColumnInt(0));
+}
+
+absl::Status MigrateToLatest(SqliteDb* db) {
+  SPINTUNE_ASSIGN_OR_RETURN(int current, SchemaVersion(db));
+  if (current > LatestSchemaVersion()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        db->path(), ": schema version ", current, " is newer than this spintune (",
+        LatestSchemaVersion(), "); upgrade spintune"));
+  }
+  for (int v = current + 1; v <= LatestSchemaVersion(); ++v) {
+    Transaction tx(db);
+    SPINTUNE_RETURN_IF_ERROR(tx.Begin());
+    SPINTUNE_RETURN_IF_ERROR(db->Exec(Migrations()[v - 1]));
+    SPINTUNE_RETURN_IF_ERROR(
+        db->Exec(absl::StrCat("INSERT INTO schema_version(version) VALUES (", v, ")")));
+    SPINTUNE_RETURN_IF_ERROR(tx.Commit());
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace spintune

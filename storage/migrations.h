@@ -1,0 +1,26 @@
+// Schema migrations of the spintune database (storage/SCHEMA.md).
+//
+// Migration N turns schema version N-1 into N; the runner applies every
+// missing one in its own transaction and records the version in
+// schema_version. A database newer than this binary is refused.
+#ifndef SPINTUNE_STORAGE_MIGRATIONS_H_
+#define SPINTUNE_STORAGE_MIGRATIONS_H_
+
+#include "absl/status/status.h"
+#include "storage/sqlite_db.h"
+
+namespace spintune {
+
+// Highest schema version this binary knows.
+int LatestSchemaVersion();
+
+// Brings `db` to LatestSchemaVersion(). FailedPrecondition when the database
+// was written by a newer spintune.
+absl::Status MigrateToLatest(SqliteDb* db);
+
+// The version recorded in `db` (0 for an empty database).
+absl::StatusOr<int> SchemaVersion(SqliteDb* db);
+
+}  // namespace spintune
+
+#endif  // SPINTUNE_STORAGE_MIGRATIONS_H_

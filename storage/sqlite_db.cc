@@ -1,0 +1,162 @@
+#include "storage/sqlite_db.h"
+
+#include <sqlite3.h>
+
+#include "absl/strings/str_cat.h"
+
+namespace spintune {
+
+Statement::~Statement() { sqlite3_finalize(stmt_); }
+
+Statement& Statement::Bind(int index, int64_t value) {
+  sqlite3_bind_int64(stmt_, index, value);
+  return *this;
+}
+Statement& Statement::Bind(int index, double value) {
+  sqlite3_bind_double(stmt_, index, value);
+  return *this;
+}
+Statement& Statement::Bind(int index, absl::string_view text) {
+  sqlite3_bind_text(stmt_, index, text.data(), static_cast<int>(text.size()),
+                    SQLITE_TRANSIENT);
+  return *this;
+}
+Statement& Statement::BindBlob(int index, absl::string_view bytes) {
+  sqlite3_bind_blob(stmt_, index, bytes.data(), static_cast<int>(bytes.size()),
+                    SQLITE_TRANSIENT);
+  return *this;
+}
+Statement& Statement::BindNull(int index) {
+  sqlite3_bind_null(stmt_, index);
+  return *this;
+}
+
+absl::StatusOr<bool> Statement::Step() {
+  const int rc = sqlite3_step(stmt_);
+  if (rc == SQLITE_ROW) return true;
+  if (rc == SQLITE_DONE) return false;
+  absl::Status s = db_->Error(sqlite3_sql(stmt_), rc);
+  sqlite3_reset(stmt_);
+  return s;
+}
+
+absl::Status Statement::Run() {
+  auto row = Step();
+  Reset();
+  if (!row.ok()) return row.status();
+  return absl::OkStatus();
+}
+
+void Statement::Reset() {
+  sqlite3_reset(stmt_);
+  sqlite3_clear_bindings(stmt_);
+}
+
+int64_t Statement::ColumnInt(int c) const { return sqlite3_column_int64(stmt_, c); }
+double Statement::ColumnDouble(int c) const { return sqlite3_column_double(stmt_, c); }
+std::string Statement::ColumnText(int c) const {
+  const unsigned char* t = sqlite3_column_text(stmt_, c);
+  return t ? std::string(reinterpret_cast<const char*>(t), sqlite3_column_bytes(stmt_, c))
+           : std::string();
+}
+std::string Statement::ColumnBlob(int c) const {
+  const void* b = sqlite3_column_blob(stmt_, c);
+  return b ? std::string(static_cast<const char*>(b), sqlite3_column_bytes(stmt_, c))
+           : std::string();
+}
+bool Statement::ColumnIsNull(int c) const {
+  return sqlite3_column_type(stmt_, c) == SQLITE_NULL;
+}
+
+absl::StatusOr<std::unique_ptr<SqliteDb>> SqliteDb::Open(const std::string& path) {
+  sqlite3* raw = nullptr;
+  const int rc = sqlite3_open_v2(path.c_str(), &raw,
+                                 SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
+                                     SQLITE_OPEN_FULLMUTEX,
+                                 nullptr);
+  if (rc != SQLITE_OK) {
+    std::string msg = raw ? sqlite3_errmsg(raw) : sqlite3_errstr(rc);
+    sqlite3_close(raw);
+    return absl::UnavailableError(absl::StrCat("cannot open database ", path, ": ", msg));
+  }
+  std::unique_ptr<SqliteDb> db(new SqliteDb(raw, path));
+  sqlite3_busy_timeout(raw, 10000);
+  sqlite3_extended_result_codes(raw, 1);
+  if (path != ":memory:") {
+    auto mode = db->Prepare("PRAGMA journal_mode=WAL");
+    if (!mode.ok()) return mode.status();
+    auto row = (*mode)->Step();
+    if (!row.ok()) return row.status();
+    if (!*row || (*mode)->ColumnText(0) != "wal") {
+      return absl::FailedPreconditionError(
+          absl::StrCat(path, ": cannot switch the database to WAL mode"));
+    }
+  }
+  absl::Status s = db->Exec("PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;");
+  if (!s.ok()) return s;
+  return db;
+}
+
+SqliteDb::~SqliteDb() { sqlite3_close_v2(db_); }
+
+absl::Status SqliteDb::Error(absl::string_view context, int rc) const {
+  const std::string msg =
+      absl::StrCat(path_, ": ", context, ": ", sqlite3_errmsg(db_), " (", sqlite3_errstr(rc), ")");
+  switch (rc & 0xFF) {
+    case SQLITE_FULL:
+      return absl::ResourceExhaustedError(msg);
+    case SQLITE_READONLY:
+    case SQLITE_PERM:
+    case SQLITE_CANTOPEN:
+      return absl::FailedPreconditionError(msg);
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+    case SQLITE_IOERR:
+      return absl::UnavailableError(msg);
+    case SQLITE_CORRUPT:
+    case SQLITE_NOTADB:
+      return absl::DataLossError(msg);
+    case SQLITE_CONSTRAINT:
+      return absl::AlreadyExistsError(msg);
+    default:
+      return absl::InternalError(msg);
+  }
+}
+
+absl::Status SqliteDb::Exec(absl::string_view sql) {
+  char* err = nullptr;
+  const std::string text(sql);
+  const int rc = sqlite3_exec(db_, text.c_str(), nullptr, nullptr, &err);
+  sqlite3_free(err);
+  if (rc != SQLITE_OK) return Error(text.substr(0, 60), rc);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<Statement>> SqliteDb::Prepare(absl::string_view sql) {
+  sqlite3_stmt* stmt = nullptr;
+  const int rc =
+      sqlite3_prepare_v2(db_, sql.data(), static_cast<int>(sql.size()), &stmt, nullptr);
+  if (rc != SQLITE_OK) return Error(sql, rc);
+  return std::make_unique<Statement>(this, stmt);
+}
+
+int64_t SqliteDb::LastInsertRowId() const { return sqlite3_last_insert_rowid(db_); }
+int SqliteDb::Changes() const { return sqlite3_changes(db_); }
+
+Transaction::~Transaction() {
+  if (open_) db_->Exec("ROLLBACK").IgnoreError();
+}
+
+absl::Status Transaction::Begin() {
+  absl::Status s = db_->Exec("BEGIN IMMEDIATE");
+  open_ = s.ok();
+  return s;
+}
+
+absl::Status Transaction::Commit() {
+  absl::Status s = db_->Exec("COMMIT");
+  if (s.ok()) open_ = false;
+  return s;
+}
+
+}  // namespace spintune

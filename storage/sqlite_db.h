@@ -1,0 +1,95 @@
+// Thin RAII layer over the SQLite C API: a connection, prepared statements
+// and transactions, with every error turned into an absl::Status that
+// carries sqlite3_errmsg() text. Internal to storage/.
+//
+// Thread-safety: a SqliteDb and its statements must be used by one thread at
+// a time (Store serializes access).
+#ifndef SPINTUNE_STORAGE_SQLITE_DB_H_
+#define SPINTUNE_STORAGE_SQLITE_DB_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+struct sqlite3;
+struct sqlite3_stmt;
+
+namespace spintune {
+
+class SqliteDb;
+
+// A prepared statement. Bind with 1-based indexes, Step() until it returns
+// false, Reset() to reuse.
+class Statement {
+ public:
+  Statement(SqliteDb* db, sqlite3_stmt* stmt) : db_(db), stmt_(stmt) {}
+  ~Statement();
+  Statement(const Statement&) = delete;
+  Statement& operator=(const Statement&) = delete;
+
+  Statement& Bind(int index, int64_t value);
+  Statement& Bind(int index, double value);
+  Statement& Bind(int index, absl::string_view text);
+  Statement& BindBlob(int index, absl::string_view bytes);
+  Statement& BindNull(int index);
+
+  // True when a row is available, false when done.
+  absl::StatusOr<bool> Step();
+  // Steps once, expecting no row (INSERT/UPDATE/DELETE).
+  absl::Status Run();
+  void Reset();
+
+  int64_t ColumnInt(int column) const;
+  double ColumnDouble(int column) const;
+  std::string ColumnText(int column) const;
+  std::string ColumnBlob(int column) const;
+  bool ColumnIsNull(int column) const;
+
+ private:
+  SqliteDb* db_;
+  sqlite3_stmt* stmt_;
+};
+
+class SqliteDb {
+ public:
+  // Opens (creating if needed) `path`; ":memory:" for an in-memory database.
+  // Sets WAL journaling, synchronous=FULL (an acknowledged batch survives power
+  // loss), foreign keys and a busy timeout.
+  static absl::StatusOr<std::unique_ptr<SqliteDb>> Open(const std::string& path);
+  ~SqliteDb();
+
+  absl::Status Exec(absl::string_view sql);
+  absl::StatusOr<std::unique_ptr<Statement>> Prepare(absl::string_view sql);
+  int64_t LastInsertRowId() const;
+  int Changes() const;
+
+  // Status for the connection's last error, prefixed with `context`.
+  absl::Status Error(absl::string_view context, int rc) const;
+  const std::string& path() const { return path_; }
+
+ private:
+  SqliteDb(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
+  sqlite3* db_;
+  std::string path_;
+};
+
+// Runs BEGIN IMMEDIATE; rolls back on destruction unless Commit() succeeded.
+class Transaction {
+ public:
+  explicit Transaction(SqliteDb* db) : db_(db) {}
+  ~Transaction();
+  absl::Status Begin();
+  absl::Status Commit();
+
+ private:
+  SqliteDb* db_;
+  bool open_ = false;
+};
+
+}  // namespace spintune
+
+#endif  // SPINTUNE_STORAGE_SQLITE_DB_H_

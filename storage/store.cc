@@ -1,0 +1,370 @@
+#include "storage/store.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "common/status_macros.h"
+#include "policy/policy_json.h"
+#include "storage/histogram_codec.h"
+#include "storage/migrations.h"
+
+namespace spintune {
+namespace {
+
+int64_t I(uint64_t v) { return static_cast<int64_t>(v); }
+uint64_t U(int64_t v) { return v < 0 ? 0 : static_cast<uint64_t>(v); }
+
+}  // namespace
+
+std::string NowRfc3339() {
+  return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", absl::Now(), absl::UTCTimeZone());
+}
+
+absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path) {
+  SPINTUNE_ASSIGN_OR_RETURN(auto db, SqliteDb::Open(path));
+  SPINTUNE_RETURN_IF_ERROR(MigrateToLatest(db.get()));
+  return std::unique_ptr<Store>(new Store(std::move(db)));
+}
+
+absl::StatusOr<int64_t> Store::UpsertTarget(const TargetRecord& r) {
+  absl::MutexLock lock(&mu_);
+  Transaction tx(db_.get());
+  SPINTUNE_RETURN_IF_ERROR(tx.Begin());
+  const std::string now = NowRfc3339();
+  SPINTUNE_ASSIGN_OR_RETURN(
+      auto upsert,
+      db_->Prepare("INSERT INTO targets(agent_id, board, cpu_model, kernel_release, "
+                   "agent_version, first_seen, last_seen) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6) "
+                   "ON CONFLICT(agent_id) DO UPDATE SET board = ?2, cpu_model = ?3, "
+                   "kernel_release = ?4, agent_version = ?5, last_seen = ?6"));
+  upsert->Bind(1, r.agent_id).Bind(2, r.board).Bind(3, r.cpu_model).Bind(4, r.kernel_release);
+  upsert->Bind(5, r.agent_version).Bind(6, now);
+  SPINTUNE_RETURN_IF_ERROR(upsert->Run());
+  SPINTUNE_ASSIGN_OR_RETURN(auto find, db_->Prepare("SELECT id FROM targets WHERE agent_id = ?1"));
+  find->Bind(1, r.agent_id);
+  SPINTUNE_ASSIGN_OR_RETURN(bool found, find->Step());
+  if (!found) return absl::InternalError("target vanished during upsert");
+  const int64_t id = find->ColumnInt(0);
+
+  SPINTUNE_RETURN_IF_ERROR(
+      db_->Exec(absl::StrCat("DELETE FROM cpu_classes WHERE target_id = ", id)));
+  SPINTUNE_RETURN_IF_ERROR(db_->Exec(absl::StrCat("DELETE FROM devices WHERE target_id = ", id)));
+  SPINTUNE_ASSIGN_OR_RETURN(
+      auto cls, db_->Prepare("INSERT INTO cpu_classes VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, "
+                             "?9, ?10)"));
+  for (size_t i = 0; i < r.cpu_classes.size(); ++i) {
+    const auto& c = r.cpu_classes[i];
+    cls->Bind(1, id).Bind(2, c.name).Bind(3, I(i)).Bind(4, I(c.cpu_khz));
+    cls->Bind(5, static_cast<int64_t>(c.declared.irq_cpu_ns));
+    cls->Bind(6, static_cast<int64_t>(c.declared.irq_wake_ns));
+    cls->Bind(7, static_cast<int64_t>(c.declared.poll_read_ns));
+    cls->Bind(8, static_cast<int64_t>(c.declared.timer_cpu_ns));
+    cls->Bind(9, static_cast<int64_t>(c.declared.timer_wake_ns));
+    cls->Bind(10, static_cast<int64_t>(c.irq_overhead_cpu_ns));
+    SPINTUNE_RETURN_IF_ERROR(cls->Run());
+  }
+  SPINTUNE_ASSIGN_OR_RETURN(auto dev,
+                            db_->Prepare("INSERT INTO devices VALUES (?1, ?2, ?3, ?4, ?5, ?6)"));
+  for (size_t i = 0; i < r.devices.size(); ++i) {
+    const auto& d = r.devices[i];
+    dev->Bind(1, id).Bind(2, d.name).Bind(3, I(i)).Bind(4, d.driver).Bind(5, d.model);
+    dev->Bind(6, DefaultRulesToJson(d.default_rules).dump());
+    SPINTUNE_RETURN_IF_ERROR(dev->Run());
+  }
+  SPINTUNE_RETURN_IF_ERROR(tx.Commit());
+  return id;
+}
+
+absl::StatusOr<std::vector<TargetSummary>> Store::QueryTargets(const std::string& where,
+                                                               const std::string& arg) {
+  SPINTUNE_ASSIGN_OR_RETURN(
+      auto q,
+      db_->Prepare(absl::StrCat(
+          "SELECT t.id, t.agent_id, t.board, t.cpu_model, t.total_samples, "
+          "t.total_dispatch_samples, COALESCE((SELECT MAX(version) FROM policy_versions p "
+          "WHERE p.target_id = t.id), 0), t.applied_version, t.applied_error, t.last_seen "
+          "FROM targets t ",
+          where, " ORDER BY t.agent_id")));
+  if (!arg.empty()) q->Bind(1, arg);
+  std::vector<TargetSummary> out;
+  while (true) {
+    SPINTUNE_ASSIGN_OR_RETURN(bool row, q->Step());
+    if (!row) break;
+    TargetSummary s;
+    s.id = q->ColumnInt(0);
+    s.agent_id = q->ColumnText(1);
+    s.board = q->ColumnText(2);
+    s.cpu_model = q->ColumnText(3);
+    s.total_samples = U(q->ColumnInt(4));
+    s.total_dispatch_samples = U(q->ColumnInt(5));
+    s.current_version = U(q->ColumnInt(6));
+    s.applied_version = U(q->ColumnInt(7));
+    s.applied_error = q->ColumnText(8);
+    s.last_seen = q->ColumnText(9);
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+absl::StatusOr<std::optional<TargetSummary>> Store::FindTarget(const std::string& agent_id) {
+  absl::MutexLock lock(&mu_);
+  SPINTUNE_ASSIGN_OR_RETURN(auto rows, QueryTargets("WHERE t.agent_id = ?1", agent_id));
+  if (rows.empty()) return std::optional<TargetSummary>();
+  return std::optional<TargetSummary>(rows[0]);
+}
+
+absl::StatusOr<std::vector<TargetSummary>> Store::ListTargets() {
+  absl::MutexLock lock(&mu_);
+  return QueryTargets("", "");
+}
+
+absl::StatusOr<TargetRecord> Store::LoadTarget(int64_t target_id) {
+  absl::MutexLock lock(&mu_);
+  TargetRecord r;
+  SPINTUNE_ASSIGN_OR_RETURN(
+      auto t, db_->Prepare("SELECT agent_id, board, cpu_model, kernel_release, agent_version "
+                           "FROM targets WHERE id = ?1"));
+  t->Bind(1, target_id);
+  SPINTUNE_ASSIGN_OR_RETURN(bool found, t->Step());
+  if (!found) return absl::NotFoundError(absl::StrCat("no target with id ", target_id));
+  r.agent_id = t->ColumnText(0);
+  r.board = t->ColumnText(1);
+  r.cpu_model = t->ColumnText(2);
+  r.kernel_release = t->ColumnText(3);
+  r.agent_version = t->ColumnText(4);
+  SPINTUNE_ASSIGN_OR_RETURN(
+      auto c, db_->Prepare("SELECT name, cpu_khz, irq_cpu_ns, irq_wake_ns, poll_read_ns, "
+                           "timer_cpu_ns, timer_wake_ns, irq_overhead_cpu_ns FROM cpu_classes "
+                           "WHERE target_id = ?1 ORDER BY idx"));
+  c->Bind(1, target_id);
+  while (true) {
+    SPINTUNE_ASSIGN_OR_RETURN(bool row, c->Step());
+    if (!row) break;
+    CpuClassRecord cr;
+    cr.name = c->ColumnText(0);
+    cr.cpu_khz = U(c->ColumnInt(1));
+    cr.declared = {static_cast<double>(c->ColumnInt(2)), static_cast<double>(c->ColumnInt(3)),
+                   static_cast<double>(c->ColumnInt(4)), static_cast<double>(c->ColumnInt(5)),
+                   static_cast<double>(c->ColumnInt(6))};
+    cr.irq_overhead_cpu_ns = static_cast<double>(c->ColumnInt(7));
+    r.cpu_classes.push_back(std::move(cr));
+  }
+  SPINTUNE_ASSIGN_OR_RETURN(
+      auto d, db_->Prepare("SELECT name, driver, model, default_rules_json FROM devices "
+                           "WHERE target_id = ?1 ORDER BY idx"));
+  d->Bind(1, target_id);
+  while (true) {
+    SPINTUNE_ASSIGN_OR_RETURN(bool row, d->Step());
+    if (!row) break;
+    DeviceInfo info;
+    info.name = d->ColumnText(0);
+    info.driver = d->ColumnText(1);
+    info.model = d->ColumnText(2);
+    auto rules_json = nlohmann::json::parse(d->ColumnText(3), nullptr, false);
+    SPINTUNE_ASSIGN_OR_RETURN(info.default_rules,
+                              DefaultRulesFromJson(rules_json, "devices.default_rules_json"));
+    r.devices.push_back(std::move(info));
+  }
+  return r;
+}
+
+absl::StatusOr<uint64_t> Store::LastDurableSeq(int64_t target_id) {
+  absl::MutexLock lock(&mu_);
+  SPINTUNE_ASSIGN_OR_RETURN(auto q,
+                            db_->Prepare("SELECT COALESCE(MAX(seq), 0) FROM ingested "
+                                         "WHERE target_id = ?1"));
+  q->Bind(1, target_id);
+  SPINTUNE_ASSIGN_OR_RETURN(bool row, q->Step());
+  return row ? U(q->ColumnInt(0)) : 0;
+}
+
+absl::Status Store::MergeKey(int64_t target_id, const KeyEvidence& delta) {
+  SPINTUNE_ASSIGN_OR_RETURN(
+      auto insert_key,
+      db_->Prepare("INSERT INTO keys(target_id, cpu_class, device, opcode, size_class) "
+                   "VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT DO NOTHING"));
+  insert_key->Bind(1, target_id).Bind(2, delta.key.cpu_class).Bind(3, delta.key.device);
+  insert_key->Bind(4, I(delta.key.opcode)).Bind(5, I(delta.key.size_class));
+  SPINTUNE_RETURN_IF_ERROR(insert_key->Run());
+  SPINTUNE_ASSIGN_OR_RETURN(
+      auto find,
+      db_->Prepare("SELECT k.id, h.samples, h.errors, h.irq_timeouts, h.spin_timeouts, "
+                   "h.irq_path, h.spin_path, h.buckets FROM keys k LEFT JOIN histograms h "
+                   "ON h.key_id = k.id WHERE k.target_id = ?1 AND k.cpu_class = ?2 AND "
+                   "k.device = ?3 AND k.opcode = ?4 AND k.size_class = ?5"));
+  find->Bind(1, target_id).Bind(2, delta.key.cpu_class).Bind(3, delta.key.device);
+  find->Bind(4, I(delta.key.opcode)).Bind(5, I(delta.key.size_class));
+  SPINTUNE_ASSIGN_OR_RETURN(bool found, find->Step());
+  if (!found) return absl::InternalError("key vanished during merge");
+  const int64_t key_id = find->ColumnInt(0);
+  KeyEvidence merged;
+  if (!find->ColumnIsNull(1)) {
+    SPINTUNE_ASSIGN_OR_RETURN(merged.histogram, DecodeHistogram(find->ColumnBlob(7)));
+    merged.errors = U(find->ColumnInt(2));
+    merged.irq_timeouts = U(find->ColumnInt(3));
+    merged.spin_timeouts = U(find->ColumnInt(4));
+    merged.irq_path = U(find->ColumnInt(5));
+    merged.spin_path = U(find->ColumnInt(6));
+  }
+  merged.histogram.Merge(delta.histogram);
+  SPINTUNE_ASSIGN_OR_RETURN(
+      auto put, db_->Prepare("INSERT OR REPLACE INTO histograms VALUES (?1, ?2, ?3, ?4, ?5, "
+                             "?6, ?7, ?8)"));
+  put->Bind(1, key_id).Bind(2, I(merged.histogram.total_count()));
+  put->Bind(3, I(merged.errors + delta.errors));
+  put->Bind(4, I(merged.irq_timeouts + delta.irq_timeouts));
+  put->Bind(5, I(merged.spin_timeouts + delta.spin_timeouts));
+  put->Bind(6, I(merged.irq_path + delta.irq_path));
+  put->Bind(7, I(merged.spin_path + delta.spin_path));
+  put->BindBlob(8, EncodeHistogram(merged.histogram));
+  return put->Run();
+}
+
+absl::Status Store::MergeDispatch(int64_t target_id, const DispatchRecord& delta) {
+  SPINTUNE_ASSIGN_OR_RETURN(
+      auto find, db_->Prepare("SELECT handler_buckets, wake_buckets FROM dispatch_stats "
+                              "WHERE target_id = ?1 AND cpu_class = ?2 AND device = ?3"));
+  find->Bind(1, target_id).Bind(2, delta.cpu_class).Bind(3, delta.device);
+  SPINTUNE_ASSIGN_OR_RETURN(bool found, find->Step());
+  LatencyHistogram handler, wake;
+  if (found) {
+    SPINTUNE_ASSIGN_OR_RETURN(handler, DecodeHistogram(find->ColumnBlob(0)));
+    SPINTUNE_ASSIGN_OR_RETURN(wake, DecodeHistogram(find->ColumnBlob(1)));
+  }
+  handler.Merge(delta.handler);
+  wake.Merge(delta.wake);
+  SPINTUNE_ASSIGN_OR_RETURN(
+      auto put, db_->Prepare("INSERT OR REPLACE INTO dispatch_stats VALUES (?1, ?2, ?3, ?4, "
+                             "?5, ?6)"));
+  put->Bind(1, target_id).Bind(2, delta.cpu_class).Bind(3, delta.device);
+  put->Bind(4, I(handler.total_count()));
+  put->BindBlob(5, EncodeHistogram(handler)).BindBlob(6, EncodeHistogram(wake));
+  return put->Run();
+}
+
+absl::StatusOr<bool> Store::IngestBatch(int64_t target_id, const BatchDelta& batch) {
+  absl::MutexLock lock(&mu_);
+  Transaction tx(db_.get());
+  SPINTUNE_RETURN_IF_ERROR(tx.Begin());
+  SPINTUNE_ASSIGN_OR_RETURN(
+      auto mark, db_->Prepare("INSERT INTO ingested VALUES (?1, ?2, ?3, ?4, ?5) "
+                              "ON CONFLICT DO NOTHING"));
+  mark->Bind(1, target_id).Bind(2, I(batch.seq)).Bind(3, I(batch.completion_samples));
+  mark->Bind(4, I(batch.dispatch_samples)).Bind(5, NowRfc3339());
+  SPINTUNE_RETURN_IF_ERROR(mark->Run());
+  if (db_->Changes() == 0) return false;  // duplicate: the transaction rolls back
+  for (const auto& k : batch.keys) SPINTUNE_RETURN_IF_ERROR(MergeKey(target_id, k));
+  for (const auto& d : batch.dispatch) SPINTUNE_RETURN_IF_ERROR(MergeDispatch(target_id, d));
+  SPINTUNE_ASSIGN_OR_RETURN(
+      auto totals, db_->Prepare("UPDATE targets SET total_samples = total_samples + ?2, "
+                                "total_dispatch_samples = total_dispatch_samples + ?3, "
+                                "last_seen = ?4 WHERE id = ?1"));
+  totals->Bind(1, target_id).Bind(2, I(batch.completion_samples));
+  totals->Bind(3, I(batch.dispatch_samples)).Bind(4, NowRfc3339());
+  SPINTUNE_RETURN_IF_ERROR(totals->Run());
+  SPINTUNE_RETURN_IF_ERROR(tx.Commit());
+  return true;
+}
+
+absl::StatusOr<std::vector<KeyEvidence>> Store::LoadKeys(int64_t target_id) {
+  absl::MutexLock lock(&mu_);
+  SPINTUNE_ASSIGN_OR_RETURN(
+      auto q, db_->Prepare("SELECT k.cpu_class, k.device, k.opcode, k.size_class, h.errors, "
+                           "h.irq_timeouts, h.spin_timeouts, h.irq_path, h.spin_path, h.buckets "
+                           "FROM keys k JOIN histograms h ON h.key_id = k.id "
+                           "WHERE k.target_id = ?1 ORDER BY k.device, k.cpu_class, k.opcode, "
+                           "k.size_class"));
+  q->Bind(1, target_id);
+  std::vector<KeyEvidence> out;
+  while (true) {
+    SPINTUNE_ASSIGN_OR_RETURN(bool row, q->Step());
+    if (!row) break;
+    KeyEvidence k;
+    k.key = {q->ColumnText(0), q->ColumnText(1), static_cast<uint32_t>(q->ColumnInt(2)),
+             static_cast<uint32_t>(q->ColumnInt(3))};
+    k.errors = U(q->ColumnInt(4));
+    k.irq_timeouts = U(q->ColumnInt(5));
+    k.spin_timeouts = U(q->ColumnInt(6));
+    k.irq_path = U(q->ColumnInt(7));
+    k.spin_path = U(q->ColumnInt(8));
+    SPINTUNE_ASSIGN_OR_RETURN(k.histogram, DecodeHistogram(q->ColumnBlob(9)));
+    out.push_back(std::move(k));
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<DispatchRecord>> Store::LoadDispatch(int64_t target_id) {
+  absl::MutexLock lock(&mu_);
+  SPINTUNE_ASSIGN_OR_RETURN(
+      auto q, db_->Prepare("SELECT cpu_class, device, handler_buckets, wake_buckets FROM "
+                           "dispatch_stats WHERE target_id = ?1 ORDER BY cpu_class, device"));
+  q->Bind(1, target_id);
+  std::vector<DispatchRecord> out;
+  while (true) {
+    SPINTUNE_ASSIGN_OR_RETURN(bool row, q->Step());
+    if (!row) break;
+    DispatchRecord d;
+    d.cpu_class = q->ColumnText(0);
+    d.device = q->ColumnText(1);
+    SPINTUNE_ASSIGN_OR_RETURN(d.handler, DecodeHistogram(q->ColumnBlob(2)));
+    SPINTUNE_ASSIGN_OR_RETURN(d.wake, DecodeHistogram(q->ColumnBlob(3)));
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
+absl::StatusOr<uint64_t> Store::AppendPolicyVersion(int64_t target_id, PolicyTable* table) {
+  absl::MutexLock lock(&mu_);
+  Transaction tx(db_.get());
+  SPINTUNE_RETURN_IF_ERROR(tx.Begin());
+  SPINTUNE_ASSIGN_OR_RETURN(auto q, db_->Prepare("SELECT COALESCE(MAX(version), 0) FROM "
+                                                 "policy_versions WHERE target_id = ?1"));
+  q->Bind(1, target_id);
+  SPINTUNE_ASSIGN_OR_RETURN(bool row, q->Step());
+  const uint64_t version = (row ? U(q->ColumnInt(0)) : 0) + 1;
+  table->version = version;
+  table->fitted_at = NowRfc3339();
+  SPINTUNE_ASSIGN_OR_RETURN(
+      auto put, db_->Prepare("INSERT INTO policy_versions VALUES (?1, ?2, ?3, ?4, ?5)"));
+  put->Bind(1, target_id).Bind(2, I(version)).Bind(3, table->fitted_at);
+  put->Bind(4, I(table->TotalSamples())).Bind(5, PolicyTableToJson(*table).dump());
+  SPINTUNE_RETURN_IF_ERROR(put->Run());
+  SPINTUNE_RETURN_IF_ERROR(tx.Commit());
+  return version;
+}
+
+absl::StatusOr<std::optional<PolicyTable>> Store::LoadPolicy(int64_t target_id,
+                                                             uint64_t version) {
+  absl::MutexLock lock(&mu_);
+  SPINTUNE_ASSIGN_OR_RETURN(
+      auto q, db_->Prepare(version == 0
+                               ? "SELECT table_json FROM policy_versions WHERE target_id = ?1 "
+                                 "ORDER BY version DESC LIMIT 1"
+                               : "SELECT table_json FROM policy_versions WHERE target_id = ?1 "
+                                 "AND version = ?2"));
+  q->Bind(1, target_id);
+  if (version != 0) q->Bind(2, I(version));
+  SPINTUNE_ASSIGN_OR_RETURN(bool row, q->Step());
+  if (!row) return std::optional<PolicyTable>();
+  auto table = ParsePolicyJson(q->ColumnText(0));
+  if (!table.ok()) {
+    return absl::DataLossError(
+        absl::StrCat("stored policy version is unreadable: ", table.status().message()));
+  }
+  return std::optional<PolicyTable>(std::move(*table));
+}
+
+absl::Status Store::RecordApplied(int64_t target_id, uint64_t version,
+                                  const std::string& error) {
+  absl::MutexLock lock(&mu_);
+  SPINTUNE_ASSIGN_OR_RETURN(
+      auto q, db_->Prepare(error.empty()
+                               ? "UPDATE targets SET applied_version = ?2, applied_error = '' "
+                                 "WHERE id = ?1"
+                               : "UPDATE targets SET applied_error = ?3 WHERE id = ?1"));
+  q->Bind(1, target_id).Bind(2, I(version));
+  if (!error.empty()) q->Bind(3, absl::StrCat("version ", version, ": ", error));
+  return q->Run();
+}
+
+}  // namespace spintune

@@ -1,0 +1,124 @@
+// Store: the tuner's SQLite database (schema in storage/SCHEMA.md).
+//
+// Holds targets with their CPU classes and devices, per-key completion
+// histograms, per-(CPU class, device) dispatch histograms, the (target, seq)
+// of every ingested batch for exactly-once ingest, and every policy version.
+// A batch is ingested in one transaction: after IngestBatch() returns OK the
+// batch is durable (WAL, synchronous=FULL) and a replay of the same
+// (target, seq) is reported as a duplicate without changing anything.
+//
+// Thread-safety: all methods are thread-safe (one connection behind a mutex).
+#ifndef SPINTUNE_STORAGE_STORE_H_
+#define SPINTUNE_STORAGE_STORE_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "models/latency_histogram.h"
+#include "policy/policy_builder.h"
+#include "policy/policy_table.h"
+#include "storage/sqlite_db.h"
+
+namespace spintune {
+
+struct CpuClassRecord {
+  std::string name;
+  uint64_t cpu_khz = 0;
+  PlatformCosts declared;           // as the agent declared or probed them
+  double irq_overhead_cpu_ns = 0;   // irq_cpu minus the handler; 0 = unknown
+};
+
+struct TargetRecord {
+  std::string agent_id;
+  std::string board;
+  std::string cpu_model;
+  std::string kernel_release;
+  std::string agent_version;
+  std::vector<CpuClassRecord> cpu_classes;
+  std::vector<DeviceInfo> devices;
+};
+
+struct TargetSummary {
+  int64_t id = 0;
+  std::string agent_id;
+  std::string board;
+  std::string cpu_model;
+  uint64_t total_samples = 0;
+  uint64_t total_dispatch_samples = 0;
+  uint64_t current_version = 0;
+  uint64_t applied_version = 0;
+  std::string applied_error;
+  std::string last_seen;
+};
+
+struct DispatchRecord {
+  std::string cpu_class;
+  std::string device;
+  LatencyHistogram handler;  // irq_handler_entry -> exit
+  LatencyHistogram wake;     // hardware completion -> waiter running
+};
+
+// Everything one batch adds.
+struct BatchDelta {
+  uint64_t seq = 0;
+  std::vector<KeyEvidence> keys;
+  std::vector<DispatchRecord> dispatch;
+  uint64_t completion_samples = 0;
+  uint64_t dispatch_samples = 0;
+};
+
+class Store {
+ public:
+  // Opens or creates the database and migrates it. ":memory:" works.
+  static absl::StatusOr<std::unique_ptr<Store>> Open(const std::string& path);
+
+  // Creates the target of `record.agent_id` or refreshes its description;
+  // replaces its CPU classes and devices. Returns the target id.
+  absl::StatusOr<int64_t> UpsertTarget(const TargetRecord& record);
+  absl::StatusOr<std::optional<TargetSummary>> FindTarget(const std::string& agent_id);
+  absl::StatusOr<std::vector<TargetSummary>> ListTargets();
+  absl::StatusOr<TargetRecord> LoadTarget(int64_t target_id);
+
+  // Highest ingested sequence number of the target (0: none).
+  absl::StatusOr<uint64_t> LastDurableSeq(int64_t target_id);
+  // Ingests `batch` atomically. Returns true when ingested, false when this
+  // (target, seq) was already ingested (nothing changes then).
+  absl::StatusOr<bool> IngestBatch(int64_t target_id, const BatchDelta& batch);
+
+  absl::StatusOr<std::vector<KeyEvidence>> LoadKeys(int64_t target_id);
+  absl::StatusOr<std::vector<DispatchRecord>> LoadDispatch(int64_t target_id);
+
+  // Stores `table` as the target's next version; sets table->version and
+  // table->fitted_at. Returns the version.
+  absl::StatusOr<uint64_t> AppendPolicyVersion(int64_t target_id, PolicyTable* table);
+  // Version `version` (0: the latest); nullopt when there is none.
+  absl::StatusOr<std::optional<PolicyTable>> LoadPolicy(int64_t target_id, uint64_t version);
+  // Records what the agent reported applying (error empty on success).
+  absl::Status RecordApplied(int64_t target_id, uint64_t version, const std::string& error);
+
+ private:
+  explicit Store(std::unique_ptr<SqliteDb> db) : db_(std::move(db)) {}
+  absl::Status MergeKey(int64_t target_id, const KeyEvidence& delta)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status MergeDispatch(int64_t target_id, const DispatchRecord& delta)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<std::vector<TargetSummary>> QueryTargets(const std::string& where,
+                                                          const std::string& arg)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  absl::Mutex mu_;
+  std::unique_ptr<SqliteDb> db_ ABSL_GUARDED_BY(mu_);
+};
+
+// Current UTC time as RFC 3339 ("2026-11-30T02:47:01Z").
+std::string NowRfc3339();
+
+}  // namespace spintune
+
+#endif  // SPINTUNE_STORAGE_STORE_H_

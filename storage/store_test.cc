@@ -1,0 +1,154 @@
+#include "storage/store.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "gtest/gtest.h"
+#include "storage/migrations.h"
+
+namespace spintune {
+namespace {
+
+TargetRecord Board(const std::string& agent_id) {
+  TargetRecord r;
+  r.agent_id = agent_id;
+  r.board = "litex-rocket-50mhz";
+  r.cpu_model = "Rocket";
+  r.cpu_classes = {{"rocket", 50'000, {1000, 2000, 30, 400, 5000}, 600}};
+  DefaultRule rule;
+  rule.wait = WaitParams::PollSleep(5000);
+  rule.note = "SD_SLEEP_US";
+  r.devices = {{"mmc0", "litex-mmc", "card", {rule}}};
+  return r;
+}
+
+BatchDelta Batch(uint64_t seq, uint64_t value_ns, uint64_t count) {
+  BatchDelta b;
+  b.seq = seq;
+  KeyEvidence k;
+  k.key = {"rocket", "mmc0", 17, 10};
+  k.histogram.Record(value_ns, count);
+  k.irq_path = count;
+  b.keys.push_back(k);
+  DispatchRecord d;
+  d.cpu_class = "rocket";
+  d.device = "mmc0";
+  d.handler.Record(3000, 2);
+  d.wake.Record(9000, 2);
+  b.dispatch.push_back(d);
+  b.completion_samples = count;
+  b.dispatch_samples = 2;
+  return b;
+}
+
+TEST(Store, IngestsEachBatchExactlyOnce) {
+  auto store = Store::Open(":memory:");
+  ASSERT_TRUE(store.ok()) << store.status();
+  auto id = (*store)->UpsertTarget(Board("agent-1"));
+  ASSERT_TRUE(id.ok()) << id.status();
+  EXPECT_EQ(*(*store)->LastDurableSeq(*id), 0u);
+  EXPECT_TRUE(*(*store)->IngestBatch(*id, Batch(1, 1000, 10)));
+  EXPECT_TRUE(*(*store)->IngestBatch(*id, Batch(2, 2000, 5)));
+  // A resend of batch 1 changes nothing.
+  EXPECT_FALSE(*(*store)->IngestBatch(*id, Batch(1, 1000, 10)));
+  EXPECT_EQ(*(*store)->LastDurableSeq(*id), 2u);
+  auto keys = (*store)->LoadKeys(*id);
+  ASSERT_TRUE(keys.ok());
+  ASSERT_EQ(keys->size(), 1u);
+  EXPECT_EQ((*keys)[0].histogram.total_count(), 15u);
+  EXPECT_EQ((*keys)[0].irq_path, 15u);
+  auto target = (*store)->FindTarget("agent-1");
+  ASSERT_TRUE(target.ok() && target->has_value());
+  EXPECT_EQ((*target)->total_samples, 15u);
+  EXPECT_EQ((*target)->total_dispatch_samples, 4u);
+  auto dispatch = (*store)->LoadDispatch(*id);
+  ASSERT_TRUE(dispatch.ok());
+  ASSERT_EQ(dispatch->size(), 1u);
+  EXPECT_EQ((*dispatch)[0].wake.total_count(), 4u);
+}
+
+TEST(Store, UpsertKeepsTheTargetAndReplacesItsDescription) {
+  auto store = Store::Open(":memory:");
+  ASSERT_TRUE(store.ok());
+  auto a = (*store)->UpsertTarget(Board("agent-1"));
+  TargetRecord changed = Board("agent-1");
+  changed.board = "renamed";
+  changed.devices[0].model = "new card";
+  auto b = (*store)->UpsertTarget(changed);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(*a, *b);
+  auto loaded = (*store)->LoadTarget(*a);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ(loaded->board, "renamed");
+  ASSERT_EQ(loaded->devices.size(), 1u);
+  EXPECT_EQ(loaded->devices[0].model, "new card");
+  ASSERT_EQ(loaded->devices[0].default_rules.size(), 1u);
+  EXPECT_EQ(loaded->devices[0].default_rules[0].wait, WaitParams::PollSleep(5000));
+  EXPECT_EQ(loaded->cpu_classes[0].irq_overhead_cpu_ns, 600);
+}
+
+TEST(Store, PolicyVersionsIncreaseAndRoundTrip) {
+  auto store = Store::Open(":memory:");
+  ASSERT_TRUE(store.ok());
+  auto id = (*store)->UpsertTarget(Board("agent-1"));
+  ASSERT_TRUE(id.ok());
+  EXPECT_FALSE((*(*store)->LoadPolicy(*id, 0)).has_value());
+  PolicyTable t;
+  t.board = "b";
+  t.cpu_classes = {{"rocket", 50'000, {}}};
+  t.devices = {{"mmc0", "litex-mmc", "", {}}};
+  PolicyEntry fb;
+  fb.key = {kAnyCpuClass, "mmc0", 0, 0};
+  fb.fallback = true;
+  t.entries = {fb};
+  EXPECT_EQ(*(*store)->AppendPolicyVersion(*id, &t), 1u);
+  EXPECT_EQ(t.version, 1u);
+  EXPECT_FALSE(t.fitted_at.empty());
+  t.entries[0].wait = WaitParams::SpinThenIrq(5000);
+  EXPECT_EQ(*(*store)->AppendPolicyVersion(*id, &t), 2u);
+  auto latest = (*store)->LoadPolicy(*id, 0);
+  ASSERT_TRUE(latest.ok() && latest->has_value());
+  EXPECT_EQ((*latest)->version, 2u);
+  EXPECT_EQ((*latest)->entries[0].wait, WaitParams::SpinThenIrq(5000));
+  auto first = (*store)->LoadPolicy(*id, 1);
+  ASSERT_TRUE(first.ok() && first->has_value());
+  EXPECT_EQ((*first)->entries[0].wait, WaitParams::Irq());
+  ASSERT_TRUE((*store)->RecordApplied(*id, 2, "").ok());
+  auto target = (*store)->FindTarget("agent-1");
+  EXPECT_EQ((*target)->applied_version, 2u);
+  EXPECT_EQ((*target)->current_version, 2u);
+}
+
+TEST(Store, SurvivesReopenAndRefusesNewerSchemas) {
+  const std::string path = ::testing::TempDir() + "/store_test_" + std::to_string(getpid()) + ".db";
+  std::filesystem::remove(path);
+  {
+    auto store = Store::Open(path);
+    ASSERT_TRUE(store.ok()) << store.status();
+    auto id = (*store)->UpsertTarget(Board("agent-1"));
+    ASSERT_TRUE((*store)->IngestBatch(*id, Batch(1, 1000, 10)).ok());
+  }
+  {
+    auto store = Store::Open(path);
+    ASSERT_TRUE(store.ok());
+    auto t = (*store)->FindTarget("agent-1");
+    ASSERT_TRUE(t.ok() && t->has_value());
+    EXPECT_EQ((*t)->total_samples, 10u);
+    EXPECT_FALSE(*(*store)->IngestBatch((*t)->id, Batch(1, 1000, 10)));
+  }
+  {
+    auto db = SqliteDb::Open(path);
+    ASSERT_TRUE(db.ok());
+    ASSERT_TRUE((*db)->Exec("INSERT INTO schema_version VALUES (999)").ok());
+  }
+  auto store = Store::Open(path);
+  EXPECT_EQ(store.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(store.status().message().find("newer"), std::string::npos);
+  std::filesystem::remove(path);
+  std::filesystem::remove(path + "-wal");
+  std::filesystem::remove(path + "-shm");
+}
+
+}  // namespace
+}  // namespace spintune
