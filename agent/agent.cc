@@ -1,0 +1,407 @@
+#include "agent/agent.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <condition_variable>
+#include <deque>
+#include <fstream>
+#include <mutex>
+#include <random>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "common/logging.h"
+#include "common/version.h"
+#include "policy/policy_blob.h"
+#include "policy/policy_proto.h"
+#include "spintune/v1/spintune.grpc.pb.h"
+
+namespace spintune {
+
+using Stream = grpc::ClientReaderWriter<v1::AgentMessage, v1::TunerMessage>;
+
+class Agent::Impl {
+ public:
+  Impl(AgentOptions options, std::unique_ptr<SampleSource> source,
+       std::unique_ptr<PolicySink> sink)
+      : options_(std::move(options)), source_(std::move(source)), sink_(std::move(sink)) {}
+
+  absl::Status Run();
+  void Stop() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!stop_) stop_deadline_ = absl::Now() + options_.drain_timeout;
+    stop_ = true;
+    cv_.notify_all();
+  }
+  AgentStats stats() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return stats_;
+  }
+
+ private:
+  struct Pending {
+    uint64_t seq;
+    v1::AgentMessage message;
+  };
+  enum class SessionEnd { kFinished, kBroken, kStopped };
+
+  absl::StatusOr<SessionEnd> RunSession();
+  void ReadLoop(Stream* stream);
+  void HandlePolicy(const v1::PolicyUpdate& update, Stream* stream);
+  bool Write(Stream* stream, const v1::AgentMessage& message);
+  // Produces the next batch (seq = generated_seq_ + 1). Returns false at the
+  // end of the stream.
+  absl::StatusOr<bool> Produce(v1::AgentMessage* message, bool record);
+  absl::Status Record(const v1::SampleBatch& batch);
+  // Stop() was called and everything in flight is acknowledged, or the
+  // flush deadline passed.
+  bool StopNow() const {
+    return stop_ && (pending_.empty() || absl::Now() > stop_deadline_);
+  }
+  bool AllProduced() const {
+    return source_done_ ||
+           (options_.max_samples > 0 && stats_.samples_generated >= options_.max_samples);
+  }
+
+  const AgentOptions options_;
+  std::unique_ptr<SampleSource> source_;
+  std::unique_ptr<PolicySink> sink_;
+  v1::Hello hello_;
+  std::unique_ptr<v1::Tuner::Stub> stub_;
+  std::ofstream record_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  absl::Time stop_deadline_ = absl::InfiniteFuture();  // flush until then
+  bool session_established_ = false;
+  bool broken_ = false;
+  bool drained_ = false;
+  bool source_done_ = false;
+  uint64_t generated_seq_ = 0;
+  std::deque<Pending> pending_;
+  AgentStats stats_;
+
+  std::mutex write_mu_;
+};
+
+absl::StatusOr<bool> Agent::Impl::Produce(v1::AgentMessage* message, bool record) {
+  size_t want = options_.batch_size;
+  if (options_.max_samples > 0) {
+    want = std::min<uint64_t>(want, options_.max_samples - stats_.samples_generated);
+  }
+  if (want == 0) return false;
+  v1::SampleBatch* batch = message->mutable_batch();
+  auto got = source_->Fill(want, batch);
+  if (!got.ok()) return got.status();
+  if (*got == 0) {
+    source_done_ = true;
+    return false;
+  }
+  batch->set_seq(++generated_seq_);
+  stats_.samples_generated += *got;
+  if (record && record_.is_open()) {
+    absl::Status s = Record(*batch);
+    if (!s.ok()) return s;
+  }
+  return true;
+}
+
+absl::Status Agent::Impl::Record(const v1::SampleBatch& batch) {
+  const auto& c = batch.completions();
+  for (int i = 0; i < c.wait_ns_size(); ++i) {
+    const char* path = c.path(i) == v1::WAIT_PATH_IRQ    ? "irq"
+                       : c.path(i) == v1::WAIT_PATH_SPIN ? "spin"
+                                                         : "unknown";
+    record_ << hello_.devices(c.device_index(i)).name() << ',' << c.opcode(i) << ','
+            << c.bytes(i) << ',' << c.wait_ns(i) << ',' << path << ',' << (c.flags(i) & 1)
+            << ',' << hello_.target().cpu_classes(c.cpu_class_index(i)).name() << '\n';
+  }
+  record_.flush();
+  if (!record_) return absl::UnavailableError("cannot write " + options_.record_csv);
+  return absl::OkStatus();
+}
+
+bool Agent::Impl::Write(Stream* stream, const v1::AgentMessage& message) {
+  std::lock_guard<std::mutex> lock(write_mu_);
+  return stream->Write(message);
+}
+
+void Agent::Impl::HandlePolicy(const v1::PolicyUpdate& update, Stream* stream) {
+  v1::AgentMessage reply;
+  auto* applied = reply.mutable_applied();
+  applied->set_version(update.table().version());
+  absl::Status status;
+  auto table = PolicyTableFromProto(update.table(), hello_);
+  if (!table.ok()) status = table.status();
+  // Validate every device first, then write: a bad table changes nothing.
+  std::vector<std::pair<std::string, std::string>> blobs;
+  for (int i = 0; status.ok() && i < hello_.devices_size(); ++i) {
+    const std::string& device = hello_.devices(i).name();
+    auto blob = EncodePolicyBlob(*table, device);
+    if (!blob.ok()) {
+      status = blob.status();
+    } else {
+      blobs.emplace_back(device, *blob);
+    }
+  }
+  for (const auto& [device, blob] : blobs) {
+    if (!status.ok()) break;
+    status = sink_->Apply(device, blob);
+    if (status.ok()) {
+      Logger().info("applied policy version={} device={} sink={}", update.table().version(),
+                    device, sink_->Where(device));
+    }
+  }
+  applied->set_ok(status.ok());
+  if (status.ok()) {
+    std::lock_guard<std::mutex> lock(mu_);
+    stats_.applied_version = update.table().version();
+  } else {
+    applied->set_error(std::string(status.message()));
+    Logger().error("refused policy version={}: {}", update.table().version(),
+                   status.message());
+  }
+  Write(stream, reply);
+}
+
+void Agent::Impl::ReadLoop(Stream* stream) {
+  v1::TunerMessage msg;
+  while (stream->Read(&msg)) {
+    switch (msg.msg_case()) {
+      case v1::TunerMessage::kBatchAck: {
+        std::lock_guard<std::mutex> lock(mu_);
+        const uint64_t seq = msg.batch_ack().seq();
+        while (!pending_.empty() && pending_.front().seq <= seq) pending_.pop_front();
+        ++stats_.batches_acked;
+        if (msg.batch_ack().duplicate()) ++stats_.duplicate_acks;
+        cv_.notify_all();
+        break;
+      }
+      case v1::TunerMessage::kRejected: {
+        std::lock_guard<std::mutex> lock(mu_);
+        const auto& r = msg.rejected();
+        Logger().error("tuner rejected seq={} code={}: {}", r.seq(), r.code(), r.message());
+        if (r.seq() != 0 && r.code() != static_cast<int>(grpc::StatusCode::UNAVAILABLE)) {
+          // Never resend a batch the tuner refused for its content.
+          for (auto it = pending_.begin(); it != pending_.end(); ++it) {
+            if (it->seq == r.seq()) {
+              pending_.erase(it);
+              break;
+            }
+          }
+          ++stats_.batches_rejected;
+        } else if (r.seq() != 0) {
+          broken_ = true;  // the tuner cannot persist now: reconnect and resend later
+        }
+        cv_.notify_all();
+        break;
+      }
+      case v1::TunerMessage::kPolicy:
+        HandlePolicy(msg.policy(), stream);
+        break;
+      case v1::TunerMessage::kDrained: {
+        std::lock_guard<std::mutex> lock(mu_);
+        drained_ = true;
+        stats_.tuner_total_samples = msg.drained().total_samples();
+        cv_.notify_all();
+        break;
+      }
+      default:
+        break;
+    }
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  broken_ = true;
+  cv_.notify_all();
+}
+
+absl::StatusOr<Agent::Impl::SessionEnd> Agent::Impl::RunSession() {
+  grpc::ClientContext ctx;
+  auto stream = stub_->Session(&ctx);
+  v1::AgentMessage hello_msg;
+  *hello_msg.mutable_hello() = hello_;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    hello_msg.mutable_hello()->set_applied_policy_version(stats_.applied_version);
+  }
+  v1::TunerMessage first;
+  if (!stream->Write(hello_msg) || !stream->Read(&first) || !first.has_hello_ack()) {
+    grpc::Status s = stream->Finish();
+    Logger().warn("session with {} failed: {}", options_.tuner_address,
+                  s.ok() ? "no hello ack" : s.error_message());
+    if (s.error_code() == grpc::StatusCode::INVALID_ARGUMENT ||
+        s.error_code() == grpc::StatusCode::FAILED_PRECONDITION ||
+        s.error_code() == grpc::StatusCode::PERMISSION_DENIED ||
+        s.error_code() == grpc::StatusCode::UNAUTHENTICATED) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("tuner refused the session: ", s.error_message()));
+    }
+    return SessionEnd::kBroken;
+  }
+  const uint64_t durable = first.hello_ack().last_durable_seq();
+  std::vector<v1::AgentMessage> resend;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    session_established_ = true;
+    broken_ = false;
+    drained_ = false;
+    while (!pending_.empty() && pending_.front().seq <= durable) pending_.pop_front();
+    if (durable > generated_seq_) {
+      // A restart: regenerate and skip what the tuner already holds.
+      Logger().info("resuming after seq={} (fast-forwarding the source)", durable);
+      while (generated_seq_ < durable) {
+        v1::AgentMessage skipped;
+        auto more = Produce(&skipped, /*record=*/false);
+        if (!more.ok()) return more.status();
+        if (!*more) break;
+      }
+    } else if (durable < generated_seq_ - pending_.size()) {
+      Logger().warn("tuner reports last durable seq={} below acknowledged seq={}", durable,
+                    generated_seq_ - pending_.size());
+    }
+    for (const auto& p : pending_) resend.push_back(p.message);
+  }
+  Logger().info("session up tuner={} last_durable_seq={} resending={} policy_version={}",
+                options_.tuner_address, durable, resend.size(),
+                first.hello_ack().current_policy_version());
+  std::thread reader([this, s = stream.get()] { ReadLoop(s); });
+  bool ok = true;
+  for (const auto& m : resend) ok = ok && Write(stream.get(), m);
+
+  SessionEnd end = SessionEnd::kBroken;
+  bool drain_sent = false;
+  absl::Time drain_deadline = absl::InfiniteFuture();
+  while (ok) {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (broken_) break;
+    if (StopNow()) {
+      end = SessionEnd::kStopped;
+      break;
+    }
+    if (!stop_ && !AllProduced() && pending_.size() < options_.max_unacked_batches) {
+      v1::AgentMessage m;
+      auto more = Produce(&m, /*record=*/true);
+      if (!more.ok()) {
+        lock.unlock();
+        ctx.TryCancel();
+        reader.join();
+        stream->Finish();
+        return more.status();
+      }
+      if (!*more) continue;
+      pending_.push_back({m.batch().seq(), m});
+      lock.unlock();
+      ok = Write(stream.get(), m);
+      continue;
+    }
+    if (!stop_ && AllProduced() && pending_.empty()) {
+      if (drained_) {
+        end = SessionEnd::kFinished;
+        break;
+      }
+      if (!drain_sent) {
+        drain_sent = true;
+        drain_deadline = absl::Now() + options_.drain_timeout;
+        lock.unlock();
+        v1::AgentMessage drain;
+        drain.mutable_drain();
+        ok = Write(stream.get(), drain);
+        continue;
+      }
+      if (absl::Now() > drain_deadline) {
+        Logger().warn("no final table within {}s; finishing",
+                      absl::ToDoubleSeconds(options_.drain_timeout));
+        end = SessionEnd::kFinished;
+        break;
+      }
+    }
+    cv_.wait_for(lock, std::chrono::milliseconds(200));
+  }
+
+  if (end == SessionEnd::kBroken) {
+    ctx.TryCancel();
+  } else {
+    std::lock_guard<std::mutex> lock(write_mu_);
+    stream->WritesDone();
+  }
+  reader.join();
+  grpc::Status status = stream->Finish();
+  if (end == SessionEnd::kBroken) {
+    Logger().warn("session broken: {}", status.ok() ? "stream closed" : status.error_message());
+  }
+  return end;
+}
+
+absl::Status Agent::Impl::Run() {
+  if (options_.agent_id.empty()) return absl::InvalidArgumentError("agent id must not be empty");
+  if (options_.batch_size == 0 || options_.max_unacked_batches == 0) {
+    return absl::InvalidArgumentError("batch size and window must be > 0");
+  }
+  source_->Describe(&hello_);
+  hello_.set_agent_id(options_.agent_id);
+  hello_.set_agent_version(Version());
+  if (!options_.record_csv.empty()) {
+    const bool existed = std::ifstream(options_.record_csv).good();
+    record_.open(options_.record_csv, std::ios::app);
+    if (!record_) return absl::UnavailableError("cannot open " + options_.record_csv);
+    if (!existed) record_ << "device,opcode,bytes,wait_ns,path,error,cpu_class\n";
+  }
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5000);
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
+  auto channel = grpc::CreateCustomChannel(options_.tuner_address,
+                                           grpc::InsecureChannelCredentials(), args);
+  stub_ = v1::Tuner::NewStub(channel);
+
+  absl::Duration backoff = options_.initial_backoff;
+  absl::Time last_session = absl::Now();
+  std::mt19937_64 jitter(std::hash<std::string>()(options_.agent_id));
+  while (true) {
+    auto end = RunSession();
+    if (!end.ok()) return end.status();
+    if (*end == SessionEnd::kFinished) return absl::OkStatus();
+    if (*end == SessionEnd::kStopped) break;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++stats_.reconnects;
+      if (session_established_) {
+        session_established_ = false;
+        last_session = absl::Now();
+        backoff = options_.initial_backoff;
+      }
+      if (StopNow()) break;
+    }
+    if (options_.give_up_after > absl::ZeroDuration() &&
+        absl::Now() - last_session > options_.give_up_after) {
+      return absl::DeadlineExceededError(absl::StrCat(
+          "no session with ", options_.tuner_address, " for ",
+          absl::FormatDuration(options_.give_up_after)));
+    }
+    // Exponential backoff with +-20% jitter.
+    std::uniform_real_distribution<double> j(0.8, 1.2);
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait_for(lock, absl::ToChronoMilliseconds(backoff * j(jitter)),
+                 [this] { return StopNow(); });
+    if (StopNow()) break;
+    backoff = std::min(backoff * 2, options_.max_backoff);
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!pending_.empty()) {
+    return absl::UnavailableError(absl::StrCat("stopped with ", pending_.size(),
+                                               " batches not acknowledged by the tuner"));
+  }
+  return absl::OkStatus();
+}
+
+Agent::Agent(AgentOptions options, std::unique_ptr<SampleSource> source,
+             std::unique_ptr<PolicySink> sink)
+    : impl_(std::make_unique<Impl>(std::move(options), std::move(source), std::move(sink))) {}
+Agent::~Agent() = default;
+absl::Status Agent::Run() { return impl_->Run(); }
+void Agent::Stop() { impl_->Stop(); }
+AgentStats Agent::stats() const { return impl_->stats(); }
+
+}  // namespace spintune

@@ -1,0 +1,81 @@
+// Agent: streams a SampleSource's measurements to the tuner over one gRPC
+// Session at a time, applies pushed policy tables through a PolicySink, and
+// acknowledges them.
+//
+// Delivery: batches carry sequence numbers 1, 2, ...; at most
+// max_unacked_batches are in flight; a batch leaves memory only when the
+// tuner acknowledges it (after it is durable). When the stream breaks the
+// agent reconnects with exponential backoff, learns the tuner's last durable
+// sequence number from HelloAck, drops what is durable and resends the rest.
+// After a restart with the same agent id, seed, source and batch size, a
+// deterministic source is fast-forwarded past the durable batches, so
+// nothing is counted twice and nothing is lost.
+//
+// Thread-safety: Run() once from one thread; Stop() from any thread.
+#ifndef SPINTUNE_AGENT_AGENT_H_
+#define SPINTUNE_AGENT_AGENT_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "agent/policy_sink.h"
+#include "agent/sample_source.h"
+
+namespace spintune {
+
+struct AgentOptions {
+  std::string tuner_address;      // host:port
+  std::string agent_id;           // stable identity; REQUIRES: non-empty
+  uint64_t max_samples = 0;       // stop after this many completions (0: never)
+  size_t batch_size = 512;        // completions per batch
+  size_t max_unacked_batches = 16;
+  absl::Duration initial_backoff = absl::Milliseconds(100);
+  absl::Duration max_backoff = absl::Seconds(5);
+  // Give up when no session could be established for this long (0: never).
+  absl::Duration give_up_after = absl::ZeroDuration();
+  // How long to wait for the tuner's final table after the last batch.
+  absl::Duration drain_timeout = absl::Seconds(60);
+  // Optional CSV of every completion sample, written once per batch.
+  std::string record_csv;
+};
+
+struct AgentStats {
+  uint64_t samples_generated = 0;
+  uint64_t batches_acked = 0;
+  uint64_t duplicate_acks = 0;
+  uint64_t batches_rejected = 0;
+  uint64_t reconnects = 0;
+  uint64_t applied_version = 0;
+  uint64_t tuner_total_samples = 0;  // from Drained
+};
+
+class Agent {
+ public:
+  Agent(AgentOptions options, std::unique_ptr<SampleSource> source,
+        std::unique_ptr<PolicySink> sink);
+  ~Agent();
+  Agent(const Agent&) = delete;
+  Agent& operator=(const Agent&) = delete;
+
+  // Streams until max_samples were generated, acknowledged and the final
+  // table applied, or until Stop(). Errors: InvalidArgument for bad options,
+  // DeadlineExceeded when give_up_after passed without a session, the
+  // source's or recorder's errors.
+  absl::Status Run();
+  // Asks Run() to flush what is in flight and return. Async-signal-unsafe;
+  // call it from a normal thread.
+  void Stop();
+  AgentStats stats() const;
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace spintune
+
+#endif  // SPINTUNE_AGENT_AGENT_H_

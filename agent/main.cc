@@ -1,0 +1,134 @@
+// spintune-agent: measures a board (here: a simulated one) and streams the
+// samples to spintune-tuner; applies the tables the tuner pushes back.
+#include <unistd.h>
+
+#include <iostream>
+
+#include "CLI/CLI.hpp"
+#include "agent/agent.h"
+#include "agent/board_model.h"
+#include "common/logging.h"
+#include "common/signal_waiter.h"
+#include "common/version.h"
+
+namespace {
+
+struct Flags {
+  std::string tuner = "127.0.0.1:50051";
+  std::string agent_id;
+  std::string source;
+  std::string sink = "none";
+  uint64_t seed = 1;
+  uint64_t max_samples = 0;
+  size_t batch_size = 512;
+  std::string record;
+  double give_up_after_s = 0;
+  std::string log_level = "info";
+  bool list_boards = false;
+};
+
+void ListBoards() {
+  for (const auto& b : spintune::BoardCatalog()) {
+    std::cout << b.name << "\n    " << b.summary << "\n    source: " << b.sources << "\n";
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Flags f;
+  CLI::App app{"spintune-agent: measure a board's command completion times and stream them "
+               "to spintune-tuner; apply the policy tables it pushes back."};
+  app.footer(
+      "Examples:\n"
+      "  spintune-agent --list-boards\n"
+      "  spintune-agent --tuner 127.0.0.1:50051 --source sim:litex-rocket-50mhz-slowcard \\\n"
+      "      --sink file:/tmp/spintune-{device}.bin --max-samples 20000\n"
+      "Exit codes: 0 ok, 1 runtime failure, 2 usage or bad input.");
+  app.set_version_flag("--version", spintune::Version());
+  app.add_option("--tuner", f.tuner, "Tuner address host:port")->capture_default_str();
+  app.add_option("--agent-id", f.agent_id,
+                 "Stable identity of this agent (default: HOSTNAME/SOURCE)");
+  app.add_option("--source", f.source, "Where samples come from: sim:BOARD");
+  app.add_option("--sink", f.sink,
+                 "Where pushed tables go: file:PATH (PATH may hold {device}) or none")
+      ->capture_default_str();
+  app.add_option("--seed", f.seed, "Seed of simulated sources")->capture_default_str();
+  app.add_option("--max-samples", f.max_samples,
+                 "Stop after this many completion samples, flush, wait for the final table "
+                 "(0: run until SIGINT/SIGTERM)")
+      ->capture_default_str();
+  app.add_option("--batch-size", f.batch_size, "Completion samples per batch")
+      ->check(CLI::Range(1, 65536))
+      ->capture_default_str();
+  app.add_option("--record", f.record, "Append every sent completion sample to this CSV");
+  app.add_option("--give-up-after", f.give_up_after_s,
+                 "Exit with an error after this many seconds without a tuner (0: never)")
+      ->capture_default_str();
+  app.add_option("--log-level", f.log_level, "trace|debug|info|warn|error|off")
+      ->capture_default_str();
+  app.add_flag("--list-boards", f.list_boards, "List the simulated boards and exit");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+  if (f.list_boards) {
+    ListBoards();
+    return 0;
+  }
+  if (f.source.empty()) {
+    std::cerr << "spintune-agent: --source is required (e.g. sim:microwatt-100mhz)\n";
+    return 2;
+  }
+  absl::Status s = spintune::InitLogging("agent", f.log_level);
+  if (!s.ok()) {
+    std::cerr << "spintune-agent: " << s.message() << "\n";
+    return 2;
+  }
+  if (f.agent_id.empty()) {
+    char host[256] = {0};
+    gethostname(host, sizeof(host) - 1);
+    f.agent_id = std::string(host) + "/" + f.source;
+  }
+  auto source = spintune::MakeSampleSource(f.source, f.seed);
+  if (!source.ok()) {
+    std::cerr << "spintune-agent: --source: " << source.status().message() << "\n";
+    return 2;
+  }
+  spintune::v1::Hello described;
+  (*source)->Describe(&described);
+  std::vector<std::string> devices;
+  for (const auto& d : described.devices()) devices.push_back(d.name());
+  auto sink = spintune::MakePolicySink(f.sink, devices);
+  if (!sink.ok()) {
+    std::cerr << "spintune-agent: --sink: " << sink.status().message() << "\n";
+    return 2;
+  }
+
+  spintune::AgentOptions options;
+  options.tuner_address = f.tuner;
+  options.agent_id = f.agent_id;
+  options.max_samples = f.max_samples;
+  options.batch_size = f.batch_size;
+  options.record_csv = f.record;
+  options.give_up_after = absl::Seconds(f.give_up_after_s);
+  spintune::Agent agent(options, std::move(*source), std::move(*sink));
+  spintune::SignalWaiter signals([&agent](int sig) {
+    spintune::Logger().info("signal {}: flushing and stopping", sig);
+    agent.Stop();
+  });
+  spintune::Logger().info("agent id={} source={} tuner={}", f.agent_id, f.source, f.tuner);
+  s = agent.Run();
+  const spintune::AgentStats st = agent.stats();
+  spintune::Logger().info(
+      "done samples={} batches_acked={} duplicates={} rejected={} reconnects={} "
+      "applied_version={}",
+      st.samples_generated, st.batches_acked, st.duplicate_acks, st.batches_rejected,
+      st.reconnects, st.applied_version);
+  if (!s.ok()) {
+    std::cerr << "spintune-agent: " << s.message() << "\n";
+    return absl::IsInvalidArgument(s) ? 2 : 1;
+  }
+  return 0;
+}
