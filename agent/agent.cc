@@ -79,6 +79,7 @@ class Agent::Impl {
   bool drained_ = false;
   bool source_done_ = false;
   uint64_t generated_seq_ = 0;
+  absl::Time pace_start_ = absl::Now();
   std::deque<Pending> pending_;
   AgentStats stats_;
 
@@ -280,6 +281,15 @@ absl::StatusOr<Agent::Impl::SessionEnd> Agent::Impl::RunSession() {
       break;
     }
     if (!stop_ && !AllProduced() && pending_.size() < options_.max_unacked_batches) {
+      if (options_.samples_per_second > 0) {
+        const absl::Time due =
+            pace_start_ + absl::Seconds(static_cast<double>(stats_.samples_generated) /
+                                        options_.samples_per_second);
+        if (absl::Now() < due) {
+          cv_.wait_for(lock, absl::ToChronoMilliseconds(due - absl::Now()));
+          continue;
+        }
+      }
       v1::AgentMessage m;
       auto more = Produce(&m, /*record=*/true);
       if (!more.ok()) {
@@ -339,6 +349,7 @@ absl::Status Agent::Impl::Run() {
     return absl::InvalidArgumentError("batch size and window must be > 0");
   }
   source_->Describe(&hello_);
+  pace_start_ = absl::Now();
   hello_.set_agent_id(options_.agent_id);
   hello_.set_agent_version(Version());
   if (!options_.record_csv.empty()) {

@@ -33,6 +33,9 @@ struct AgentOptions {
   uint64_t max_samples = 0;       // stop after this many completions (0: never)
   size_t batch_size = 512;        // completions per batch
   size_t max_unacked_batches = 16;
+  // Pace the source to this many completions per second (0: as fast as the
+  // tuner acknowledges). Simulated sources use it to look like a live board.
+  double samples_per_second = 0;
   absl::Duration initial_backoff = absl::Milliseconds(100);
   absl::Duration max_backoff = absl::Seconds(5);
   // Give up when no session could be established for this long (0: never).

@@ -21,6 +21,7 @@ struct Flags {
   uint64_t seed = 1;
   uint64_t max_samples = 0;
   size_t batch_size = 512;
+  double rate = 0;
   std::string record;
   double give_up_after_s = 0;
   std::string log_level = "info";
@@ -60,6 +61,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--batch-size", f.batch_size, "Completion samples per batch")
       ->check(CLI::Range(1, 65536))
+      ->capture_default_str();
+  app.add_option("--rate", f.rate,
+                 "Pace a simulated source to this many samples per second (0: unpaced)")
+      ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   app.add_option("--record", f.record, "Append every sent completion sample to this CSV");
   app.add_option("--give-up-after", f.give_up_after_s,
@@ -112,6 +117,7 @@ int main(int argc, char** argv) {
   options.max_samples = f.max_samples;
   options.batch_size = f.batch_size;
   options.record_csv = f.record;
+  options.samples_per_second = f.rate;
   options.give_up_after = absl::Seconds(f.give_up_after_s);
   spintune::Agent agent(options, std::move(*source), std::move(*sink));
   spintune::SignalWaiter signals([&agent](int sig) {

@@ -32,9 +32,6 @@ class PolicySink {
 absl::StatusOr<std::unique_ptr<PolicySink>> MakePolicySink(
     const std::string& spec, const std::vector<std::string>& devices);
 
-// Writes `bytes` to `path` atomically (temp file, fsync, rename, fsync dir).
-absl::Status WriteFileAtomically(const std::string& path, const std::string& bytes);
-
 }  // namespace spintune
 
 #endif  // SPINTUNE_AGENT_POLICY_SINK_H_

@@ -316,6 +316,22 @@ absl::StatusOr<PolicyTable> PolicyTableFromJson(const json& j) {
                                 GetDouble(*def, "latency_ns", where, false));
       SPINTUNE_ASSIGN_OR_RETURN(e.default_cost_ns, GetDouble(*def, "cost_ns", where, false));
     }
+    auto fams = ej.find("families");
+    if (fams != ej.end() && fams->is_array()) {
+      for (size_t f = 0; f < fams->size(); ++f) {
+        const std::string fw = absl::StrCat(where, ".families[", f, "]");
+        const json& fj = (*fams)[f];
+        if (!fj.is_object()) return FieldError(fw, "must be an object");
+        FamilyOptimum fo;
+        SPINTUNE_ASSIGN_OR_RETURN(fo.params, WaitFromJson(fj, fw));
+        fo.strategy = fo.params.strategy;
+        SPINTUNE_ASSIGN_OR_RETURN(fo.feasible, GetBool(fj, "feasible", fw));
+        SPINTUNE_ASSIGN_OR_RETURN(fo.expected.cpu_ns, GetDouble(fj, "cpu_ns", fw, false));
+        SPINTUNE_ASSIGN_OR_RETURN(fo.expected.latency_ns, GetDouble(fj, "latency_ns", fw, false));
+        SPINTUNE_ASSIGN_OR_RETURN(fo.cost_ns, GetDouble(fj, "cost_ns", fw, false));
+        e.families.push_back(fo);
+      }
+    }
     t.entries.push_back(std::move(e));
   }
   SortEntries(&t.entries);

@@ -333,6 +333,21 @@ absl::StatusOr<uint64_t> Store::AppendPolicyVersion(int64_t target_id, PolicyTab
   return version;
 }
 
+absl::Status Store::UpdatePolicyEvidence(int64_t target_id, PolicyTable* table) {
+  absl::MutexLock lock(&mu_);
+  table->fitted_at = NowRfc3339();
+  SPINTUNE_ASSIGN_OR_RETURN(
+      auto q, db_->Prepare("UPDATE policy_versions SET samples = ?3, table_json = ?4 "
+                           "WHERE target_id = ?1 AND version = ?2"));
+  q->Bind(1, target_id).Bind(2, I(table->version)).Bind(3, I(table->TotalSamples()));
+  q->Bind(4, PolicyTableToJson(*table).dump());
+  SPINTUNE_RETURN_IF_ERROR(q->Run());
+  if (db_->Changes() != 1) {
+    return absl::NotFoundError(absl::StrCat("no policy version ", table->version));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::optional<PolicyTable>> Store::LoadPolicy(int64_t target_id,
                                                              uint64_t version) {
   absl::MutexLock lock(&mu_);

@@ -97,6 +97,9 @@ class Store {
   // Stores `table` as the target's next version; sets table->version and
   // table->fitted_at. Returns the version.
   absl::StatusOr<uint64_t> AppendPolicyVersion(int64_t target_id, PolicyTable* table);
+  // Replaces the evidence of the stored version table->version (same
+  // decisions, newer samples); sets table->fitted_at.
+  absl::Status UpdatePolicyEvidence(int64_t target_id, PolicyTable* table);
   // Version `version` (0: the latest); nullopt when there is none.
   absl::StatusOr<std::optional<PolicyTable>> LoadPolicy(int64_t target_id, uint64_t version);
   // Records what the agent reported applying (error empty on success).

@@ -1,0 +1,272 @@
+#include "cli/commands.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "cli/samples_csv.h"
+#include "cli/table_format.h"
+#include "common/file_util.h"
+#include "common/status_macros.h"
+#include "common/version.h"
+#include "policy/header_writer.h"
+#include "policy/policy_builder.h"
+#include "policy/policy_json.h"
+#include "spintune/v1/spintune.grpc.pb.h"
+#include "storage/store.h"
+
+namespace spintune {
+namespace {
+
+using nlohmann::json;
+
+absl::Status CheckFormat(const std::string& format) {
+  if (format != "json" && format != "table") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--format must be json or table, got '", format, "'"));
+  }
+  return absl::OkStatus();
+}
+
+// Platform JSON (docs/csv-formats.md): the five costs at the top level apply
+// to every CPU class not listed in "cpu_classes"; "devices" may carry the
+// drivers' default rules.
+absl::StatusOr<FitInputs> ReadPlatform(const std::string& path, const SampleSet& samples) {
+  SPINTUNE_ASSIGN_OR_RETURN(std::string text, ReadFileToString(path));
+  json j = json::parse(text, nullptr, false);
+  if (j.is_discarded()) return absl::InvalidArgumentError(absl::StrCat(path, ": not valid JSON"));
+  if (!j.is_object()) return absl::InvalidArgumentError(absl::StrCat(path, ": must be an object"));
+  FitInputs in;
+  in.board = j.value("board", std::string("offline"));
+  auto fail = [&](const absl::Status& s) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": ", s.message()));
+  };
+  std::map<std::string, CpuClassInfo> listed;
+  if (j.contains("cpu_classes")) {
+    if (!j["cpu_classes"].is_array()) return fail(absl::InvalidArgumentError("cpu_classes must be an array"));
+    for (size_t i = 0; i < j["cpu_classes"].size(); ++i) {
+      const json& cj = j["cpu_classes"][i];
+      const std::string where = absl::StrCat("cpu_classes[", i, "]");
+      if (!cj.is_object() || !cj.contains("name") || !cj["name"].is_string()) {
+        return fail(absl::InvalidArgumentError(where + ".name: missing"));
+      }
+      CpuClassInfo c;
+      c.name = cj["name"].get<std::string>();
+      auto costs = CostsFromJson(cj, where);
+      if (!costs.ok()) return fail(costs.status());
+      c.costs = *costs;
+      if (cj.contains("cpu_khz") && cj["cpu_khz"].is_number_unsigned()) {
+        c.cpu_khz = cj["cpu_khz"].get<uint64_t>();
+      }
+      listed[c.name] = c;
+    }
+  }
+  std::optional<PlatformCosts> top;
+  if (j.contains("irq_cpu_ns")) {
+    auto costs = CostsFromJson(j, "platform");
+    if (!costs.ok()) return fail(costs.status());
+    top = *costs;
+  }
+  for (const auto& name : samples.cpu_classes) {
+    auto it = listed.find(name);
+    if (it != listed.end()) {
+      in.cpu_classes.push_back(it->second);
+    } else if (top) {
+      in.cpu_classes.push_back({name, j.value("cpu_khz", uint64_t{0}), *top});
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat(
+          path, ": no costs for cpu class '", name,
+          "' (give irq_cpu_ns, irq_wake_ns, poll_read_ns, timer_cpu_ns, timer_wake_ns)"));
+    }
+  }
+  std::map<std::string, DeviceInfo> devices;
+  if (j.contains("devices")) {
+    if (!j["devices"].is_array()) return fail(absl::InvalidArgumentError("devices must be an array"));
+    for (size_t i = 0; i < j["devices"].size(); ++i) {
+      const json& dj = j["devices"][i];
+      const std::string where = absl::StrCat("devices[", i, "]");
+      if (!dj.is_object() || !dj.contains("name") || !dj["name"].is_string()) {
+        return fail(absl::InvalidArgumentError(where + ".name: missing"));
+      }
+      DeviceInfo d;
+      d.name = dj["name"].get<std::string>();
+      d.driver = dj.value("driver", std::string());
+      d.model = dj.value("model", std::string());
+      if (dj.contains("default_rules")) {
+        auto rules = DefaultRulesFromJson(dj["default_rules"], where + ".default_rules");
+        if (!rules.ok()) return fail(rules.status());
+        d.default_rules = std::move(*rules);
+      }
+      devices[d.name] = std::move(d);
+    }
+  }
+  for (const auto& name : samples.devices) {
+    auto it = devices.find(name);
+    in.devices.push_back(it != devices.end() ? it->second : DeviceInfo{name, "", "", {}});
+  }
+  in.keys = samples.keys;
+  return in;
+}
+
+absl::StatusOr<FitConfig> ConfigFromFlags(const std::string& objective, double latency_weight,
+                                          uint64_t max_spin_ns, uint64_t min_samples) {
+  FitConfig config;
+  auto obj = ParseObjective(objective);
+  if (!obj.ok()) return absl::InvalidArgumentError(absl::StrCat("--objective: ", obj.status().message()));
+  config.objective = *obj;
+  config.objective_name = objective;
+  if (latency_weight >= 0) {
+    if (!std::isfinite(latency_weight) || latency_weight > 1e6) {
+      return absl::InvalidArgumentError("--latency-weight must be in [0, 1e6]");
+    }
+    config.objective = {latency_weight, false};
+    config.objective_name = "custom";
+  }
+  if (max_spin_ns == 0 || max_spin_ns > 10'000'000) {
+    return absl::InvalidArgumentError("--max-spin-ns must be in [1, 10000000]");
+  }
+  config.max_spin_ns = max_spin_ns;
+  config.min_samples = min_samples;
+  return config;
+}
+
+void PrintTable(const PolicyTable& t, const std::string& format, std::ostream& out) {
+  if (format == "json") {
+    out << PolicyTableToJson(t).dump(2) << "\n";
+  } else {
+    out << RenderPolicyTable(t);
+  }
+}
+
+absl::StatusOr<PolicyTable> LoadStoredPolicy(const Repository& repo, const std::string& target,
+                                             uint64_t version) {
+  if (!repo.tuner.empty()) {
+    auto stub = v1::Tuner::NewStub(
+        grpc::CreateChannel(repo.tuner, grpc::InsecureChannelCredentials()));
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    v1::GetPolicyRequest req;
+    req.set_agent_id(target);
+    req.set_version(version);
+    v1::GetPolicyResponse resp;
+    grpc::Status s = stub->GetPolicy(&ctx, req, &resp);
+    if (!s.ok()) {
+      return absl::Status(static_cast<absl::StatusCode>(s.error_code()),
+                          absl::StrCat(repo.tuner, ": ", s.error_message()));
+    }
+    return ParsePolicyJson(resp.policy_json());
+  }
+  SPINTUNE_ASSIGN_OR_RETURN(auto store, Store::Open(repo.db));
+  SPINTUNE_ASSIGN_OR_RETURN(auto summary, store->FindTarget(target));
+  if (!summary) {
+    return absl::NotFoundError(absl::StrCat(repo.db, ": no target '", target,
+                                            "' (spintune targets lists them)"));
+  }
+  SPINTUNE_ASSIGN_OR_RETURN(auto table, store->LoadPolicy(summary->id, version));
+  if (!table) {
+    return absl::NotFoundError(
+        version ? absl::StrCat("target '", target, "' has no policy version ", version)
+                : absl::StrCat("target '", target, "' has no policy yet"));
+  }
+  return std::move(*table);
+}
+
+}  // namespace
+
+absl::Status RunTune(const TuneFlags& flags, std::ostream& out) {
+  SPINTUNE_RETURN_IF_ERROR(CheckFormat(flags.format));
+  SPINTUNE_ASSIGN_OR_RETURN(FitConfig config,
+                            ConfigFromFlags(flags.objective, flags.latency_weight,
+                                            flags.max_spin_ns, flags.min_samples));
+  SPINTUNE_ASSIGN_OR_RETURN(SampleSet samples, ReadSamplesCsv(flags.samples_csv));
+  SPINTUNE_ASSIGN_OR_RETURN(FitInputs inputs, ReadPlatform(flags.platform_json, samples));
+  SPINTUNE_ASSIGN_OR_RETURN(PolicyTable table, BuildPolicyTable(inputs, config));
+  PrintTable(table, flags.format, out);
+  return absl::OkStatus();
+}
+
+absl::Status RunTargets(const Repository& repo, const std::string& format, std::ostream& out) {
+  SPINTUNE_RETURN_IF_ERROR(CheckFormat(format));
+  std::vector<TargetSummary> targets;
+  if (!repo.tuner.empty()) {
+    auto stub = v1::Tuner::NewStub(
+        grpc::CreateChannel(repo.tuner, grpc::InsecureChannelCredentials()));
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    v1::ListTargetsResponse resp;
+    grpc::Status s = stub->ListTargets(&ctx, v1::ListTargetsRequest(), &resp);
+    if (!s.ok()) return absl::UnavailableError(absl::StrCat(repo.tuner, ": ", s.error_message()));
+    for (const auto& t : resp.targets()) {
+      TargetSummary ts;
+      ts.agent_id = t.agent_id();
+      ts.board = t.board();
+      ts.cpu_model = t.cpu_model();
+      ts.total_samples = t.total_samples();
+      ts.current_version = t.current_policy_version();
+      ts.applied_version = t.applied_policy_version();
+      targets.push_back(std::move(ts));
+    }
+  } else {
+    SPINTUNE_ASSIGN_OR_RETURN(auto store, Store::Open(repo.db));
+    SPINTUNE_ASSIGN_OR_RETURN(targets, store->ListTargets());
+  }
+  if (format == "json") {
+    json arr = json::array();
+    for (const auto& t : targets) {
+      arr.push_back(json{{"agent_id", t.agent_id},
+                         {"board", t.board},
+                         {"cpu_model", t.cpu_model},
+                         {"total_samples", t.total_samples},
+                         {"current_version", t.current_version},
+                         {"applied_version", t.applied_version}});
+    }
+    out << json{{"targets", arr}}.dump(2) << "\n";
+  } else {
+    std::vector<std::vector<std::string>> rows = {
+        {"AGENT", "BOARD", "SAMPLES", "VERSION", "APPLIED"}};
+    for (const auto& t : targets) {
+      rows.push_back({t.agent_id, t.board, absl::StrCat(t.total_samples),
+                      absl::StrCat(t.current_version), absl::StrCat(t.applied_version)});
+    }
+    out << RenderColumns(rows);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RunPolicy(const Repository& repo, const std::string& target, uint64_t version,
+                       const std::string& format, std::ostream& out) {
+  SPINTUNE_RETURN_IF_ERROR(CheckFormat(format));
+  SPINTUNE_ASSIGN_OR_RETURN(PolicyTable table, LoadStoredPolicy(repo, target, version));
+  PrintTable(table, format, out);
+  return absl::OkStatus();
+}
+
+absl::Status RunHeader(const Repository& repo, const HeaderFlags& flags, std::ostream& out) {
+  if (flags.target.empty() == flags.json_file.empty()) {
+    return absl::InvalidArgumentError("give either a TARGET or --json FILE");
+  }
+  PolicyTable table;
+  if (!flags.json_file.empty()) {
+    SPINTUNE_ASSIGN_OR_RETURN(std::string text, ReadFileToString(flags.json_file));
+    auto parsed = ParsePolicyJson(text);
+    if (!parsed.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(flags.json_file, ": ", parsed.status().message()));
+    }
+    table = std::move(*parsed);
+  } else {
+    SPINTUNE_ASSIGN_OR_RETURN(table, LoadStoredPolicy(repo, flags.target, flags.version));
+  }
+  HeaderOptions options;
+  options.tool_version = Version();
+  SPINTUNE_ASSIGN_OR_RETURN(std::string header, GenerateCHeader(table, options));
+  if (flags.output.empty() || flags.output == "-") {
+    out << header;
+    return absl::OkStatus();
+  }
+  return WriteFileAtomically(flags.output, header);
+}
+
+}  // namespace spintune

@@ -1,0 +1,47 @@
+// The subcommands of `spintune`. Each writes its result to `out` and returns
+// a Status; main() turns it into one stderr line and the exit code
+// (InvalidArgument/NotFound -> 2, anything else -> 1).
+#ifndef SPINTUNE_CLI_COMMANDS_H_
+#define SPINTUNE_CLI_COMMANDS_H_
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+
+#include "absl/status/status.h"
+
+namespace spintune {
+
+struct TuneFlags {
+  std::string samples_csv;
+  std::string platform_json;
+  std::string objective = "balanced";
+  double latency_weight = -1;  // >= 0 overrides objective
+  uint64_t max_spin_ns = 1'000'000;
+  uint64_t min_samples = 50;
+  std::string format = "json";
+};
+absl::Status RunTune(const TuneFlags& flags, std::ostream& out);
+
+// Where stored targets and policies come from: a database file, or a running
+// tuner's admin RPCs when `tuner` is set.
+struct Repository {
+  std::string db = "spintune.db";
+  std::string tuner;
+};
+
+absl::Status RunTargets(const Repository& repo, const std::string& format, std::ostream& out);
+absl::Status RunPolicy(const Repository& repo, const std::string& target, uint64_t version,
+                       const std::string& format, std::ostream& out);
+
+struct HeaderFlags {
+  std::string target;     // stored target (agent id), or
+  std::string json_file;  // a policy JSON file
+  uint64_t version = 0;   // 0: latest
+  std::string output;     // "-" or empty: stdout
+};
+absl::Status RunHeader(const Repository& repo, const HeaderFlags& flags, std::ostream& out);
+
+}  // namespace spintune
+
+#endif  // SPINTUNE_CLI_COMMANDS_H_

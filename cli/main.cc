@@ -1,0 +1,95 @@
+// spintune: the command-line tool. Offline fitting (tune), and the stored
+// targets, policies and release headers of a tuner database (or a running
+// tuner).
+#include <iostream>
+
+#include "CLI/CLI.hpp"
+#include "cli/commands.h"
+#include "common/version.h"
+
+namespace {
+
+int ExitCode(const absl::Status& s) {
+  if (s.ok()) return 0;
+  std::cerr << "spintune: " << s.message() << "\n";
+  return absl::IsInvalidArgument(s) || absl::IsNotFound(s) ? 2 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"spintune: fit driver wait policies and manage stored tables."};
+  app.footer(
+      "Examples:\n"
+      "  spintune tune --samples samples.csv --platform platform.json --format table\n"
+      "  spintune --db spintune.db targets\n"
+      "  spintune --db spintune.db policy board-1 --format table\n"
+      "  spintune --db spintune.db header board-1 -o spintune_board1.h\n"
+      "Exit codes: 0 ok, 1 runtime failure, 2 usage or bad input.");
+  app.set_version_flag("--version", spintune::Version());
+  app.require_subcommand(1);
+  spintune::Repository repo;
+  app.add_option("--db", repo.db, "Tuner database file")->capture_default_str();
+  app.add_option("--tuner", repo.tuner, "Ask a running tuner (host:port) instead of --db");
+
+  spintune::TuneFlags tune;
+  CLI::App* tune_cmd = app.add_subcommand(
+      "tune", "Fit a policy table offline from a samples CSV and a platform JSON");
+  tune_cmd->footer(
+      "CSV columns: device,opcode,bytes,wait_ns (required); cpu_class,path,error,timeout\n"
+      "(optional). Platform JSON: irq_cpu_ns, irq_wake_ns, poll_read_ns, timer_cpu_ns,\n"
+      "timer_wake_ns. See docs/csv-formats.md.\n"
+      "Example: spintune tune --samples s.csv --platform p.json --objective latency");
+  tune_cmd->add_option("--samples", tune.samples_csv, "Completion samples CSV")->required();
+  tune_cmd->add_option("--platform", tune.platform_json, "Platform costs JSON")->required();
+  auto* objective =
+      tune_cmd->add_option("--objective", tune.objective, "cpu | balanced | latency")
+          ->capture_default_str();
+  tune_cmd->add_option("--latency-weight", tune.latency_weight,
+                       "ns of CPU one ns of latency is worth")
+      ->excludes(objective);
+  tune_cmd->add_option("--max-spin-ns", tune.max_spin_ns, "Longest busy-wait allowed")
+      ->capture_default_str();
+  tune_cmd->add_option("--min-samples", tune.min_samples, "Samples a key needs for an entry")
+      ->capture_default_str();
+  tune_cmd->add_option("--format", tune.format, "json | table")->capture_default_str();
+
+  std::string targets_format = "table";
+  CLI::App* targets_cmd = app.add_subcommand("targets", "List the targets a tuner knows");
+  targets_cmd->footer("Example: spintune --db spintune.db targets --format json");
+  targets_cmd->add_option("--format", targets_format, "json | table")->capture_default_str();
+
+  std::string policy_target, policy_format = "table";
+  uint64_t policy_version = 0;
+  CLI::App* policy_cmd = app.add_subcommand("policy", "Show a target's stored policy table");
+  policy_cmd->footer("Example: spintune --db spintune.db policy board-1 --format json");
+  policy_cmd->add_option("TARGET", policy_target, "Agent id of the target")->required();
+  policy_cmd->add_option("--version", policy_version, "Table version (default: latest)");
+  policy_cmd->add_option("--format", policy_format, "json | table")->capture_default_str();
+
+  spintune::HeaderFlags header;
+  CLI::App* header_cmd =
+      app.add_subcommand("header", "Write a static C header of a policy table (release builds)");
+  header_cmd->footer(
+      "Examples:\n"
+      "  spintune --db spintune.db header board-1 -o spintune_board1.h\n"
+      "  spintune header --json policy.json -o table.h");
+  header_cmd->add_option("TARGET", header.target, "Agent id of a stored target");
+  header_cmd->add_option("--json", header.json_file, "Policy JSON file instead of a target");
+  header_cmd->add_option("--version", header.version, "Table version (default: latest)");
+  header_cmd->add_option("-o,--output", header.output, "Output file (default: stdout)");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+  if (*tune_cmd) return ExitCode(spintune::RunTune(tune, std::cout));
+  if (*targets_cmd) return ExitCode(spintune::RunTargets(repo, targets_format, std::cout));
+  if (*policy_cmd) {
+    return ExitCode(
+        spintune::RunPolicy(repo, policy_target, policy_version, policy_format, std::cout));
+  }
+  if (*header_cmd) return ExitCode(spintune::RunHeader(repo, header, std::cout));
+  return 2;
+}

@@ -1,0 +1,111 @@
+#include "cli/table_format.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "policy/default_rule.h"
+
+namespace spintune {
+
+std::string FormatDurationNs(double ns) {
+  if (ns >= 1e9) return absl::StrFormat("%.2fs", ns / 1e9);
+  if (ns >= 1e6) return absl::StrFormat("%.2fms", ns / 1e6);
+  if (ns >= 1e3) return absl::StrFormat("%.1fus", ns / 1e3);
+  return absl::StrFormat("%.0fns", ns);
+}
+
+std::string FormatSizeClass(uint32_t size_class) {
+  const uint64_t bytes = SizeClassLowerBytes(size_class);
+  if (bytes == 0) return "0";
+  if (bytes >= (uint64_t{1} << 20) && bytes % (uint64_t{1} << 20) == 0) {
+    return absl::StrCat(bytes >> 20, "MiB");
+  }
+  if (bytes >= 1024 && bytes % 1024 == 0) return absl::StrCat(bytes >> 10, "KiB");
+  return absl::StrCat(bytes, "B");
+}
+
+std::string FormatWait(const WaitParams& w) {
+  switch (w.strategy) {
+    case Strategy::kIrq:
+      return "irq";
+    case Strategy::kSpin:
+      return absl::StrCat("spin timeout=", FormatDurationNs(static_cast<double>(w.spin_ns)));
+    case Strategy::kSpinThenIrq:
+      return absl::StrCat("spin_then_irq T=", FormatDurationNs(static_cast<double>(w.spin_ns)));
+    case Strategy::kSleepThenSpin:
+      return absl::StrCat("sleep_then_spin S=",
+                          FormatDurationNs(static_cast<double>(w.sleep_ns)));
+    case Strategy::kPollSleep:
+      return absl::StrCat("poll_sleep I=",
+                          FormatDurationNs(static_cast<double>(w.poll_interval_ns)));
+  }
+  return "?";
+}
+
+std::string RenderColumns(const std::vector<std::vector<std::string>>& rows) {
+  std::vector<size_t> width;
+  for (const auto& row : rows) {
+    if (width.size() < row.size()) width.resize(row.size(), 0);
+    for (size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
+  }
+  std::string out;
+  for (const auto& row : rows) {
+    std::string line;
+    for (size_t i = 0; i < row.size(); ++i) {
+      absl::StrAppend(&line, row[i]);
+      if (i + 1 < row.size()) line.append(width[i] - row[i].size() + 2, ' ');
+    }
+    absl::StrAppend(&out, line, "\n");
+  }
+  return out;
+}
+
+std::string RenderPolicyTable(const PolicyTable& t) {
+  std::vector<std::vector<std::string>> rows = {
+      {"DEVICE", "CPU", "OPCODE", "SIZE", "SAMPLES", "P50", "P99", "CHOSEN", "CPU/REQ",
+       "LAT/REQ", "DEFAULT", "DEF CPU", "DEF LAT", "SAVING"}};
+  for (const auto& e : t.entries) {
+    std::vector<std::string> r = {
+        e.key.device,
+        e.fallback ? "*" : e.key.cpu_class,
+        e.fallback ? "*" : absl::StrCat(e.key.opcode),
+        e.fallback ? "*" : FormatSizeClass(e.key.size_class),
+        absl::StrCat(e.samples),
+        e.samples ? FormatDurationNs(e.p50_ns) : "-",
+        e.samples ? FormatDurationNs(e.p99_ns) : "-",
+        FormatWait(e.wait),
+        e.families.empty() ? "-" : FormatDurationNs(e.expected.cpu_ns),
+        e.families.empty() ? "-" : FormatDurationNs(e.expected.latency_ns)};
+    if (e.default_wait) {
+      r.push_back(FormatWait(*e.default_wait));
+      r.push_back(FormatDurationNs(e.default_expected.cpu_ns));
+      r.push_back(FormatDurationNs(e.default_expected.latency_ns));
+      r.push_back(e.default_cost_ns > 0
+                      ? absl::StrFormat("%.1f%%", 100.0 * (e.default_cost_ns - e.expected_cost_ns) /
+                                                      e.default_cost_ns)
+                      : "-");
+    } else {
+      r.insert(r.end(), {"-", "-", "-", "-"});
+    }
+    rows.push_back(std::move(r));
+  }
+  std::string out = absl::StrFormat(
+      "board %s, table version %d, objective %s (latency weight %g), max spin %s, %d samples\n",
+      t.board, t.version, t.objective_name, t.latency_weight,
+      FormatDurationNs(static_cast<double>(t.max_spin_ns)), t.TotalSamples());
+  for (const auto& c : t.cpu_classes) {
+    absl::StrAppend(&out, absl::StrFormat(
+                              "  cpu %s: irq_cpu %s, irq_wake %s, poll_read %s, timer_cpu %s, "
+                              "timer_wake %s\n",
+                              c.name, FormatDurationNs(c.costs.irq_cpu_ns),
+                              FormatDurationNs(c.costs.irq_wake_ns),
+                              FormatDurationNs(c.costs.poll_read_ns),
+                              FormatDurationNs(c.costs.timer_cpu_ns),
+                              FormatDurationNs(c.costs.timer_wake_ns)));
+  }
+  absl::StrAppend(&out, RenderColumns(rows));
+  return out;
+}
+
+}  // namespace spintune

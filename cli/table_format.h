@@ -1,0 +1,28 @@
+// Human-readable renderings of policy tables and target lists.
+#ifndef SPINTUNE_CLI_TABLE_FORMAT_H_
+#define SPINTUNE_CLI_TABLE_FORMAT_H_
+
+#include <string>
+#include <vector>
+
+#include "policy/policy_table.h"
+
+namespace spintune {
+
+// "12.5us", "3.20ms", "850ns".
+std::string FormatDurationNs(double ns);
+// Size class as its smallest length: "0", "512B", "4KiB".
+std::string FormatSizeClass(uint32_t size_class);
+// The wait with its parameter: "spin_then_irq T=12.5us".
+std::string FormatWait(const WaitParams& wait);
+
+// One line per entry: key, samples, p50/p99, chosen wait, expected CPU and
+// latency, the driver default's, and the saving in cost J.
+std::string RenderPolicyTable(const PolicyTable& table);
+
+// Fixed-width columns; the first row is the header.
+std::string RenderColumns(const std::vector<std::vector<std::string>>& rows);
+
+}  // namespace spintune
+
+#endif  // SPINTUNE_CLI_TABLE_FORMAT_H_

@@ -1,0 +1,66 @@
+#include "common/file_util.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+
+namespace spintune {
+namespace {
+
+absl::Status ErrnoError(const std::string& what, const std::string& path) {
+  return absl::UnavailableError(absl::StrCat(what, " ", path, ": ", std::strerror(errno)));
+}
+
+absl::Status WriteAll(int fd, const std::string& bytes, const std::string& path) {
+  size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return ErrnoError("cannot write", path);
+    }
+    done += static_cast<size_t>(n);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status WriteFileAtomically(const std::string& path, const std::string& bytes) {
+  const std::string tmp = absl::StrCat(path, ".tmp.", ::getpid());
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return ErrnoError("cannot create", tmp);
+  absl::Status s = WriteAll(fd, bytes, tmp);
+  if (s.ok() && ::fsync(fd) != 0) s = ErrnoError("cannot fsync", tmp);
+  if (::close(fd) != 0 && s.ok()) s = ErrnoError("cannot close", tmp);
+  if (s.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) s = ErrnoError("cannot rename to", path);
+  if (!s.ok()) {
+    ::unlink(tmp.c_str());
+    return s;
+  }
+  const size_t slash = path.find_last_of('/');
+  const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash + 1);
+  const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0) return ErrnoError("cannot open directory", dir);
+  const int rc = ::fsync(dfd);
+  ::close(dfd);
+  if (rc != 0) return ErrnoError("cannot fsync directory", dir);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> ReadFileToString(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open: ", std::strerror(errno)));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) return absl::UnavailableError(absl::StrCat(path, ": read error"));
+  return ss.str();
+}
+
+}  // namespace spintune

@@ -1,0 +1,22 @@
+// Small file helpers shared by the binaries.
+#ifndef SPINTUNE_COMMON_FILE_UTIL_H_
+#define SPINTUNE_COMMON_FILE_UTIL_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+
+namespace spintune {
+
+// Writes `bytes` to `path` atomically: a temporary file in the same
+// directory, fsync, rename over `path`, fsync of the directory. Readers see
+// the old or the new content, never a mix; after return the new content
+// survives a crash. Unavailable (with the errno text) on failure.
+absl::Status WriteFileAtomically(const std::string& path, const std::string& bytes);
+
+// The whole file. NotFound when it cannot be opened.
+absl::StatusOr<std::string> ReadFileToString(const std::string& path);
+
+}  // namespace spintune
+
+#endif  // SPINTUNE_COMMON_FILE_UTIL_H_

@@ -1,0 +1,81 @@
+// Killing the agent (SIGKILL) mid-stream and restarting it with the same
+// agent id loses and duplicates nothing: the stored counts and histograms
+// equal those of an uninterrupted run.
+#include <signal.h>
+
+#include <thread>
+
+#include "gtest/gtest.h"
+#include "storage/store.h"
+#include "tests/testing/subprocess.h"
+#include "tests/testing/temp_dir.h"
+#include "tuner/tuner_server.h"
+
+namespace spintune {
+namespace {
+
+constexpr uint64_t kSamples = 40000;
+constexpr uint64_t kBatch = 250;
+
+std::vector<std::string> AgentArgs(const std::string& address, const std::string& id,
+                                   bool paced) {
+  std::vector<std::string> args = {SPINTUNE_AGENT_BIN, "--tuner", address, "--agent-id", id,
+                                   "--source", "sim:microwatt-100mhz", "--seed", "3",
+                                   "--max-samples", std::to_string(kSamples), "--batch-size",
+                                   std::to_string(kBatch), "--give-up-after", "20"};
+  if (paced) args.insert(args.end(), {"--rate", "40000"});
+  return args;
+}
+
+uint64_t StoredSamples(Store* store, const std::string& id) {
+  auto t = store->FindTarget(id);
+  return t.ok() && t->has_value() ? (*t)->total_samples : 0;
+}
+
+TEST(AgentRestart, KillNineAndRestartLosesAndDuplicatesNothing) {
+  testing::TempDir dir;
+  TunerOptions options;
+  options.db_path = dir.File("tuner.db");
+  auto tuner = TunerServer::Start("127.0.0.1:0", options);
+  ASSERT_TRUE(tuner.ok()) << tuner.status();
+  auto store = Store::Open(options.db_path);
+  ASSERT_TRUE(store.ok()) << store.status();
+  const std::string addr = (*tuner)->address();
+
+  // Three kills at increasing points, then a run to the end.
+  for (uint64_t kill_after : {4000, 15000, 30000}) {
+    const pid_t pid = testing::Spawn(AgentArgs(addr, "victim", true), dir.File("a.out"),
+                                     dir.File("a.err"));
+    const absl::Time deadline = absl::Now() + absl::Seconds(30);
+    while (StoredSamples(store->get(), "victim") < kill_after && absl::Now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    ASSERT_EQ(kill(pid, SIGKILL), 0);
+    EXPECT_EQ(testing::WaitExit(pid), -1) << "the agent should have been killed mid-stream";
+    const uint64_t stored = StoredSamples(store->get(), "victim");
+    EXPECT_GE(stored, kill_after);
+    EXPECT_LT(stored, kSamples) << "killed too late to test anything";
+  }
+  testing::RunResult last = testing::Run(AgentArgs(addr, "victim", true), dir.path().string());
+  ASSERT_EQ(last.exit_code, 0) << last.err;
+  testing::RunResult ref = testing::Run(AgentArgs(addr, "reference", false), dir.path().string());
+  ASSERT_EQ(ref.exit_code, 0) << ref.err;
+
+  EXPECT_EQ(StoredSamples(store->get(), "victim"), kSamples);
+  auto victim = (*store)->FindTarget("victim");
+  auto reference = (*store)->FindTarget("reference");
+  ASSERT_TRUE(victim.ok() && reference.ok());
+  EXPECT_EQ(*(*store)->LastDurableSeq((*victim)->id), kSamples / kBatch);
+  auto a = (*store)->LoadKeys((*victim)->id);
+  auto b = (*store)->LoadKeys((*reference)->id);
+  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_EQ(a->size(), b->size());
+  for (size_t i = 0; i < a->size(); ++i) {
+    EXPECT_EQ((*a)[i].key, (*b)[i].key);
+    EXPECT_EQ((*a)[i].histogram, (*b)[i].histogram) << "key " << (*a)[i].key.opcode;
+  }
+  (*tuner)->Shutdown(absl::Seconds(2));
+}
+
+}  // namespace
+}  // namespace spintune

@@ -1,0 +1,108 @@
+// The binaries' command lines: --help, wrong flags, and bad input files give
+// one clear error line and exit code 2.
+#include <algorithm>
+
+#include "gtest/gtest.h"
+#include "tests/testing/subprocess.h"
+#include "tests/testing/temp_dir.h"
+
+namespace spintune {
+namespace {
+
+
+
+void Write(const std::string& path, const std::string& text) {
+  std::ofstream out(path);
+  out << text;
+}
+
+class Cli : public ::testing::Test {
+ protected:
+  testing::RunResult Tune(const std::string& csv, const std::string& platform,
+                          std::vector<std::string> extra = {}) {
+    Write(dir_.File("s.csv"), csv);
+    Write(dir_.File("p.json"), platform);
+    std::vector<std::string> args = {SPINTUNE_CLI_BIN, "tune", "--samples", dir_.File("s.csv"),
+                                     "--platform", dir_.File("p.json")};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return testing::Run(args, dir_.path().string());
+  }
+  testing::TempDir dir_;
+  const std::string platform_ =
+      R"({"irq_cpu_ns": 20000, "irq_wake_ns": 30000, "poll_read_ns": 100,
+          "timer_cpu_ns": 2000, "timer_wake_ns": 50000})";
+};
+
+TEST_F(Cli, EveryBinaryHasHelpAndRejectsWrongFlags) {
+  for (const char* bin : {SPINTUNE_CLI_BIN, SPINTUNE_AGENT_BIN, SPINTUNE_TUNER_BIN}) {
+    auto help = testing::Run({bin, "--help"}, dir_.path().string());
+    EXPECT_EQ(help.exit_code, 0) << bin;
+    EXPECT_NE(help.out.find("Examples:"), std::string::npos) << bin;
+    auto wrong = testing::Run({bin, "--no-such-flag"}, dir_.path().string());
+    EXPECT_EQ(wrong.exit_code, 2) << bin;
+    auto version = testing::Run({bin, "--version"}, dir_.path().string());
+    EXPECT_EQ(version.exit_code, 0) << bin;
+  }
+}
+
+TEST_F(Cli, TuneFitsAGoodFile) {
+  std::string csv = "device,opcode,bytes,wait_ns,extra\n";
+  for (int i = 0; i < 100; ++i) csv += "mmc0,23,0,2000,x\n";
+  auto r = Tune(csv, platform_);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("\"strategy\": \"spin_then_irq\""), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"expected_cost_ns\""), std::string::npos);
+  auto table = Tune(csv, platform_, {"--format", "table"});
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_NE(table.out.find("spin_then_irq T=2.0us"), std::string::npos) << table.out;
+}
+
+TEST_F(Cli, BadInputNamesFileAndLineAndExitsTwo) {
+  const std::string header = "device,opcode,bytes,wait_ns\n";
+  struct Case {
+    std::string csv;
+    std::string platform;
+    std::vector<std::string> extra;
+    std::string expected;
+  } cases[] = {
+      {"device,opcode,wait_ns\nmmc0,1,5\n", platform_, {}, "missing column(s) bytes"},
+      {header + "mmc0,1,0,100\nmmc0,1,0,-5\n", platform_, {}, "s.csv:3: column wait_ns: negative"},
+      {header + "mmc0,1,0,nan\n", platform_, {}, "s.csv:2: column wait_ns"},
+      {header + "mmc0,x,0,100\n", platform_, {}, "s.csv:2: column opcode"},
+      {header + "mmc0,1,0\n", platform_, {}, "s.csv:2: expected 4 fields"},
+      {"", platform_, {}, "empty file"},
+      {header, platform_, {}, "no samples"},
+      {header + "mmc0,1,0,100\n", platform_, {"--objective", "fastest"}, "unknown objective"},
+      {header + "mmc0,1,0,100\n", R"({"irq_cpu_ns": 1})", {}, "p.json"},
+      {header + "mmc0,1,0,100\n", R"({"irq_cpu_ns": -1, "irq_wake_ns": 1, "poll_read_ns": 1,
+          "timer_cpu_ns": 1, "timer_wake_ns": 1})", {}, "irq_cpu_ns"},
+      {header + "mmc0,1,0,100\n", "{not json", {}, "not valid JSON"},
+  };
+  for (const auto& c : cases) {
+    auto r = Tune(c.csv, c.platform, c.extra);
+    EXPECT_EQ(r.exit_code, 2) << c.expected << "\n" << r.err;
+    EXPECT_NE(r.err.find(c.expected), std::string::npos) << "expected '" << c.expected
+                                                         << "' in: " << r.err;
+    // One line.
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
+  auto missing = testing::Run({SPINTUNE_CLI_BIN, "tune", "--samples", "/nonexistent.csv", "--platform",
+                      dir_.File("p.json")},
+                     dir_.path().string());
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_NE(missing.err.find("/nonexistent.csv"), std::string::npos);
+}
+
+TEST_F(Cli, StoredTargetCommandsOnAnEmptyDatabase) {
+  const std::string db = dir_.File("empty.db");
+  auto targets = testing::Run({SPINTUNE_CLI_BIN, "--db", db, "targets", "--format", "json"},
+                     dir_.path().string());
+  ASSERT_EQ(targets.exit_code, 0) << targets.err;
+  EXPECT_NE(targets.out.find("\"targets\": []"), std::string::npos) << targets.out;
+  auto policy = testing::Run({SPINTUNE_CLI_BIN, "--db", db, "policy", "nobody"}, dir_.path().string());
+  EXPECT_EQ(policy.exit_code, 2);
+  EXPECT_NE(policy.err.find("no target 'nobody'"), std::string::npos) << policy.err;
+}
+
+}  // namespace
+}  // namespace spintune

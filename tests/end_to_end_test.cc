@@ -1,0 +1,147 @@
+// The whole loop over loopback: a real tuner (gRPC + SQLite file), a real
+// agent on a simulated board, the file sink, and the offline `spintune tune`
+// on the very samples the agent sent.
+#include <sstream>
+#include <thread>
+
+#include "agent/agent.h"
+#include "agent/policy_sink.h"
+#include "cli/commands.h"
+#include "common/file_util.h"
+#include "gtest/gtest.h"
+#include "policy/policy_blob.h"
+#include "policy/policy_json.h"
+#include "tests/testing/temp_dir.h"
+#include "tuner/tuner_server.h"
+
+namespace spintune {
+namespace {
+
+struct Loop {
+  testing::TempDir dir;
+  std::unique_ptr<TunerServer> tuner;
+};
+
+std::unique_ptr<TunerServer> StartTuner(const std::string& db) {
+  TunerOptions options;
+  options.db_path = db;
+  options.refit_samples = 5000;
+  auto server = TunerServer::Start("127.0.0.1:0", options);
+  EXPECT_TRUE(server.ok()) << server.status();
+  return server.ok() ? std::move(*server) : nullptr;
+}
+
+AgentStats RunAgent(const std::string& address, const std::string& board,
+                    const std::string& agent_id, const std::string& sink,
+                    const std::string& record, uint64_t samples) {
+  auto source = MakeSampleSource("sim:" + board, 7);
+  EXPECT_TRUE(source.ok());
+  auto policy_sink = MakePolicySink(sink, {"mmc0"});
+  EXPECT_TRUE(policy_sink.ok());
+  AgentOptions options;
+  options.tuner_address = address;
+  options.agent_id = agent_id;
+  options.max_samples = samples;
+  options.batch_size = 500;
+  options.record_csv = record;
+  options.give_up_after = absl::Seconds(20);
+  Agent agent(options, std::move(*source), std::move(*policy_sink));
+  absl::Status s = agent.Run();
+  EXPECT_TRUE(s.ok()) << s;
+  return agent.stats();
+}
+
+TEST(EndToEnd, AppliedTableEqualsOfflineTuneOnTheSameSamples) {
+  testing::TempDir dir;
+  auto tuner = StartTuner(dir.File("tuner.db"));
+  ASSERT_NE(tuner, nullptr);
+  const std::string blob_path = dir.File("mmc0.bin");
+  const std::string csv = dir.File("sent.csv");
+  const AgentStats stats = RunAgent(tuner->address(), "litex-rocket-100mhz-slowcard", "board-1",
+                                    "file:" + blob_path, csv, 30000);
+  EXPECT_EQ(stats.samples_generated, 30000u);
+  EXPECT_EQ(stats.tuner_total_samples, 30000u);
+  EXPECT_GT(stats.applied_version, 0u);
+
+  // The stored table, through the admin RPC.
+  Repository repo;
+  repo.tuner = tuner->address();
+  std::ostringstream policy_json;
+  ASSERT_TRUE(RunPolicy(repo, "board-1", 0, "json", policy_json).ok());
+  auto stored = ParsePolicyJson(policy_json.str());
+  ASSERT_TRUE(stored.ok()) << stored.status();
+  EXPECT_EQ(stored->version, stats.applied_version) << "agent applied the latest version";
+  EXPECT_EQ(stored->TotalSamples(), 30000u);
+
+  // Offline: the same samples, the platform costs the tuner fitted with.
+  nlohmann::json platform = CostsToJson(stored->cpu_classes[0].costs);
+  ASSERT_TRUE(WriteFileAtomically(dir.File("platform.json"), platform.dump()).ok());
+  TuneFlags flags;
+  flags.samples_csv = csv;
+  flags.platform_json = dir.File("platform.json");
+  std::ostringstream tuned_json;
+  absl::Status s = RunTune(flags, tuned_json);
+  ASSERT_TRUE(s.ok()) << s;
+  auto tuned = ParsePolicyJson(tuned_json.str());
+  ASSERT_TRUE(tuned.ok()) << tuned.status();
+  // The CSV names the CPU class; copy the tuner's names for the blob.
+  tuned->cpu_classes[0].name = stored->cpu_classes[0].name;
+
+  // What the driver sees: the blob the agent wrote, entry by entry.
+  auto applied = ReadFileToString(blob_path);
+  ASSERT_TRUE(applied.ok());
+  auto applied_blob = DecodePolicyBlob(*applied);
+  ASSERT_TRUE(applied_blob.ok()) << applied_blob.status();
+  auto offline = EncodePolicyBlob(*tuned, "mmc0");
+  ASSERT_TRUE(offline.ok()) << offline.status();
+  auto offline_blob = DecodePolicyBlob(*offline);
+  ASSERT_TRUE(offline_blob.ok());
+  ASSERT_EQ((*applied_blob)->table.count, (*offline_blob)->table.count);
+  for (uint32_t i = 0; i < (*applied_blob)->table.count; ++i) {
+    const spintune_entry& a = (*applied_blob)->entries[i];
+    const spintune_entry& b = (*offline_blob)->entries[i];
+    EXPECT_EQ(a.opcode, b.opcode) << i;
+    EXPECT_EQ(a.size_class, b.size_class) << i;
+    EXPECT_EQ(a.strategy, b.strategy) << "opcode " << a.opcode;
+    EXPECT_EQ(a.spin_ns, b.spin_ns) << "opcode " << a.opcode;
+    EXPECT_EQ(a.sleep_ns, b.sleep_ns) << "opcode " << a.opcode;
+    EXPECT_EQ(a.poll_interval_ns, b.poll_interval_ns) << "opcode " << a.opcode;
+  }
+  // And the evidence agrees: same samples per key.
+  ASSERT_EQ(tuned->entries.size(), stored->entries.size());
+  for (size_t i = 0; i < tuned->entries.size(); ++i) {
+    EXPECT_EQ(tuned->entries[i].samples, stored->entries[i].samples) << i;
+  }
+  tuner->Shutdown(absl::Seconds(2));
+}
+
+TEST(EndToEnd, AgentsOfSeveralBoardsGetTheirOwnTables) {
+  testing::TempDir dir;
+  auto tuner = StartTuner(dir.File("tuner.db"));
+  ASSERT_NE(tuner, nullptr);
+  std::vector<std::thread> agents;
+  const std::vector<std::string> boards = {"litex-rocket-50mhz-fastcard", "microwatt-100mhz",
+                                           "imx28-mxs-mmc"};
+  for (size_t i = 0; i < boards.size(); ++i) {
+    agents.emplace_back([&, i] {
+      RunAgent(tuner->address(), boards[i], "agent-" + std::to_string(i),
+               "file:" + dir.File("b" + std::to_string(i) + ".bin"), "", 12000);
+    });
+  }
+  for (auto& t : agents) t.join();
+  Repository repo;
+  repo.tuner = tuner->address();
+  std::ostringstream out;
+  ASSERT_TRUE(RunTargets(repo, "json", out).ok());
+  auto j = nlohmann::json::parse(out.str());
+  ASSERT_EQ(j["targets"].size(), 3u);
+  for (const auto& t : j["targets"]) {
+    EXPECT_EQ(t["total_samples"], 12000);
+    EXPECT_GT(t["current_version"].get<int>(), 0);
+    EXPECT_EQ(t["applied_version"], t["current_version"]) << t.dump();
+  }
+  tuner->Shutdown(absl::Seconds(2));
+}
+
+}  // namespace
+}  // namespace spintune

@@ -1,0 +1,70 @@
+// Runs a binary of the build as a child process (tests of the CLIs).
+#ifndef SPINTUNE_TESTS_TESTING_SUBPROCESS_H_
+#define SPINTUNE_TESTS_TESTING_SUBPROCESS_H_
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace spintune::testing {
+
+struct RunResult {
+  int exit_code = -1;  // -1: killed by a signal
+  std::string out;
+  std::string err;
+};
+
+// Starts `argv` with stdout/stderr redirected to files; returns the pid.
+inline pid_t Spawn(const std::vector<std::string>& argv, const std::string& out_path,
+                   const std::string& err_path) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    const int out = open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    const int err = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(out, 1);
+    dup2(err, 2);
+    // Children must not inherit a blocked signal mask.
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    execv(args[0], args.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+inline int WaitExit(pid_t pid) {
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+inline std::string Slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Runs to completion and captures the output (via files in `scratch_dir`).
+inline RunResult Run(const std::vector<std::string>& argv, const std::string& scratch_dir) {
+  const std::string out = scratch_dir + "/run.out", err = scratch_dir + "/run.err";
+  RunResult r;
+  r.exit_code = WaitExit(Spawn(argv, out, err));
+  r.out = Slurp(out);
+  r.err = Slurp(err);
+  return r;
+}
+
+}  // namespace spintune::testing
+
+#endif  // SPINTUNE_TESTS_TESTING_SUBPROCESS_H_

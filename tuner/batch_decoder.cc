@@ -1,0 +1,183 @@
+#include "tuner/batch_decoder.h"
+
+#include <map>
+#include <set>
+#include <tuple>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "policy/default_rule.h"
+#include "policy/policy_proto.h"
+
+namespace spintune {
+namespace {
+
+absl::Status Invalid(absl::string_view field, absl::string_view message) {
+  return absl::InvalidArgumentError(absl::StrCat(field, ": ", message));
+}
+
+absl::Status CheckName(const std::string& name, absl::string_view field, size_t max_bytes) {
+  if (name.empty()) return Invalid(field, "must not be empty");
+  if (name.size() > max_bytes) {
+    return Invalid(field, absl::StrCat("longer than ", max_bytes, " bytes"));
+  }
+  for (unsigned char ch : name) {
+    if (ch < 0x20 || ch == 0x7F) return Invalid(field, "contains control characters");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<TargetRecord> DecodeHello(const v1::Hello& hello) {
+  TargetRecord r;
+  SPINTUNE_RETURN_IF_ERROR(CheckName(hello.agent_id(), "hello.agent_id", kMaxNameBytes));
+  SPINTUNE_RETURN_IF_ERROR(CheckName(hello.target().board(), "hello.target.board", kMaxNameBytes));
+  if (hello.target().cpu_model().size() > kMaxNameBytes ||
+      hello.target().kernel_release().size() > kMaxNameBytes ||
+      hello.agent_version().size() > kMaxNameBytes) {
+    return Invalid("hello", "a description string is longer than 256 bytes");
+  }
+  r.agent_id = hello.agent_id();
+  r.board = hello.target().board();
+  r.cpu_model = hello.target().cpu_model();
+  r.kernel_release = hello.target().kernel_release();
+  r.agent_version = hello.agent_version();
+
+  const auto& classes = hello.target().cpu_classes();
+  if (classes.empty() || classes.size() > kMaxCpuClasses) {
+    return Invalid("hello.target.cpu_classes", absl::StrCat("needs 1..", kMaxCpuClasses, " classes"));
+  }
+  std::set<std::string> class_names;
+  for (int i = 0; i < classes.size(); ++i) {
+    const std::string field = absl::StrCat("hello.target.cpu_classes[", i, "]");
+    const auto& c = classes[i];
+    SPINTUNE_RETURN_IF_ERROR(CheckName(c.name(), field + ".name", 64));
+    if (c.name() == "*") return Invalid(field + ".name", "'*' is reserved");
+    if (!class_names.insert(c.name()).second) return Invalid(field + ".name", "duplicate");
+    if (c.cpu_khz() > 1'000'000'000) return Invalid(field + ".cpu_khz", "above 1 THz");
+    CpuClassRecord rec;
+    rec.name = c.name();
+    rec.cpu_khz = c.cpu_khz();
+    rec.declared = CostsFromProto(c.costs());
+    absl::Status s = rec.declared.Validate();
+    if (!s.ok()) return Invalid(field + ".costs", s.message());
+    if (c.costs().irq_overhead_cpu_ns() > c.costs().irq_cpu_ns()) {
+      return Invalid(field + ".costs.irq_overhead_cpu_ns", "exceeds irq_cpu_ns");
+    }
+    rec.irq_overhead_cpu_ns = static_cast<double>(c.costs().irq_overhead_cpu_ns());
+    r.cpu_classes.push_back(std::move(rec));
+  }
+
+  if (hello.devices().empty() || hello.devices_size() > kMaxDevices) {
+    return Invalid("hello.devices", absl::StrCat("needs 1..", kMaxDevices, " devices"));
+  }
+  auto devices = DevicesFromHello(hello);
+  if (!devices.ok()) return devices.status();
+  std::set<std::string> device_names;
+  for (int i = 0; i < hello.devices_size(); ++i) {
+    const std::string field = absl::StrCat("hello.devices[", i, "]");
+    // The blob stores the name in 32 bytes with a terminator.
+    SPINTUNE_RETURN_IF_ERROR(CheckName(hello.devices(i).name(), field + ".name", 31));
+    if (!device_names.insert(hello.devices(i).name()).second) {
+      return Invalid(field + ".name", "duplicate");
+    }
+    if (hello.devices(i).driver().size() > kMaxNameBytes ||
+        hello.devices(i).model().size() > kMaxNameBytes ||
+        hello.devices(i).default_rules_size() > 64) {
+      return Invalid(field, "driver/model longer than 256 bytes or more than 64 rules");
+    }
+  }
+  r.devices = std::move(*devices);
+  return r;
+}
+
+absl::StatusOr<BatchDelta> DecodeBatch(const v1::SampleBatch& batch, const v1::Hello& hello) {
+  BatchDelta delta;
+  if (batch.seq() == 0) return Invalid("batch.seq", "must be >= 1");
+  delta.seq = batch.seq();
+  const auto& c = batch.completions();
+  const int n = c.wait_ns_size();
+  if (n > kMaxCompletionsPerBatch) {
+    return Invalid("completions", absl::StrCat(n, " samples, more than ", kMaxCompletionsPerBatch));
+  }
+  if (c.device_index_size() != n || c.cpu_class_index_size() != n || c.opcode_size() != n ||
+      c.bytes_size() != n || c.path_size() != n || c.flags_size() != n) {
+    return Invalid("completions", "columns have different lengths");
+  }
+  const int classes = hello.target().cpu_classes_size();
+  const int devices = hello.devices_size();
+  using KeyTuple = std::tuple<uint32_t, uint32_t, uint32_t, uint32_t>;
+  std::map<KeyTuple, KeyEvidence> keys;
+  for (int i = 0; i < n; ++i) {
+    if (c.device_index(i) >= static_cast<uint32_t>(devices)) {
+      return Invalid(absl::StrCat("completions.device_index[", i, "]"), "no such device");
+    }
+    if (c.cpu_class_index(i) >= static_cast<uint32_t>(classes)) {
+      return Invalid(absl::StrCat("completions.cpu_class_index[", i, "]"), "no such cpu class");
+    }
+    if (c.opcode(i) == 0xFFFFFFFFu) {
+      return Invalid(absl::StrCat("completions.opcode[", i, "]"), "0xFFFFFFFF is reserved");
+    }
+    if (c.wait_ns(i) > LatencyHistogram::kMaxValueNs) {
+      return Invalid(absl::StrCat("completions.wait_ns[", i, "]"),
+                     absl::StrCat(c.wait_ns(i), " ns is beyond the histogram range"));
+    }
+    if (!v1::WaitPath_IsValid(c.path(i))) {
+      return Invalid(absl::StrCat("completions.path[", i, "]"), "unknown wait path");
+    }
+    if (c.flags(i) > 3) {
+      return Invalid(absl::StrCat("completions.flags[", i, "]"), "unknown flag bits");
+    }
+    const KeyTuple k{c.device_index(i), c.cpu_class_index(i), c.opcode(i),
+                     SizeClassOf(c.bytes(i))};
+    KeyEvidence& e = keys[k];
+    if (e.key.device.empty()) {
+      e.key = {hello.target().cpu_classes(c.cpu_class_index(i)).name(),
+               hello.devices(c.device_index(i)).name(), c.opcode(i), std::get<3>(k)};
+    }
+    e.histogram.Record(c.wait_ns(i));
+    const bool irq = c.path(i) == v1::WAIT_PATH_IRQ;
+    const bool spin = c.path(i) == v1::WAIT_PATH_SPIN;
+    if (c.flags(i) & 1) ++e.errors;
+    if (c.flags(i) & 2) {
+      if (irq) ++e.irq_timeouts;
+      if (spin) ++e.spin_timeouts;
+    }
+    if (irq) ++e.irq_path;
+    if (spin) ++e.spin_path;
+  }
+  for (auto& [k, e] : keys) delta.keys.push_back(std::move(e));
+  delta.completion_samples = static_cast<uint64_t>(n);
+
+  const auto& d = batch.dispatches();
+  const int m = d.handler_ns_size();
+  if (m > kMaxCompletionsPerBatch) return Invalid("dispatches", "too many samples");
+  if (d.cpu_class_index_size() != m || d.device_index_size() != m || d.wake_ns_size() != m) {
+    return Invalid("dispatches", "columns have different lengths");
+  }
+  std::map<std::pair<uint32_t, uint32_t>, DispatchRecord> dispatch;
+  for (int i = 0; i < m; ++i) {
+    if (d.cpu_class_index(i) >= static_cast<uint32_t>(classes)) {
+      return Invalid(absl::StrCat("dispatches.cpu_class_index[", i, "]"), "no such cpu class");
+    }
+    if (d.device_index(i) >= static_cast<uint32_t>(devices)) {
+      return Invalid(absl::StrCat("dispatches.device_index[", i, "]"), "no such device");
+    }
+    if (d.handler_ns(i) > LatencyHistogram::kMaxValueNs || d.wake_ns(i) > LatencyHistogram::kMaxValueNs) {
+      return Invalid(absl::StrCat("dispatches[", i, "]"), "beyond the histogram range");
+    }
+    DispatchRecord& r = dispatch[{d.cpu_class_index(i), d.device_index(i)}];
+    if (r.device.empty()) {
+      r.cpu_class = hello.target().cpu_classes(d.cpu_class_index(i)).name();
+      r.device = hello.devices(d.device_index(i)).name();
+    }
+    r.handler.Record(d.handler_ns(i));
+    if (d.wake_ns(i) > 0) r.wake.Record(d.wake_ns(i));  // 0: not measured
+  }
+  for (auto& [k, r] : dispatch) delta.dispatch.push_back(std::move(r));
+  delta.dispatch_samples = static_cast<uint64_t>(m);
+  return delta;
+}
+
+}  // namespace spintune

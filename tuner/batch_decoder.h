@@ -1,0 +1,30 @@
+// Validation of what agents send, and its conversion into storage deltas.
+// The one place that checks every field of a Hello and a SampleBatch; errors
+// are InvalidArgument naming the field ("completions.wait_ns[3]: ...").
+//
+// Pure functions; thread-safe.
+#ifndef SPINTUNE_TUNER_BATCH_DECODER_H_
+#define SPINTUNE_TUNER_BATCH_DECODER_H_
+
+#include "absl/status/statusor.h"
+#include "spintune/v1/spintune.pb.h"
+#include "storage/store.h"
+
+namespace spintune {
+
+// Limits on what one agent may declare or send.
+inline constexpr int kMaxCpuClasses = 64;
+inline constexpr int kMaxDevices = 64;
+inline constexpr int kMaxCompletionsPerBatch = 1 << 20;
+inline constexpr size_t kMaxNameBytes = 256;
+
+// Checks a Hello and converts it into a TargetRecord.
+absl::StatusOr<TargetRecord> DecodeHello(const v1::Hello& hello);
+
+// Checks `batch` against the session's `hello` and aggregates it into
+// per-key and per-dispatch histograms.
+absl::StatusOr<BatchDelta> DecodeBatch(const v1::SampleBatch& batch, const v1::Hello& hello);
+
+}  // namespace spintune
+
+#endif  // SPINTUNE_TUNER_BATCH_DECODER_H_

@@ -1,0 +1,111 @@
+// spintune-tuner: the tuning server. Receives samples from agents over gRPC,
+// keeps per-key histograms in SQLite, fits policy tables and pushes them.
+#include <condition_variable>
+#include <iostream>
+#include <mutex>
+
+#include "CLI/CLI.hpp"
+#include "common/logging.h"
+#include "common/signal_waiter.h"
+#include "common/version.h"
+#include "models/cost_model.h"
+#include "tuner/tuner_server.h"
+
+int main(int argc, char** argv) {
+  std::string listen = "127.0.0.1:50051";
+  std::string db = "spintune.db";
+  std::string objective = "balanced";
+  double latency_weight = -1;
+  uint64_t max_spin_ns = 1'000'000;
+  uint64_t min_samples = 50;
+  uint64_t refit_samples = 4096;
+  double shutdown_deadline_s = 5;
+  std::string log_level = "info";
+
+  CLI::App app{"spintune-tuner: fit wait policies from agents' samples and push them back."};
+  app.footer(
+      "Examples:\n"
+      "  spintune-tuner --listen 127.0.0.1:0 --db /tmp/spintune.db\n"
+      "  spintune-tuner --listen 0.0.0.0:50051 --objective latency --max-spin-ns 200000\n"
+      "Exit codes: 0 ok, 1 runtime failure, 2 usage or bad input.");
+  app.set_version_flag("--version", spintune::Version());
+  app.add_option("--listen", listen, "Address to listen on (port 0: any free port)")
+      ->capture_default_str();
+  app.add_option("--db", db, "SQLite database file (created if missing)")->capture_default_str();
+  app.add_option("--objective", objective, "cpu | balanced | latency")->capture_default_str();
+  app.add_option("--latency-weight", latency_weight,
+                 "ns of CPU one ns of latency is worth (overrides --objective)");
+  app.add_option("--max-spin-ns", max_spin_ns, "Longest busy-wait a policy may ask for")
+      ->check(CLI::Range(uint64_t{1}, uint64_t{10'000'000}))
+      ->capture_default_str();
+  app.add_option("--min-samples", min_samples, "Samples a key needs before it gets an entry")
+      ->capture_default_str();
+  app.add_option("--refit-samples", refit_samples, "Refit a target after this many new samples")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--shutdown-deadline", shutdown_deadline_s,
+                 "Seconds open streams get to finish on SIGINT/SIGTERM")
+      ->capture_default_str();
+  app.add_option("--log-level", log_level, "trace|debug|info|warn|error|off")
+      ->capture_default_str();
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+  absl::Status s = spintune::InitLogging("tuner", log_level);
+  if (!s.ok()) {
+    std::cerr << "spintune-tuner: " << s.message() << "\n";
+    return 2;
+  }
+  spintune::TunerOptions options;
+  options.db_path = db;
+  auto obj = spintune::ParseObjective(objective);
+  if (!obj.ok()) {
+    std::cerr << "spintune-tuner: --objective: " << obj.status().message() << "\n";
+    return 2;
+  }
+  options.fit.objective = *obj;
+  options.fit.objective_name = objective;
+  if (latency_weight >= 0) {
+    options.fit.objective = {latency_weight, false};
+    options.fit.objective_name = "custom";
+  }
+  options.fit.max_spin_ns = max_spin_ns;
+  options.fit.min_samples = min_samples;
+  options.refit_samples = refit_samples;
+
+  // Block signals before gRPC starts its threads.
+  std::unique_ptr<spintune::TunerServer> server;
+  std::mutex mu;
+  std::condition_variable cv;
+  bool stop = false;
+  spintune::SignalWaiter signals([&](int sig) {
+    spintune::Logger().info("signal {}: shutting down", sig);
+    std::lock_guard<std::mutex> lock(mu);
+    stop = true;
+    cv.notify_all();
+  });
+  auto started = spintune::TunerServer::Start(listen, options);
+  if (!started.ok()) {
+    std::cerr << "spintune-tuner: " << started.status().message() << "\n";
+    return 1;
+  }
+  server = std::move(*started);
+  // The bound address on stdout, alone on its line, for scripts.
+  std::cout << "listening on " << server->address() << std::endl;
+  spintune::Logger().info("listening on {} db={} objective={} max_spin_ns={}", server->address(),
+                          db, options.fit.objective_name, max_spin_ns);
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return stop; });
+  }
+  const spintune::TunerCounters c = server->core()->counters();
+  server->Shutdown(absl::Seconds(shutdown_deadline_s));
+  spintune::Logger().info(
+      "stopped sessions={} batches={} duplicates={} rejected={} samples={} refits={} "
+      "versions={} pushes={}",
+      c.sessions, c.batches_ingested, c.batches_duplicate, c.batches_rejected,
+      c.samples_ingested, c.refits, c.policy_versions, c.pushes);
+  return 0;
+}

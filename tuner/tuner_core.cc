@@ -1,0 +1,299 @@
+#include "tuner/tuner_core.h"
+
+#include "absl/strings/str_cat.h"
+#include "common/logging.h"
+#include "common/status_macros.h"
+#include "policy/policy_json.h"
+#include "policy/policy_proto.h"
+#include "tuner/batch_decoder.h"
+#include "tuner/fit_inputs.h"
+
+namespace spintune {
+namespace {
+
+v1::TunerMessage RejectedMessage(uint64_t seq, const absl::Status& status) {
+  v1::TunerMessage m;
+  auto* r = m.mutable_rejected();
+  r->set_seq(seq);
+  r->set_code(static_cast<int>(status.code()));
+  r->set_message(std::string(status.message()));
+  return m;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<TunerCore>> TunerCore::Create(const TunerOptions& options) {
+  if (options.fit.max_spin_ns == 0 || options.refit_samples == 0) {
+    return absl::InvalidArgumentError("max_spin_ns and refit_samples must be > 0");
+  }
+  SPINTUNE_ASSIGN_OR_RETURN(auto store, Store::Open(options.db_path));
+  return std::unique_ptr<TunerCore>(new TunerCore(options, std::move(store)));
+}
+
+TunerCore::TunerCore(TunerOptions options, std::unique_ptr<Store> store)
+    : options_(std::move(options)), store_(std::move(store)) {
+  worker_ = std::thread([this] { WorkerLoop(); });
+}
+
+TunerCore::~TunerCore() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+    cv_.notify_all();
+  }
+  worker_.join();
+}
+
+void TunerCore::Post(std::function<void()> job) {
+  std::lock_guard<std::mutex> lock(mu_);
+  jobs_.push_back(std::move(job));
+  cv_.notify_one();
+}
+
+void TunerCore::WorkerLoop() {
+  while (true) {
+    std::function<void()> job;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [this] { return stopping_ || !jobs_.empty(); });
+      if (jobs_.empty()) return;  // stopping, queue drained
+      job = std::move(jobs_.front());
+      jobs_.pop_front();
+    }
+    job();
+  }
+}
+
+TunerCounters TunerCore::counters() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return counters_;
+}
+
+void TunerCore::OnHello(std::shared_ptr<SessionHandle> session, v1::Hello hello,
+                        std::function<void()> done) {
+  Post([this, session, hello = std::move(hello), done = std::move(done)] {
+    auto record = DecodeHello(hello);
+    if (!record.ok()) {
+      session->Fail(record.status());
+      return done();
+    }
+    auto id = store_->UpsertTarget(*record);
+    absl::StatusOr<uint64_t> durable = id.ok() ? store_->LastDurableSeq(*id) : id.status();
+    absl::StatusOr<std::optional<PolicyTable>> latest =
+        id.ok() ? store_->LoadPolicy(*id, 0) : id.status();
+    if (!durable.ok() || !latest.ok()) {
+      Logger().error("hello from agent={} failed: {}", hello.agent_id(),
+                     (!durable.ok() ? durable.status() : latest.status()).ToString());
+      session->Fail(absl::UnavailableError("tuner storage unavailable"));
+      return done();
+    }
+    session->target_id = *id;
+    session->hello = hello;
+    sessions_[*id].push_back(session);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++counters_.sessions;
+    }
+    v1::TunerMessage ack;
+    ack.mutable_hello_ack()->set_last_durable_seq(*durable);
+    const uint64_t current = latest->has_value() ? (*latest)->version : 0;
+    ack.mutable_hello_ack()->set_current_policy_version(current);
+    session->Send(std::move(ack));
+    Logger().info("session agent={} board={} target={} last_durable_seq={} policy_version={} "
+                  "applied={}",
+                  hello.agent_id(), hello.target().board(), *id, *durable, current,
+                  hello.applied_policy_version());
+    if (current != 0 && current != hello.applied_policy_version()) {
+      v1::TunerMessage update;
+      PolicyTableToProto(**latest, update.mutable_policy()->mutable_table());
+      session->Send(std::move(update));
+    }
+    done();
+  });
+}
+
+void TunerCore::OnBatch(std::shared_ptr<SessionHandle> session, v1::SampleBatch batch,
+                        std::function<void()> done) {
+  Post([this, session, batch = std::move(batch), done = std::move(done)] {
+    if (session->target_id == 0) return done();  // the hello failed
+    auto delta = DecodeBatch(batch, session->hello);
+    if (!delta.ok()) {
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        ++counters_.batches_rejected;
+      }
+      session->Send(RejectedMessage(batch.seq(), delta.status()));
+      return done();
+    }
+    auto ingested = store_->IngestBatch(session->target_id, *delta);
+    if (!ingested.ok()) {
+      Logger().error("ingest target={} seq={} failed: {}", session->target_id, batch.seq(),
+                     ingested.status().ToString());
+      // The agent keeps the batch and resends it on its next session.
+      absl::Status reply = absl::IsResourceExhausted(ingested.status())
+                               ? absl::ResourceExhaustedError("tuner storage is full")
+                               : absl::UnavailableError("tuner storage unavailable");
+      session->Send(RejectedMessage(batch.seq(), absl::UnavailableError(reply.message())));
+      return done();
+    }
+    v1::TunerMessage ack;
+    ack.mutable_batch_ack()->set_seq(batch.seq());
+    ack.mutable_batch_ack()->set_duplicate(!*ingested);
+    session->Send(std::move(ack));
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (*ingested) {
+        ++counters_.batches_ingested;
+        counters_.samples_ingested += delta->completion_samples;
+      } else {
+        ++counters_.batches_duplicate;
+      }
+    }
+    if (*ingested) {
+      uint64_t& since = samples_since_fit_[session->target_id];
+      since += delta->completion_samples;
+      if (since >= options_.refit_samples) Refit(session->target_id, /*force=*/false);
+    }
+    done();
+  });
+}
+
+void TunerCore::OnApplied(std::shared_ptr<SessionHandle> session, v1::PolicyApplied applied,
+                          std::function<void()> done) {
+  Post([this, session, applied = std::move(applied), done = std::move(done)] {
+    if (session->target_id != 0) {
+      absl::Status s = store_->RecordApplied(session->target_id, applied.version(),
+                                             applied.ok() ? "" : applied.error());
+      if (!s.ok()) Logger().error("recording applied version failed: {}", s.ToString());
+      if (applied.ok()) {
+        Logger().info("agent={} applied policy version={}", session->hello.agent_id(),
+                      applied.version());
+      } else {
+        Logger().warn("agent={} refused policy version={}: {}", session->hello.agent_id(),
+                      applied.version(), applied.error());
+      }
+    }
+    done();
+  });
+}
+
+void TunerCore::OnDrain(std::shared_ptr<SessionHandle> session, std::function<void()> done) {
+  Post([this, session, done = std::move(done)] {
+    if (session->target_id == 0) return done();
+    Refit(session->target_id, /*force=*/true);
+    auto target = store_->FindTarget(session->hello.agent_id());
+    v1::TunerMessage m;
+    if (target.ok() && target->has_value()) {
+      m.mutable_drained()->set_current_policy_version((*target)->current_version);
+      m.mutable_drained()->set_total_samples((*target)->total_samples);
+    }
+    session->Send(std::move(m));
+    done();
+  });
+}
+
+void TunerCore::Refit(int64_t target_id, bool force) {
+  samples_since_fit_[target_id] = 0;
+  auto target = store_->LoadTarget(target_id);
+  auto keys = target.ok() ? store_->LoadKeys(target_id) : target.status();
+  auto dispatch = keys.ok() ? store_->LoadDispatch(target_id) : keys.status();
+  if (!dispatch.ok()) {
+    Logger().error("refit target={} cannot load evidence: {}", target_id,
+                   dispatch.status().ToString());
+    return;
+  }
+  uint64_t total = 0;
+  for (const auto& k : *keys) total += k.histogram.total_count();
+  if (!force && total < options_.fit.min_samples) return;
+  auto table =
+      BuildPolicyTable(BuildFitInputs(*target, std::move(*keys), *dispatch), options_.fit);
+  if (!table.ok()) {
+    Logger().error("refit target={} failed: {}", target_id, table.status().ToString());
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++counters_.refits;
+  }
+  auto latest = store_->LoadPolicy(target_id, 0);
+  if (!latest.ok()) {
+    Logger().error("refit target={}: {}", target_id, latest.status().ToString());
+    return;
+  }
+  if (latest->has_value() && SameDecisions(**latest, *table)) {
+    table->version = (*latest)->version;
+    absl::Status s = store_->UpdatePolicyEvidence(target_id, &*table);
+    if (!s.ok()) Logger().error("refreshing evidence failed: {}", s.ToString());
+    return;
+  }
+  auto version = store_->AppendPolicyVersion(target_id, &*table);
+  if (!version.ok()) {
+    Logger().error("storing policy for target={} failed: {}", target_id,
+                   version.status().ToString());
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++counters_.policy_versions;
+  }
+  Logger().info("target={} board={} new policy version={} entries={} samples={}", target_id,
+                table->board, *version, table->entries.size(), table->TotalSamples());
+  Push(target_id, *table);
+}
+
+void TunerCore::Push(int64_t target_id, const PolicyTable& table) {
+  v1::TunerMessage m;
+  PolicyTableToProto(table, m.mutable_policy()->mutable_table());
+  auto& list = sessions_[target_id];
+  std::vector<std::weak_ptr<SessionHandle>> alive;
+  for (auto& weak : list) {
+    if (auto s = weak.lock()) {
+      s->Send(m);
+      alive.push_back(weak);
+      std::lock_guard<std::mutex> lock(mu_);
+      ++counters_.pushes;
+    }
+  }
+  list = std::move(alive);
+}
+
+void TunerCore::ListTargets(std::function<void(absl::StatusOr<v1::ListTargetsResponse>)> done) {
+  Post([this, done = std::move(done)] {
+    auto targets = store_->ListTargets();
+    if (!targets.ok()) return done(targets.status());
+    v1::ListTargetsResponse resp;
+    for (const auto& t : *targets) {
+      auto* o = resp.add_targets();
+      o->set_agent_id(t.agent_id);
+      o->set_board(t.board);
+      o->set_cpu_model(t.cpu_model);
+      o->set_total_samples(t.total_samples);
+      o->set_current_policy_version(t.current_version);
+      o->set_applied_policy_version(t.applied_version);
+    }
+    done(std::move(resp));
+  });
+}
+
+void TunerCore::GetPolicy(const v1::GetPolicyRequest& request,
+                          std::function<void(absl::StatusOr<v1::GetPolicyResponse>)> done) {
+  Post([this, request, done = std::move(done)] {
+    auto target = store_->FindTarget(request.agent_id());
+    if (!target.ok()) return done(target.status());
+    if (!target->has_value()) {
+      return done(absl::NotFoundError(absl::StrCat("no target '", request.agent_id(), "'")));
+    }
+    auto table = store_->LoadPolicy((*target)->id, request.version());
+    if (!table.ok()) return done(table.status());
+    if (!table->has_value()) {
+      return done(absl::NotFoundError(absl::StrCat("target '", request.agent_id(),
+                                                   "' has no policy version ",
+                                                   request.version())));
+    }
+    v1::GetPolicyResponse resp;
+    resp.set_policy_json(PolicyTableToJson(**table).dump(2));
+    done(std::move(resp));
+  });
+}
+
+}  // namespace spintune

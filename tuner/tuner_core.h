@@ -1,0 +1,115 @@
+// TunerCore: everything the tuner does between the wire and SQLite, on one
+// worker thread. gRPC reactions post work here and never block; the worker
+// validates, persists, refits and answers through SessionHandle::Send().
+//
+// Per target it counts samples ingested since the last fit and refits when
+// TunerOptions::refit_samples have arrived (and on Drain). A refit whose
+// decisions equal the stored latest version only refreshes that version's
+// evidence; a different table becomes a new version and is pushed to every
+// live session of the target.
+//
+// Thread-safety: all public methods are thread-safe and non-blocking
+// (except Create() and the destructor, which joins the worker).
+#ifndef SPINTUNE_TUNER_TUNER_CORE_H_
+#define SPINTUNE_TUNER_TUNER_CORE_H_
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "policy/policy_builder.h"
+#include "spintune/v1/spintune.pb.h"
+#include "storage/store.h"
+
+namespace spintune {
+
+// One agent connection as the core sees it.
+class SessionHandle {
+ public:
+  virtual ~SessionHandle() = default;
+  // Queues a message for the agent. Thread-safe, non-blocking; dropped when
+  // the stream is gone.
+  virtual void Send(v1::TunerMessage message) = 0;
+  // Ends the stream with `status` after queued messages are written.
+  virtual void Fail(absl::Status status) = 0;
+
+  // Written and read only on the core's worker thread.
+  int64_t target_id = 0;
+  v1::Hello hello;
+};
+
+struct TunerOptions {
+  std::string db_path = "spintune.db";
+  FitConfig fit;
+  // Refit a target after this many new completion samples.
+  uint64_t refit_samples = 4096;
+};
+
+struct TunerCounters {
+  uint64_t sessions = 0;
+  uint64_t batches_ingested = 0;
+  uint64_t batches_duplicate = 0;
+  uint64_t batches_rejected = 0;
+  uint64_t samples_ingested = 0;
+  uint64_t refits = 0;
+  uint64_t policy_versions = 0;
+  uint64_t pushes = 0;
+};
+
+class TunerCore {
+ public:
+  static absl::StatusOr<std::unique_ptr<TunerCore>> Create(const TunerOptions& options);
+  // Finishes queued work, then stops the worker.
+  ~TunerCore();
+
+  // Session events, in stream order. `done` runs on the worker when the
+  // event has been handled.
+  void OnHello(std::shared_ptr<SessionHandle> session, v1::Hello hello,
+               std::function<void()> done);
+  void OnBatch(std::shared_ptr<SessionHandle> session, v1::SampleBatch batch,
+               std::function<void()> done);
+  void OnApplied(std::shared_ptr<SessionHandle> session, v1::PolicyApplied applied,
+                 std::function<void()> done);
+  void OnDrain(std::shared_ptr<SessionHandle> session, std::function<void()> done);
+
+  // Admin requests; `done` runs on the worker.
+  void ListTargets(std::function<void(absl::StatusOr<v1::ListTargetsResponse>)> done);
+  void GetPolicy(const v1::GetPolicyRequest& request,
+                 std::function<void(absl::StatusOr<v1::GetPolicyResponse>)> done);
+
+  TunerCounters counters() const;
+
+ private:
+  TunerCore(TunerOptions options, std::unique_ptr<Store> store);
+  void Post(std::function<void()> job);
+  void WorkerLoop();
+  // Worker-only helpers.
+  void Refit(int64_t target_id, bool force);
+  void Push(int64_t target_id, const PolicyTable& table);
+
+  const TunerOptions options_;
+  std::unique_ptr<Store> store_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> jobs_;
+  bool stopping_ = false;
+  TunerCounters counters_;
+  std::thread worker_;
+
+  // Worker-only state.
+  std::map<int64_t, uint64_t> samples_since_fit_;
+  std::map<int64_t, std::vector<std::weak_ptr<SessionHandle>>> sessions_;
+};
+
+}  // namespace spintune
+
+#endif  // SPINTUNE_TUNER_TUNER_CORE_H_

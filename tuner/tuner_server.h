@@ -1,0 +1,52 @@
+// TunerServer: a running tuner: the store and core, the gRPC server with the
+// Tuner service, bound to an address (port 0 picks a free port).
+//
+// Thread-safety: Start() once; Shutdown() once, from any thread.
+#ifndef SPINTUNE_TUNER_TUNER_SERVER_H_
+#define SPINTUNE_TUNER_TUNER_SERVER_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "tuner/tuner_core.h"
+
+namespace grpc {
+class Server;
+}
+
+namespace spintune {
+
+class TunerService;
+
+class TunerServer {
+ public:
+  // Opens the database and listens on `listen_address` ("127.0.0.1:0").
+  static absl::StatusOr<std::unique_ptr<TunerServer>> Start(const std::string& listen_address,
+                                                            const TunerOptions& options);
+  ~TunerServer();
+
+  // "127.0.0.1:43211": the address actually bound.
+  const std::string& address() const { return address_; }
+  int port() const { return port_; }
+  TunerCore* core() { return core_.get(); }
+
+  // Stops accepting, cancels streams still open after `deadline`, waits for
+  // every call to finish, then drains the core.
+  void Shutdown(absl::Duration deadline);
+  // Blocks until Shutdown() completes.
+  void Wait();
+
+ private:
+  TunerServer() = default;
+  std::unique_ptr<TunerCore> core_;
+  std::unique_ptr<TunerService> service_;
+  std::unique_ptr<grpc::Server> server_;
+  std::string address_;
+  int port_ = 0;
+};
+
+}  // namespace spintune
+
+#endif  // SPINTUNE_TUNER_TUNER_SERVER_H_

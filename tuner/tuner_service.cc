@@ -1,0 +1,219 @@
+#include "tuner/tuner_service.h"
+
+#include <deque>
+#include <mutex>
+
+#include "common/logging.h"
+
+namespace spintune {
+
+grpc::Status ToGrpcStatus(const absl::Status& status) {
+  if (status.ok()) return grpc::Status::OK;
+  return grpc::Status(static_cast<grpc::StatusCode>(status.code()),
+                      std::string(status.message()));
+}
+
+namespace {
+
+class SessionReactor;
+
+// The part of a stream that outlives its reactor while work for it is queued
+// in the core: the write queue and the finish rules.
+//
+// Rules: one write in flight; Finish() exactly once, only when no write is in
+// flight, and either on Fail() or once the agent closed its side, no job is
+// pending and the queue is empty. The reactor is touched only while a write
+// is in flight or before Finish(), so it is alive whenever it is used.
+class SessionState final : public SessionHandle {
+ public:
+  explicit SessionState(SessionReactor* reactor) : reactor_(reactor) {}
+
+  void Send(v1::TunerMessage message) override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (finish_called_ || write_failed_) return;
+      queue_.push_back(std::move(message));
+    }
+    Pump();
+  }
+
+  void Fail(absl::Status status) override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (finish_requested_) return;
+      finish_requested_ = true;
+      finish_status_ = ToGrpcStatus(status);
+    }
+    Pump();
+  }
+
+  void JobStarted() {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++pending_jobs_;
+  }
+  void JobDone() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      --pending_jobs_;
+    }
+    Pump();
+  }
+  void ReadsDone() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      reads_done_ = true;
+    }
+    Pump();
+  }
+  void WriteDone(bool ok) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      writing_ = false;
+      if (!ok) {
+        write_failed_ = true;
+        queue_.clear();
+      }
+    }
+    Pump();
+  }
+  void Detach() {
+    std::lock_guard<std::mutex> lock(mu_);
+    reactor_ = nullptr;
+  }
+  bool finishing() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return finish_requested_ || finish_called_;
+  }
+
+  // Starts the next write or the Finish, outside the lock.
+  void Pump();
+
+ private:
+  std::mutex mu_;
+  SessionReactor* reactor_;
+  std::deque<v1::TunerMessage> queue_;
+  v1::TunerMessage in_flight_;  // stable until OnWriteDone
+  bool writing_ = false;
+  bool write_failed_ = false;
+  bool reads_done_ = false;
+  bool finish_requested_ = false;
+  bool finish_called_ = false;
+  int pending_jobs_ = 0;
+  grpc::Status finish_status_;
+};
+
+class SessionReactor final
+    : public grpc::ServerBidiReactor<v1::AgentMessage, v1::TunerMessage> {
+ public:
+  SessionReactor(TunerCore* core, std::string peer)
+      : core_(core), peer_(std::move(peer)), state_(std::make_shared<SessionState>(this)) {
+    StartRead(&request_);
+  }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) {
+      state_->ReadsDone();
+      return;
+    }
+    auto state = state_;
+    auto done = [state] { state->JobDone(); };
+    switch (request_.msg_case()) {
+      case v1::AgentMessage::kHello:
+        if (seen_hello_) return state_->Fail(absl::FailedPreconditionError("second hello"));
+        seen_hello_ = true;
+        state_->JobStarted();
+        core_->OnHello(state_, std::move(*request_.mutable_hello()), done);
+        break;
+      case v1::AgentMessage::kBatch:
+      case v1::AgentMessage::kApplied:
+      case v1::AgentMessage::kDrain:
+        if (!seen_hello_) {
+          return state_->Fail(absl::FailedPreconditionError("the first message must be hello"));
+        }
+        state_->JobStarted();
+        if (request_.has_batch()) {
+          core_->OnBatch(state_, std::move(*request_.mutable_batch()), done);
+        } else if (request_.has_applied()) {
+          core_->OnApplied(state_, std::move(*request_.mutable_applied()), done);
+        } else {
+          core_->OnDrain(state_, done);
+        }
+        break;
+      default:
+        return state_->Fail(absl::InvalidArgumentError("empty agent message"));
+    }
+    if (state_->finishing()) return;
+    request_.Clear();
+    StartRead(&request_);
+  }
+
+  void OnWriteDone(bool ok) override { state_->WriteDone(ok); }
+
+  void OnCancel() override { Logger().debug("session from {} cancelled", peer_); }
+
+  void OnDone() override {
+    state_->Detach();
+    delete this;
+  }
+
+ private:
+  TunerCore* core_;
+  std::string peer_;
+  std::shared_ptr<SessionState> state_;
+  v1::AgentMessage request_;
+  bool seen_hello_ = false;  // reactions run one at a time per stream
+};
+
+void SessionState::Pump() {
+  enum { kNothing, kWrite, kFinish } action = kNothing;
+  SessionReactor* reactor = nullptr;
+  grpc::Status status;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (finish_called_ || writing_ || reactor_ == nullptr) return;
+    if (!queue_.empty() && !write_failed_) {
+      in_flight_ = std::move(queue_.front());
+      queue_.pop_front();
+      writing_ = true;
+      action = kWrite;
+    } else if (finish_requested_ || write_failed_ || (reads_done_ && pending_jobs_ == 0)) {
+      finish_called_ = true;
+      action = kFinish;
+      status = finish_status_;
+    }
+    reactor = reactor_;
+  }
+  if (action == kWrite) reactor->StartWrite(&in_flight_);
+  if (action == kFinish) reactor->Finish(status);
+}
+
+}  // namespace
+
+grpc::ServerBidiReactor<v1::AgentMessage, v1::TunerMessage>* TunerService::Session(
+    grpc::CallbackServerContext* context) {
+  return new SessionReactor(core_, context->peer());
+}
+
+grpc::ServerUnaryReactor* TunerService::ListTargets(grpc::CallbackServerContext* context,
+                                                    const v1::ListTargetsRequest*,
+                                                    v1::ListTargetsResponse* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  core_->ListTargets([reactor, response](absl::StatusOr<v1::ListTargetsResponse> r) {
+    if (r.ok()) *response = std::move(*r);
+    reactor->Finish(ToGrpcStatus(r.status()));
+  });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* TunerService::GetPolicy(grpc::CallbackServerContext* context,
+                                                  const v1::GetPolicyRequest* request,
+                                                  v1::GetPolicyResponse* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  core_->GetPolicy(*request, [reactor, response](absl::StatusOr<v1::GetPolicyResponse> r) {
+    if (r.ok()) *response = std::move(*r);
+    reactor->Finish(ToGrpcStatus(r.status()));
+  });
+  return reactor;
+}
+
+}  // namespace spintune

@@ -1,0 +1,40 @@
+// TunerService: the gRPC face of TunerCore (callback API). One
+// SessionReactor per agent stream holds all per-stream state; reactions only
+// post work to the core and never block; every stream ends in exactly one
+// Finish(). The only conversion from absl::Status to grpc::Status is here.
+//
+// Thread-safety: gRPC calls it from its own threads; it is safe for that.
+#ifndef SPINTUNE_TUNER_TUNER_SERVICE_H_
+#define SPINTUNE_TUNER_TUNER_SERVICE_H_
+
+#include <grpcpp/grpcpp.h>
+
+#include "spintune/v1/spintune.grpc.pb.h"
+#include "tuner/tuner_core.h"
+
+namespace spintune {
+
+// The one absl -> gRPC status conversion (same canonical codes).
+grpc::Status ToGrpcStatus(const absl::Status& status);
+
+class TunerService final : public v1::Tuner::CallbackService {
+ public:
+  // `core` must outlive the service and every stream it serves.
+  explicit TunerService(TunerCore* core) : core_(core) {}
+
+  grpc::ServerBidiReactor<v1::AgentMessage, v1::TunerMessage>* Session(
+      grpc::CallbackServerContext* context) override;
+  grpc::ServerUnaryReactor* ListTargets(grpc::CallbackServerContext* context,
+                                        const v1::ListTargetsRequest* request,
+                                        v1::ListTargetsResponse* response) override;
+  grpc::ServerUnaryReactor* GetPolicy(grpc::CallbackServerContext* context,
+                                      const v1::GetPolicyRequest* request,
+                                      v1::GetPolicyResponse* response) override;
+
+ private:
+  TunerCore* core_;
+};
+
+}  // namespace spintune
+
+#endif  // SPINTUNE_TUNER_TUNER_SERVICE_H_
