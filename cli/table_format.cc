@@ -1,6 +1,7 @@
 #include "cli/table_format.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -81,10 +82,11 @@ std::string RenderPolicyTable(const PolicyTable& t) {
       r.push_back(FormatWait(*e.default_wait));
       r.push_back(FormatDurationNs(e.default_expected.cpu_ns));
       r.push_back(FormatDurationNs(e.default_expected.latency_ns));
-      r.push_back(e.default_cost_ns > 0
-                      ? absl::StrFormat("%.1f%%", 100.0 * (e.default_cost_ns - e.expected_cost_ns) /
-                                                      e.default_cost_ns)
-                      : "-");
+      double saving = e.default_cost_ns > 0
+                          ? 100.0 * (e.default_cost_ns - e.expected_cost_ns) / e.default_cost_ns
+                          : 0.0;
+      if (std::fabs(saving) < 0.05) saving = 0.0;  // no "-0.0%"
+      r.push_back(e.default_cost_ns > 0 ? absl::StrFormat("%.1f%%", saving) : "-");
     } else {
       r.insert(r.end(), {"-", "-", "-", "-"});
     }

@@ -101,7 +101,7 @@ RequestCost CostOfRequest(double x, const WaitParams& p, const PlatformCosts& c)
     }
     case Strategy::kPollSleep: {
       const double period = static_cast<double>(p.poll_interval_ns) + c.timer_wake_ns;
-      const double k = period > 0 ? std::ceil(x / period) : 0.0;
+      const double k = period > 0 ? PollsUntil(x, period, 1.0 / period) : 0.0;
       return {k * (c.poll_read_ns + c.timer_cpu_ns), k * period};
     }
   }

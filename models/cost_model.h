@@ -91,6 +91,18 @@ struct WaitParams {
 // "spin_then_irq(T=12.5us)" style description for humans.
 std::string DescribeWait(const WaitParams& params);
 
+// POLL_SLEEP's k: the number of sleeps before the first poll at or after
+// `x_ns`, i.e. ceil(x_ns / period_ns): the smallest k >= 0 with
+// k * period_ns >= x_ns. `inv_period` must be 1.0 / period_ns (sweeps compute
+// it once). Branch-free so the optimizer's sweep vectorizes: round(x / p) by
+// the 2^52 trick is ceil or ceil - 1, and one comparison fixes the latter.
+// REQUIRES: period_ns > 0, 0 <= x_ns / period_ns < 2^51.
+inline double PollsUntil(double x_ns, double period_ns, double inv_period) {
+  constexpr double kRound = 4503599627370496.0;  // 2^52
+  const double k = (x_ns * inv_period + kRound) - kRound;
+  return k + (k * period_ns < x_ns ? 1.0 : 0.0);
+}
+
 struct RequestCost {
   double cpu_ns = 0;
   double latency_ns = 0;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
@@ -46,23 +47,19 @@ class FamilySearch {
   FamilyOptimum best_;
 };
 
-// Sum over points of weight * ceil(value / period).
-double SumOfCeilings(const WaitDistribution& dist, double period) {
-  const auto& pts = dist.points();
-  const double max_k = std::ceil(dist.max_ns() / period);
-  double total = 0;
-  if (max_k < static_cast<double>(pts.size())) {
-    // Few distinct k: walk the boundaries k * period by binary search.
-    size_t below = dist.CountAtOrBelow(0.0);  // k = 0 for X = 0
-    for (double k = 1; k <= max_k; ++k) {
-      const size_t upto = dist.CountAtOrBelow(k * period);
-      total += k * (dist.prefix_weight(upto) - dist.prefix_weight(below));
-      below = upto;
+// For every period c: sum over points of weight * PollsUntil(value, period),
+// in one pass over the points.
+std::vector<double> SumOfPollCounts(const WaitDistribution& dist,
+                                    const std::vector<double>& periods) {
+  const size_t m = periods.size();
+  std::vector<double> inv(m), sums(m, 0.0);
+  for (size_t c = 0; c < m; ++c) inv[c] = 1.0 / periods[c];
+  for (const auto& p : dist.points()) {
+    for (size_t c = 0; c < m; ++c) {
+      sums[c] += p.weight * PollsUntil(p.value_ns, periods[c], inv[c]);
     }
-  } else {
-    for (const auto& p : pts) total += p.weight * std::ceil(p.value_ns / period);
   }
-  return total;
+  return sums;
 }
 
 }  // namespace
@@ -152,13 +149,16 @@ absl::StatusOr<OptimizerResult> OptimizeWait(const WaitDistribution& dist,
   }
 
   // SLEEP_THEN_SPIN(S): D = S + timer_wake at timer_wake and at every X_j > it.
+  // Candidates come in increasing D, so j = #{X <= D} only moves forward.
   FamilySearch sleep_then_spin = family(Strategy::kSleepThenSpin);
   if (options.IsAllowed(Strategy::kSleepThenSpin)) {
     const double tw = costs.timer_wake_ns;
+    const auto& pts = dist.points();
+    size_t j = 0;
     auto offer_sleep = [&](uint64_t s_ns) {
       const double d = static_cast<double>(s_ns) + tw;
       if (max_x - d > spin_cap) return;
-      const size_t j = dist.CountAtOrBelow(d);
+      while (j < n && pts[j].value_ns <= d) ++j;
       const double above_w = total - dist.prefix_weight(j);
       const double above_sum = sum_all - dist.prefix_sum(j);
       const ExpectedCost e{costs.timer_cpu_ns + (above_sum - above_w * d) / total,
@@ -166,28 +166,47 @@ absl::StatusOr<OptimizerResult> OptimizeWait(const WaitDistribution& dist,
       sleep_then_spin.Offer(WaitParams::SleepThenSpin(s_ns), e);
     };
     offer_sleep(0);
-    for (const auto& p : dist.points()) {
-      if (p.value_ns > tw) {
-        offer_sleep(static_cast<uint64_t>(std::llround(p.value_ns - tw)));
-      }
+    for (const auto& p : pts) {
+      // Rounded to whole ns, never below the previous candidate.
+      if (p.value_ns > tw) offer_sleep(static_cast<uint64_t>(p.value_ns - tw + 0.5));
     }
   }
 
-  // POLL_SLEEP(I) over the documented candidate set.
+  // POLL_SLEEP(I) over the documented candidate set. With k = ceil(X / p),
+  // p = I + timer_wake: E[k] >= max(E[X] / p, P(X > 0)), which bounds J from
+  // below; a candidate whose bound is already worse than the best of the
+  // other families is skipped (exactness is kept: it cannot win or tie).
   FamilySearch poll_sleep = family(Strategy::kPollSleep);
   if (options.IsAllowed(Strategy::kPollSleep)) {
+    double best_other = std::numeric_limits<double>::infinity();
+    for (const FamilySearch* f : {&irq, &spin, &spin_then_irq, &sleep_then_spin}) {
+      if (f->best().feasible) best_other = std::min(best_other, f->best().cost_ns);
+    }
+    const double positive = total - dist.prefix_weight(dist.CountAtOrBelow(0.0));
+    const double p_positive = positive / total;
     std::vector<uint64_t> intervals = DefaultPollIntervalsNs();
     intervals.insert(intervals.end(), options.extra_poll_intervals_ns.begin(),
                      options.extra_poll_intervals_ns.end());
     std::sort(intervals.begin(), intervals.end());
     intervals.erase(std::unique(intervals.begin(), intervals.end()), intervals.end());
+    std::vector<uint64_t> kept;
+    std::vector<double> periods;
     for (uint64_t i_ns : intervals) {
       const double period = static_cast<double>(i_ns) + costs.timer_wake_ns;
       if (period <= 0) continue;
-      const double mean_k = SumOfCeilings(dist, period) / total;
-      poll_sleep.Offer(WaitParams::PollSleep(i_ns),
+      const double k_lb = std::max(mean / period, p_positive);
+      const double j_lb = k_lb * (costs.poll_read_ns + costs.timer_cpu_ns) +
+                          lambda * std::max(mean, period * p_positive);
+      if (Cheaper(best_other, j_lb)) continue;
+      kept.push_back(i_ns);
+      periods.push_back(period);
+    }
+    const std::vector<double> sums = SumOfPollCounts(dist, periods);
+    for (size_t c = 0; c < kept.size(); ++c) {
+      const double mean_k = sums[c] / total;
+      poll_sleep.Offer(WaitParams::PollSleep(kept[c]),
                        {mean_k * (costs.poll_read_ns + costs.timer_cpu_ns),
-                        mean_k * period});
+                        mean_k * periods[c]});
     }
   }
 

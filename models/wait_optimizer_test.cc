@@ -283,3 +283,22 @@ TEST(WaitOptimizer, HistogramOptimumAgreesWithExactWithinBucketResolution) {
 
 }  // namespace
 }  // namespace spintune
+
+namespace spintune {
+namespace {
+
+TEST(PollsUntil, EqualsCeilingOfTheQuotient) {
+  std::mt19937_64 rng(17);
+  for (int i = 0; i < 1'000'000; ++i) {
+    const double x = static_cast<double>(rng() % 4'000'000'000'000ull);
+    const double p = static_cast<double>(1 + rng() % 100'000'000);
+    ASSERT_EQ(PollsUntil(x, p, 1.0 / p), std::ceil(x / p)) << x << " / " << p;
+  }
+  // Exact multiples and zero.
+  EXPECT_EQ(PollsUntil(0, 7, 1.0 / 7), 0);
+  EXPECT_EQ(PollsUntil(21, 7, 1.0 / 7), 3);
+  EXPECT_EQ(PollsUntil(22, 7, 1.0 / 7), 4);
+}
+
+}  // namespace
+}  // namespace spintune
