@@ -2,6 +2,7 @@
 // one clear error line and exit code 2.
 #include <algorithm>
 
+#include "absl/time/clock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/subprocess.h"
 #include "tests/testing/temp_dir.h"
@@ -102,6 +103,38 @@ TEST_F(Cli, StoredTargetCommandsOnAnEmptyDatabase) {
   auto policy = testing::Run({SPINTUNE_CLI_BIN, "--db", db, "policy", "nobody"}, dir_.path().string());
   EXPECT_EQ(policy.exit_code, 2);
   EXPECT_NE(policy.err.find("no target 'nobody'"), std::string::npos) << policy.err;
+}
+
+TEST_F(Cli, TunerShutsDownOnSigtermWithAnAgentConnected) {
+  const pid_t tuner = testing::Spawn(
+      {SPINTUNE_TUNER_BIN, "--listen", "127.0.0.1:0", "--db", dir_.File("t.db"),
+       "--shutdown-deadline", "1"},
+      dir_.File("tuner.out"), dir_.File("tuner.err"));
+  std::string address;
+  for (int i = 0; i < 100 && address.empty(); ++i) {
+    const std::string out = testing::Slurp(dir_.File("tuner.out"));
+    const size_t at = out.find("listening on ");
+    if (at != std::string::npos && out.find('\n', at) != std::string::npos) {
+      address = out.substr(at + 13, out.find('\n', at) - at - 13);
+    }
+    usleep(50'000);
+  }
+  ASSERT_FALSE(address.empty()) << testing::Slurp(dir_.File("tuner.err"));
+  const pid_t agent = testing::Spawn(
+      {SPINTUNE_AGENT_BIN, "--tuner", address, "--source", "sim:imx28-mxs-mmc", "--rate", "2000",
+       "--give-up-after", "1"},
+      dir_.File("agent.out"), dir_.File("agent.err"));
+  usleep(700'000);
+  const absl::Time start = absl::Now();
+  ASSERT_EQ(kill(tuner, SIGTERM), 0);
+  EXPECT_EQ(testing::WaitExit(tuner), 0) << testing::Slurp(dir_.File("tuner.err"));
+  EXPECT_LT(absl::Now() - start, absl::Seconds(4)) << "shutdown deadline not honoured";
+  const std::string log = testing::Slurp(dir_.File("tuner.err"));
+  EXPECT_NE(log.find("signal 15: shutting down"), std::string::npos) << log;
+  EXPECT_NE(log.find("stopped sessions=1"), std::string::npos) << log;
+  // Without a tuner the agent gives up after --give-up-after and says so.
+  EXPECT_EQ(testing::WaitExit(agent), 1);
+  EXPECT_NE(testing::Slurp(dir_.File("agent.err")).find("no session with"), std::string::npos);
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include "gtest/gtest.h"
 #include "policy/policy_blob.h"
 #include "policy/policy_json.h"
+#include "storage/store.h"
 #include "tests/testing/temp_dir.h"
 #include "tuner/tuner_server.h"
 
@@ -141,6 +142,52 @@ TEST(EndToEnd, AgentsOfSeveralBoardsGetTheirOwnTables) {
     EXPECT_EQ(t["applied_version"], t["current_version"]) << t.dump();
   }
   tuner->Shutdown(absl::Seconds(2));
+}
+
+TEST(EndToEnd, AgentResendsAcrossATunerRestart) {
+  testing::TempDir dir;
+  const std::string db = dir.File("tuner.db");
+  auto tuner = StartTuner(db);
+  ASSERT_NE(tuner, nullptr);
+  const int port = tuner->port();
+  auto source = MakeSampleSource("sim:microwatt-100mhz", 5);
+  auto sink = MakePolicySink("none", {"mmc0"});
+  ASSERT_TRUE(source.ok() && sink.ok());
+  AgentOptions options;
+  options.tuner_address = tuner->address();
+  options.agent_id = "restart-me";
+  options.max_samples = 20000;
+  options.batch_size = 250;
+  options.samples_per_second = 20000;
+  options.initial_backoff = absl::Milliseconds(50);
+  options.give_up_after = absl::Seconds(20);
+  Agent agent(options, std::move(*source), std::move(*sink));
+  absl::Status result;
+  std::thread runner([&] { result = agent.Run(); });
+
+  auto store = Store::Open(db);
+  ASSERT_TRUE(store.ok());
+  const absl::Time deadline = absl::Now() + absl::Seconds(20);
+  auto stored = [&] {
+    auto t = (*store)->FindTarget("restart-me");
+    return t.ok() && t->has_value() ? (*t)->total_samples : 0;
+  };
+  while (stored() < 5000 && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(5));
+  ASSERT_LT(stored(), 20000u);
+  tuner->Shutdown(absl::Milliseconds(100));
+  tuner.reset();
+  absl::SleepFor(absl::Milliseconds(300));  // the agent is cut off meanwhile
+  TunerOptions again;
+  again.db_path = db;
+  auto restarted = TunerServer::Start("127.0.0.1:" + std::to_string(port), again);
+  ASSERT_TRUE(restarted.ok()) << restarted.status();
+  runner.join();
+  EXPECT_TRUE(result.ok()) << result;
+  const AgentStats stats = agent.stats();
+  EXPECT_GE(stats.reconnects, 1u);
+  EXPECT_EQ(stats.tuner_total_samples, 20000u);
+  EXPECT_EQ(stored(), 20000u);
+  (*restarted)->Shutdown(absl::Seconds(2));
 }
 
 }  // namespace
