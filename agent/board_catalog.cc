@@ -85,100 +85,79 @@ std::vector<DefaultRule> LitexUpstreamRules() {
                "litex-mmc upstream: readx_poll_timeout with SD_SLEEP_US 5")};
 }
 
-BoardModel Rocket(uint64_t sys_khz, const Card& card, const char* name, double timer_wake_ns,
-                  const char* hz_note) {
+// Platform of a LiteX-style board: IRQ path and timer in CPU cycles.
+struct LitexCpu {
+  const char* cpu_class;
+  const char* cpu_model;
+  uint64_t sys_khz;
+  double irq_overhead_cycles, irq_handler_cycles, irq_wake_cycles, timer_cpu_cycles;
+  double timer_wake_ns;
+};
+
+BoardModel LitexBoard(const char* name, const LitexCpu& cpu, const Card& card,
+                      std::string sources) {
   BoardModel b;
   b.name = name;
-  b.summary = std::string("LiteX Rocket RV64 @ ") + std::to_string(sys_khz / 1000) +
-              " MHz, litex-mmc, " + card.model;
-  b.cpu_model = "Rocket RV64GC (4 cores) @ " + std::to_string(sys_khz / 1000) + " MHz";
-  b.cpu_class = "rocket";
-  b.cpu_khz = sys_khz;
+  b.summary = std::string(cpu.cpu_model) + ", litex-mmc, " + card.model;
+  b.cpu_model = cpu.cpu_model;
+  b.cpu_class = cpu.cpu_class;
+  b.cpu_khz = cpu.sys_khz;
   b.kernel_release = "6.6 litex-rebase (simulated)";
   b.device_name = "mmc0";
   b.driver = "litex-mmc";
   b.device_model = card.model;
-  // Rows 1 and 6 of the seed table (IRQ for data vs spin everything) differ
-  // by 62.5k cycles (50 MHz) to 68k cycles (100 MHz) per 4 KiB request with
-  // one IRQ: the IRQ path adds ~60k cycles of latency, of which ~22.5k are
-  // CPU work.
-  b.irq_overhead_cycles = 20'000;
-  b.irq_handler_cycles = 2'500;
-  b.irq_wake_cycles = 60'000;
-  b.poll_read_cycles = 30;
-  b.timer_cpu_cycles = 12'000;
-  b.timer_wake_ns = timer_wake_ns;
-  b.opcodes = LitexOpcodes(sys_khz, card);
+  b.irq_overhead_cycles = cpu.irq_overhead_cycles;
+  b.irq_handler_cycles = cpu.irq_handler_cycles;
+  b.irq_wake_cycles = cpu.irq_wake_cycles;
+  b.poll_read_cycles = 30;  // one CSR read over the SoC bus
+  b.timer_cpu_cycles = cpu.timer_cpu_cycles;
+  b.timer_wake_ns = cpu.timer_wake_ns;
+  b.opcodes = LitexOpcodes(cpu.sys_khz, card);
   b.default_rules = LitexUpstreamRules();
-  b.sources = std::string("seed 000 (gsomlo's table, rows 1, 5, 6); ") + hz_note;
+  b.sources = std::move(sources);
   return b;
 }
 
+// Rocket: rows 1 and 6 of the seed table (IRQ for data vs spin everything)
+// differ by 62.5k cycles (50 MHz) to 68k cycles (100 MHz) per 4 KiB request
+// with one IRQ: the IRQ path adds ~60k cycles of latency, of which ~22.5k
+// are CPU work. Row 5 (poll with 5 us sleeps): 1126 KB/s = 3.6 ms per 4 KiB
+// at 50 MHz (one 4 ms tick, HZ=250) and 388 KB/s = 10.5 ms at 100 MHz (one
+// 10 ms tick, HZ=100): sleeps are tick-bound, mean oversleep half a tick.
+constexpr LitexCpu kRocket50 = {"rocket", "LiteX Rocket RV64GC (4 cores) @ 50 MHz", 50'000,
+                                20'000, 2'500, 60'000, 12'000, 2e6};
+constexpr LitexCpu kRocket100 = {"rocket", "LiteX Rocket RV64GC (4 cores) @ 100 MHz", 100'000,
+                                 20'000, 2'500, 60'000, 12'000, 5e6};
+// NaxRiscv (Dolu1990): all-IRQ read 3343 KB/s vs sleep-0 4551 KB/s is +0.325
+// ms per request with two IRQs, ~16k cycles each; vanilla (CMD23 polled
+// with one 5 us sleep) 936 KB/s = 4.38 ms vs 0.9 ms: that sleep lasts ~3.5
+// ms ("waiting on timer tick").
+constexpr LitexCpu kNax = {"naxriscv", "LiteX NaxRiscv RV64 (2 cores, 256 KB L2) @ 100 MHz",
+                           100'000, 10'000, 1'500, 16'000, 8'000, 3.5e6};
+// Microwatt (paulusmack): "the latency to take and dispatch an interrupt and
+// then resume a task that had called wait_for_completion() [is] at least 120
+// microseconds" at 100 MHz; hrtimer sleeps cost about the IRQ path plus
+// usleep_range slack.
+constexpr LitexCpu kMicrowatt = {"microwatt", "Microwatt ppc64le @ 100 MHz (FPGA)", 100'000,
+                                 9'000, 1'500, 12'000, 9'000, 130e3};
+
 std::vector<BoardModel> BuildCatalog() {
   std::vector<BoardModel> boards;
-  // Row 5 (poll with 5 us sleeps): 1126 KB/s = 3.6 ms per 4 KiB at 50 MHz
-  // (one 4 ms tick, HZ=250) and 388 KB/s = 10.5 ms at 100 MHz (one 10 ms
-  // tick, HZ=100): sleeps are tick-bound, mean oversleep half a tick.
-  boards.push_back(Rocket(50'000, kSlowCard, "litex-rocket-50mhz-slowcard", 2e6,
-                          "timer oversleep from row 5: HZ=250 tick"));
-  boards.push_back(Rocket(50'000, kFastCard, "litex-rocket-50mhz-fastcard", 2e6,
-                          "timer oversleep from row 5: HZ=250 tick"));
-  boards.push_back(Rocket(100'000, kSlowCard, "litex-rocket-100mhz-slowcard", 5e6,
-                          "timer oversleep from row 5: HZ=100 tick"));
-  boards.push_back(Rocket(100'000, kFastCard, "litex-rocket-100mhz-fastcard", 5e6,
-                          "timer oversleep from row 5: HZ=100 tick"));
-
-  {  // NaxRiscv, Dolu1990's numbers in seed 000.
-    BoardModel b;
-    b.name = "litex-naxriscv-100mhz";
-    b.summary = "LiteX NaxRiscv RV64 (2 cores, 256 KB L2) @ 100 MHz, litex-mmc";
-    b.cpu_model = "NaxRiscv RV64 (2 cores) @ 100 MHz";
-    b.cpu_class = "naxriscv";
-    b.cpu_khz = 100'000;
-    b.kernel_release = "6.6 litex-rebase (simulated)";
-    b.device_name = "mmc0";
-    b.driver = "litex-mmc";
-    b.device_model = "SD card (fast)";
-    // All-IRQ read 3343 KB/s vs sleep-0 4551 KB/s: +0.325 ms per request
-    // with two IRQs, ~16k cycles each.
-    b.irq_overhead_cycles = 10'000;
-    b.irq_handler_cycles = 1'500;
-    b.irq_wake_cycles = 16'000;
-    b.poll_read_cycles = 30;
-    b.timer_cpu_cycles = 8'000;
-    // Vanilla (CMD23 polled with one 5 us sleep) read 936 KB/s = 4.38 ms
-    // vs 0.9 ms: the sleep lasts ~3.5 ms ("waiting on timer tick").
-    b.timer_wake_ns = 3.5e6;
-    b.opcodes = LitexOpcodes(100'000, kFastCard);
-    b.default_rules = LitexUpstreamRules();
-    b.sources = "seed 000 (Dolu1990: vanilla W468/R936, sleep 0 W2100/R4551, "
-                "b695cee W1733/R3343; CMD23 spins once)";
-    boards.push_back(std::move(b));
-  }
-  {  // Microwatt, paulusmack in seed 000.
-    BoardModel b;
-    b.name = "microwatt-100mhz";
-    b.summary = "Microwatt POWER @ 100 MHz (FPGA), litex-mmc";
-    b.cpu_model = "Microwatt ppc64le @ 100 MHz";
-    b.cpu_class = "microwatt";
-    b.cpu_khz = 100'000;
-    b.kernel_release = "6.6 (simulated)";
-    b.device_name = "mmc0";
-    b.driver = "litex-mmc";
-    b.device_model = "SD card (fast)";
-    // "the latency to take and dispatch an interrupt and then resume a task
-    // that had called wait_for_completion() [is] at least 120 microseconds".
-    b.irq_overhead_cycles = 9'000;
-    b.irq_handler_cycles = 1'500;
-    b.irq_wake_cycles = 12'000;
-    b.poll_read_cycles = 30;
-    b.timer_cpu_cycles = 9'000;
-    b.timer_wake_ns = 130e3;  // hrtimer wake ~ the IRQ path + usleep_range slack
-    b.opcodes = LitexOpcodes(100'000, kFastCard);
-    b.default_rules = LitexUpstreamRules();
-    b.sources = "seed 000 (paulusmack: IRQ -> task >= 120 us at 100 MHz; poll ~150 us)";
-    boards.push_back(std::move(b));
-  }
+  const std::string table = "seed 000 (gsomlo's table, rows 1, 5, 6)";
+  boards.push_back(LitexBoard("litex-rocket-50mhz-slowcard", kRocket50, kSlowCard,
+                              table + "; timer oversleep from row 5: HZ=250 tick"));
+  boards.push_back(LitexBoard("litex-rocket-50mhz-fastcard", kRocket50, kFastCard,
+                              table + "; timer oversleep from row 5: HZ=250 tick"));
+  boards.push_back(LitexBoard("litex-rocket-100mhz-slowcard", kRocket100, kSlowCard,
+                              table + "; timer oversleep from row 5: HZ=100 tick"));
+  boards.push_back(LitexBoard("litex-rocket-100mhz-fastcard", kRocket100, kFastCard,
+                              table + "; timer oversleep from row 5: HZ=100 tick"));
+  boards.push_back(LitexBoard("litex-naxriscv-100mhz", kNax, kFastCard,
+                              "seed 000 (Dolu1990: vanilla W468/R936, sleep 0 W2100/R4551, "
+                              "b695cee W1733/R3343; CMD23 spins once)"));
+  boards.push_back(LitexBoard("microwatt-100mhz", kMicrowatt, kFastCard,
+                              "seed 000 (paulusmack: IRQ -> task >= 120 us at 100 MHz; poll "
+                              "~150 us)"));
   {  // i.MX28 mxs-mmc, seed 001.
     BoardModel b;
     b.name = "imx28-mxs-mmc";
