@@ -107,6 +107,11 @@ absl::StatusOr<OptimizerResult> OptimizeWait(const WaitDistribution& dist,
     return absl::InvalidArgumentError(
         absl::StrCat("latency weight must be finite and >= 0, got ", lambda));
   }
+  const bool robust = options.robustness_rho > 0;
+  if (robust && !(options.robustness_rho <= 1)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("robustness rho must be in (0, 1], got ", options.robustness_rho));
+  }
 
   const size_t n = dist.size();
   const double total = dist.total_weight();
@@ -124,34 +129,52 @@ absl::StatusOr<OptimizerResult> OptimizeWait(const WaitDistribution& dist,
 
   // IRQ.
   FamilySearch irq = family(Strategy::kIrq);
-  if (options.IsAllowed(Strategy::kIrq)) {
+  if (!robust && options.IsAllowed(Strategy::kIrq)) {
     irq.Offer(WaitParams::Irq(), {c, mean + w});
   }
 
   // SPIN: to completion, bounded by the spin cap as timeout.
   FamilySearch spin = family(Strategy::kSpin);
-  if (options.IsAllowed(Strategy::kSpin) && max_x <= spin_cap) {
+  if (!robust && options.IsAllowed(Strategy::kSpin) && max_x <= spin_cap) {
     spin.Offer(WaitParams::Spin(options.max_spin_ns), {mean, mean});
   }
 
   // SPIN_THEN_IRQ(T): T = catch threshold of point j-1 catches points [0, j).
   FamilySearch spin_then_irq = family(Strategy::kSpinThenIrq);
-  if (options.IsAllowed(Strategy::kSpinThenIrq)) {
-    const auto& pts = dist.points();
+  auto offer_threshold = [&](uint64_t t_ns, size_t j) {
+    const double t = static_cast<double>(t_ns);
+    const double missed = total - dist.prefix_weight(j);
+    spin_then_irq.Offer(WaitParams::SpinThenIrq(t_ns),
+                        {(dist.prefix_sum(j) + missed * (t + c)) / total,
+                         (sum_all + missed * w) / total});
+  };
+  const auto& points = dist.points();
+  if (options.robustness_rho > 0) {
+    // Clamp: the bounds themselves plus every point inside them (J is
+    // piecewise linear in T between points, so this is still exact).
+    const double b = c + lambda * w;
+    const double lo = std::ceil(options.robustness_rho * b);
+    const double hi = std::min(std::floor(b / options.robustness_rho), spin_cap);
+    if (lo <= hi) {
+      for (double t : {lo, hi}) {
+        offer_threshold(static_cast<uint64_t>(t), dist.CountAtOrBelow(t));
+      }
+      for (size_t j = 1; j <= n; ++j) {
+        const double t = static_cast<double>(points[j - 1].catch_ns);
+        if (t > lo && t < hi) offer_threshold(points[j - 1].catch_ns, j);
+      }
+    }
+  } else if (options.IsAllowed(Strategy::kSpinThenIrq)) {
     for (size_t j = 1; j <= n; ++j) {
-      const double t = static_cast<double>(pts[j - 1].catch_ns);
-      if (t > spin_cap) break;
-      const double missed = total - dist.prefix_weight(j);
-      const ExpectedCost e{(dist.prefix_sum(j) + missed * (t + c)) / total,
-                           (sum_all + missed * w) / total};
-      spin_then_irq.Offer(WaitParams::SpinThenIrq(pts[j - 1].catch_ns), e);
+      if (static_cast<double>(points[j - 1].catch_ns) > spin_cap) break;
+      offer_threshold(points[j - 1].catch_ns, j);
     }
   }
 
   // SLEEP_THEN_SPIN(S): D = S + timer_wake at timer_wake and at every X_j > it.
   // Candidates come in increasing D, so j = #{X <= D} only moves forward.
   FamilySearch sleep_then_spin = family(Strategy::kSleepThenSpin);
-  if (options.IsAllowed(Strategy::kSleepThenSpin)) {
+  if (!robust && options.IsAllowed(Strategy::kSleepThenSpin)) {
     const double tw = costs.timer_wake_ns;
     const auto& pts = dist.points();
     size_t j = 0;
@@ -177,7 +200,7 @@ absl::StatusOr<OptimizerResult> OptimizeWait(const WaitDistribution& dist,
   // below; a candidate whose bound is already worse than the best of the
   // other families is skipped (exactness is kept: it cannot win or tie).
   FamilySearch poll_sleep = family(Strategy::kPollSleep);
-  if (options.IsAllowed(Strategy::kPollSleep)) {
+  if (!robust && options.IsAllowed(Strategy::kPollSleep)) {
     double best_other = std::numeric_limits<double>::infinity();
     for (const FamilySearch* f : {&irq, &spin, &spin_then_irq, &sleep_then_spin}) {
       if (f->best().feasible) best_other = std::min(best_other, f->best().cost_ns);
@@ -229,7 +252,8 @@ absl::StatusOr<OptimizerResult> OptimizeWait(const WaitDistribution& dist,
   }
   if (best == nullptr) {
     return absl::FailedPreconditionError(
-        "no allowed wait strategy is feasible under the spin cap and latency cap");
+        robust ? "the robustness clamp [rho*B, B/rho] lies above max_spin_ns"
+               : "no allowed wait strategy is feasible under the spin cap and latency cap");
   }
   result.params = best->params;
   result.expected = best->expected;

@@ -69,6 +69,15 @@ struct OptimizerOptions {
   std::array<bool, kStrategyCount> allowed = {true, true, true, true, true};
   // POLL_SLEEP intervals to try besides DefaultPollIntervalsNs().
   std::vector<uint64_t> extra_poll_intervals_ns;
+  // Robustness (0: off; else 0 < rho <= 1). Only SPIN_THEN_IRQ(T) with T
+  // clamped into [rho * B, B / rho], B = irq_cpu + lambda * irq_wake, is
+  // allowed. Then for every request J(X) <= (1 + 1/rho) * min(X (1 + lambda),
+  // irq_cpu + lambda (X + irq_wake)), the clairvoyant choice between
+  // spinning and blocking, whatever the distribution does (ski rental with
+  // a learned threshold, Purohit, Svitkina, Kumar 2018): for T <= B the worst
+  // X is just above T, (T + B) / T <= 1 + 1/rho; for T >= B it is
+  // (T + B) / B <= 1 + 1/rho; adding lambda X to both sides keeps the bound.
+  double robustness_rho = 0;
 
   bool IsAllowed(Strategy s) const { return allowed[static_cast<int>(s) - 1]; }
   void Disallow(Strategy s) { allowed[static_cast<int>(s) - 1] = false; }
