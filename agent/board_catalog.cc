@@ -2,6 +2,8 @@
 // the seed reports in ../shared/seeds; comments here give the short form.
 #include "agent/board_model.h"
 
+#include <cmath>
+
 namespace spintune {
 namespace {
 
@@ -261,6 +263,19 @@ std::vector<BoardModel> BuildCatalog() {
 }
 
 }  // namespace
+
+double DrawCompletionNs(const BoardModel& board, const OpcodeModel& op, uint64_t bytes,
+                        std::mt19937_64& rng) {
+  auto lognormal = [&rng](double median, double sigma) {
+    if (median <= 0) return 0.0;
+    return std::lognormal_distribution<double>(std::log(median), sigma)(rng);
+  };
+  const bool slow = std::uniform_real_distribution<double>(0, 1)(rng) < op.slow_share;
+  const double device_ns = slow ? lognormal(op.slow_median_ns, op.slow_sigma)
+                                : lognormal(op.device_median_ns, op.device_sigma);
+  return device_ns + static_cast<double>(bytes) * op.bus_ns_per_byte +
+         board.CyclesToNs(op.cpu_cycles);
+}
 
 PlatformCosts BoardModel::Costs() const {
   PlatformCosts c;

@@ -15,6 +15,7 @@
 #define SPINTUNE_AGENT_BOARD_MODEL_H_
 
 #include <cstdint>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -70,6 +71,10 @@ struct BoardModel {
   PlatformCosts Costs() const;
   double IrqOverheadNs() const { return CyclesToNs(irq_overhead_cycles); }
 };
+
+// One completion time of `op` with `bytes`, drawn with `rng`.
+double DrawCompletionNs(const BoardModel& board, const OpcodeModel& op, uint64_t bytes,
+                        std::mt19937_64& rng);
 
 // Every simulated board, in documentation order.
 const std::vector<BoardModel>& BoardCatalog();

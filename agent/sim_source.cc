@@ -12,12 +12,6 @@ namespace {
 // Relative spread of the measured IRQ handler and wake times.
 constexpr double kDispatchSigma = 0.15;
 
-double Lognormal(std::mt19937_64& rng, double median, double sigma) {
-  if (median <= 0) return 0;
-  std::lognormal_distribution<double> d(std::log(median), sigma);
-  return d(rng);
-}
-
 // Lognormal noise with mean 1 (not median 1), so means stay unbiased.
 double MeanOneNoise(std::mt19937_64& rng, double sigma) {
   std::lognormal_distribution<double> d(-0.5 * sigma * sigma, sigma);
@@ -90,11 +84,7 @@ absl::StatusOr<size_t> SimSource::Fill(size_t max_completions, v1::SampleBatch* 
     const size_t op_index = pick_opcode_(rng_);
     const OpcodeModel& op = board_.opcodes[op_index];
     const uint64_t bytes = op.sizes[pick_size_[op_index](rng_)].bytes;
-    const bool slow = unit(rng_) < op.slow_share;
-    const double device_ns = slow ? Lognormal(rng_, op.slow_median_ns, op.slow_sigma)
-                                  : Lognormal(rng_, op.device_median_ns, op.device_sigma);
-    const double x_ns = device_ns + static_cast<double>(bytes) * op.bus_ns_per_byte +
-                        board_.CyclesToNs(op.cpu_cycles);
+    const double x_ns = DrawCompletionNs(board_, op, bytes, rng_);
     const bool error = unit(rng_) < op.error_share;
     const v1::WaitPath path = PathFor(board_, op.opcode, bytes, x_ns);
     c->add_device_index(0);

@@ -1,5 +1,6 @@
 #include "models/cost_model.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
@@ -97,6 +98,10 @@ RequestCost CostOfRequest(double x, const WaitParams& p, const PlatformCosts& c)
     case Strategy::kSleepThenSpin: {
       const double d = static_cast<double>(p.sleep_ns) + c.timer_wake_ns;
       if (x <= d) return {c.timer_cpu_ns, d};
+      const double bound = static_cast<double>(p.spin_ns);
+      if (p.spin_ns > 0 && x > d + bound) {
+        return {c.timer_cpu_ns + bound + c.irq_cpu_ns, x + c.irq_wake_ns};
+      }
       return {c.timer_cpu_ns + x - d, x};
     }
     case Strategy::kPollSleep: {
@@ -106,6 +111,21 @@ RequestCost CostOfRequest(double x, const WaitParams& p, const PlatformCosts& c)
     }
   }
   return {0, 0};
+}
+
+double BusyWaitNs(double x, const WaitParams& p, const PlatformCosts& c) {
+  switch (p.strategy) {
+    case Strategy::kSpin:
+    case Strategy::kSpinThenIrq:
+      return std::min(x, static_cast<double>(p.spin_ns));
+    case Strategy::kSleepThenSpin: {
+      const double spun = x - static_cast<double>(p.sleep_ns) - c.timer_wake_ns;
+      if (spun <= 0) return 0;
+      return p.spin_ns > 0 ? std::min(spun, static_cast<double>(p.spin_ns)) : spun;
+    }
+    default:
+      return 0;
+  }
 }
 
 absl::StatusOr<Objective> ParseObjective(absl::string_view name) {

@@ -10,6 +10,10 @@
 //                         T + irq_cpu  if X >  T         X + irq_wake
 //   SLEEP_THEN_SPIN(S)    timer_cpu    if X <= S+tw      S + tw
 //                         timer_cpu + X - (S+tw) else    X
+//     with a spin bound P = spin_ns > 0 (the driver's helper arms the IRQ
+//     when the spin after the sleep exceeds P):
+//                         timer_cpu + P + irq_cpu        X + irq_wake
+//                                       if X > S+tw+P
 //   POLL_SLEEP(I)         k (poll_read + timer_cpu)      k (I + tw)
 //
 // with tw = timer_wake and k = ceil(X / (I + tw)), the number of sleeps until
@@ -62,7 +66,8 @@ struct PlatformCosts {
 // One wait policy: a strategy and the parameters it uses (0 otherwise).
 struct WaitParams {
   Strategy strategy = Strategy::kIrq;
-  uint64_t spin_ns = 0;           // SPIN_THEN_IRQ threshold T; SPIN timeout
+  uint64_t spin_ns = 0;           // SPIN_THEN_IRQ threshold T; SPIN timeout;
+                                  // SLEEP_THEN_SPIN spin bound (0: none)
   uint64_t sleep_ns = 0;          // SLEEP_THEN_SPIN sleep S
   uint64_t poll_interval_ns = 0;  // POLL_SLEEP interval I
 
@@ -73,8 +78,9 @@ struct WaitParams {
   static WaitParams SpinThenIrq(uint64_t t_ns) {
     return {Strategy::kSpinThenIrq, t_ns, 0, 0};
   }
-  static WaitParams SleepThenSpin(uint64_t s_ns) {
-    return {Strategy::kSleepThenSpin, 0, s_ns, 0};
+  // `spin_bound_ns` bounds the spin after the sleep (0: poll to completion).
+  static WaitParams SleepThenSpin(uint64_t s_ns, uint64_t spin_bound_ns = 0) {
+    return {Strategy::kSleepThenSpin, spin_bound_ns, s_ns, 0};
   }
   static WaitParams PollSleep(uint64_t i_ns) {
     return {Strategy::kPollSleep, 0, 0, i_ns};
@@ -111,6 +117,12 @@ struct RequestCost {
 // Cost of one request that completes after `x_ns` under `params`.
 RequestCost CostOfRequest(double x_ns, const WaitParams& params,
                           const PlatformCosts& costs);
+
+// The busy-wait of one request in ns: what a max_spin_ns cap limits. SPIN:
+// min(X, timeout); SPIN_THEN_IRQ: min(X, T); SLEEP_THEN_SPIN: the spin after
+// the sleep, min(X - S - tw, bound) (unbounded when spin_ns is 0); 0 for
+// IRQ and POLL_SLEEP.
+double BusyWaitNs(double x_ns, const WaitParams& params, const PlatformCosts& costs);
 
 // How CPU and latency are traded.
 struct Objective {

@@ -4,9 +4,12 @@
 // samples from before a shift, and hysteresis so the decision only changes
 // for a real gain. The tuner applies the same three rules per key.
 //
-//   every refit_every samples:
+//   until the first fit: SPIN_THEN_IRQ(B), Karlin's 2-competitive threshold
+//   refits after 64, 128, ... samples, then every refit_every samples:
 //     if KS(window minus the last detect_samples, last detect_samples) shows
-//        a change (change_detector.h): keep only the last detect_samples
+//        a change (change_detector.h): keep only the samples after the most
+//        likely change point (the split of the recent block, in steps of 64,
+//        with the largest KS distance)
 //     fit = OptimizeWait(window)
 //     adopt fit if J_window(fit) < (1 - hysteresis) * J_window(current), or
 //        the current wait breaks the latency cap, or nothing was fitted yet
@@ -25,9 +28,9 @@ namespace spintune {
 
 struct OnlineTunerOptions {
   OptimizerOptions optimizer;
-  size_t min_samples = 200;      // IRQ until the first fit
-  size_t refit_every = 256;
-  size_t window = 8192;          // most samples kept
+  size_t min_samples = 64;       // before the first fit: T = B
+  size_t refit_every = 128;
+  size_t window = 4096;          // most samples kept
   size_t detect_samples = 512;   // recent block tested against the rest
   ChangeTest change;
   double hysteresis = 0.01;      // relative gain needed to switch
@@ -35,8 +38,7 @@ struct OnlineTunerOptions {
 
 class OnlineTuner : public OnlinePolicy {
  public:
-  OnlineTuner(const PlatformCosts& costs, OnlineTunerOptions options)
-      : costs_(costs), options_(std::move(options)) {}
+  OnlineTuner(const PlatformCosts& costs, OnlineTunerOptions options);
 
   std::string name() const override { return "spintune-online"; }
   bool adaptive() const override { return true; }
@@ -53,6 +55,7 @@ class OnlineTuner : public OnlinePolicy {
   OnlineTunerOptions options_;
   std::deque<uint64_t> window_;
   size_t since_refit_ = 0;
+  size_t next_refit_ = 64;  // doubles up to refit_every
   bool fitted_ = false;
   int changes_ = 0;
   WaitParams current_ = WaitParams::Irq();

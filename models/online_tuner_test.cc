@@ -23,7 +23,8 @@ void Feed(OnlineTuner* t, std::mt19937_64& rng, double median, int n) {
 TEST(OnlineTuner, FollowsAShiftAndStaysPutOtherwise) {
   std::mt19937_64 rng(4);
   OnlineTuner t(kCosts, Options());
-  EXPECT_EQ(t.current(), WaitParams::Irq());  // before any fit
+  // Before any fit: Karlin's T = B = 20 + 30 us.
+  EXPECT_EQ(t.current(), WaitParams::SpinThenIrq(50'000));
   // Waits around 5 us: much cheaper than B = 50 us: spin them.
   Feed(&t, rng, 5'000, 4000);
   EXPECT_EQ(t.current().strategy, Strategy::kSpinThenIrq);

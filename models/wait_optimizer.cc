@@ -40,6 +40,8 @@ class FamilySearch {
     }
   }
   const FamilyOptimum& best() const { return best_; }
+  // Same expected cost, longer threshold (see the caller).
+  void RaiseThreshold(uint64_t spin_ns) { best_.params.spin_ns = spin_ns; }
 
  private:
   const Objective& objective_;
@@ -171,27 +173,52 @@ absl::StatusOr<OptimizerResult> OptimizeWait(const WaitDistribution& dist,
     }
   }
 
-  // SLEEP_THEN_SPIN(S): D = S + timer_wake at timer_wake and at every X_j > it.
-  // Candidates come in increasing D, so j = #{X <= D} only moves forward.
+  // When the best threshold catches every sample, nothing in the data prices
+  // a longer spin: raise it to B (capped), which costs nothing on the
+  // samples and, for waits longer than any seen, keeps Karlin's 2-competitive
+  // bound instead of paying B just above the largest sample.
+  if (spin_then_irq.best().feasible && n > 0 &&
+      spin_then_irq.best().params.spin_ns >= points[n - 1].catch_ns) {
+    const double b = c + lambda * w;
+    const double raised = std::min(b, robust ? std::min(b / options.robustness_rho, spin_cap)
+                                             : spin_cap);
+    if (raised > static_cast<double>(spin_then_irq.best().params.spin_ns)) {
+      spin_then_irq.RaiseThreshold(static_cast<uint64_t>(raised));
+    }
+  }
+
+  // SLEEP_THEN_SPIN(S) with the spin after the sleep bounded by the cap P
+  // (then IRQ). With D = S + timer_wake, j1 = #{X <= D}, j2 = #{X <= D + P}:
+  //   cpu(D) = timer_cpu + ((P_j2 - P_j1) - (W_j2 - W_j1) D
+  //            + (N - W_j2)(P + irq_cpu)) / N
+  //   lat(D) = (W_j1 D + (P_n - P_j1) + (N - W_j2) irq_wake) / N
+  // Linear in D between the breakpoints X_j and X_j - P, so those (>= tw)
+  // and D = tw are the exact candidates, visited in increasing order.
   FamilySearch sleep_then_spin = family(Strategy::kSleepThenSpin);
   if (!robust && options.IsAllowed(Strategy::kSleepThenSpin)) {
     const double tw = costs.timer_wake_ns;
-    const auto& pts = dist.points();
-    size_t j = 0;
-    auto offer_sleep = [&](uint64_t s_ns) {
+    const double bound = spin_cap;
+    std::vector<uint64_t> sleeps = {0};
+    for (const auto& p : points) {
+      if (p.value_ns > tw) sleeps.push_back(static_cast<uint64_t>(p.value_ns - tw + 0.5));
+      if (p.value_ns - bound > tw) {
+        sleeps.push_back(static_cast<uint64_t>(p.value_ns - bound - tw + 0.5));
+      }
+    }
+    std::sort(sleeps.begin(), sleeps.end());
+    sleeps.erase(std::unique(sleeps.begin(), sleeps.end()), sleeps.end());
+    size_t j1 = 0, j2 = 0;
+    for (uint64_t s_ns : sleeps) {
       const double d = static_cast<double>(s_ns) + tw;
-      if (max_x - d > spin_cap) return;
-      while (j < n && pts[j].value_ns <= d) ++j;
-      const double above_w = total - dist.prefix_weight(j);
-      const double above_sum = sum_all - dist.prefix_sum(j);
-      const ExpectedCost e{costs.timer_cpu_ns + (above_sum - above_w * d) / total,
-                           (dist.prefix_weight(j) * d + above_sum) / total};
-      sleep_then_spin.Offer(WaitParams::SleepThenSpin(s_ns), e);
-    };
-    offer_sleep(0);
-    for (const auto& p : pts) {
-      // Rounded to whole ns, never below the previous candidate.
-      if (p.value_ns > tw) offer_sleep(static_cast<uint64_t>(p.value_ns - tw + 0.5));
+      while (j1 < n && points[j1].value_ns <= d) ++j1;
+      while (j2 < n && points[j2].value_ns <= d + bound) ++j2;
+      const double spun_w = dist.prefix_weight(j2) - dist.prefix_weight(j1);
+      const double spun_sum = dist.prefix_sum(j2) - dist.prefix_sum(j1);
+      const double missed = total - dist.prefix_weight(j2);
+      const ExpectedCost e{
+          costs.timer_cpu_ns + (spun_sum - spun_w * d + missed * (bound + c)) / total,
+          (dist.prefix_weight(j1) * d + (sum_all - dist.prefix_sum(j1)) + missed * w) / total};
+      sleep_then_spin.Offer(WaitParams::SleepThenSpin(s_ns, options.max_spin_ns), e);
     }
   }
 

@@ -12,12 +12,15 @@
 //                   1991): sweep j = 1..n, spin catches points [0, j):
 //                     cpu(T) = (P_j + (N - W_j)(T + irq_cpu)) / N
 //                     lat(T) = (P_n + (N - W_j) irq_wake) / N
-//                   (T = 0 is the IRQ candidate.)
-//   SLEEP_THEN_SPIN D = S + timer_wake in {timer_wake} U {X_j > timer_wake};
-//                   J(D) is linear between points, so these are exact:
-//                     cpu(D) = timer_cpu + ((P_n - P_j) - (N - W_j) D) / N
-//                     lat(D) = (W_j D + P_n - P_j) / N,  j = #{X <= D}
-//                   feasible when max X - D <= max_spin_ns.
+//                   (T = 0 is the IRQ candidate.) When the best T catches
+//                   every sample, T is raised to B = irq_cpu + lambda *
+//                   irq_wake (capped): same cost on the samples, and waits
+//                   longer than any seen still spin until B (Karlin's T = B).
+//   SLEEP_THEN_SPIN D = S + timer_wake; the spin after the sleep is bounded
+//                   by max_spin_ns (then IRQ). J(D) is linear between the
+//                   breakpoints X_j and X_j - max_spin_ns, so D = timer_wake
+//                   and those breakpoints are the exact candidates (formulas
+//                   in wait_optimizer.cc).
 //   POLL_SLEEP      I in a documented candidate set (the 1-2-5 series from
 //                   1 us to 100 ms plus OptimizerOptions::extra_poll_intervals_ns).
 //

@@ -51,10 +51,6 @@ absl::Status FitEntry(const LatencyHistogram& histogram, const PlatformCosts& co
                                      result.status().message()));
   }
   entry->wait = result->params;
-  if (entry->wait.strategy == Strategy::kSleepThenSpin) {
-    // The driver bounds the spin after the sleep by the cap.
-    entry->wait.spin_ns = config.max_spin_ns;
-  }
   entry->expected = result->expected;
   entry->expected_cost_ns = result->cost_ns;
   entry->families.assign(result->families.begin(), result->families.end());

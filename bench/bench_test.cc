@@ -1,0 +1,26 @@
+// The benchmark's acceptance rules over the whole scenario suite (issue 3):
+// stationary spintune within 2% of the best static policy in hindsight with
+// 5,000 training samples, shifting streams within 5% of the per-segment best
+// static policy (online), and no peer that keeps the same caps beating
+// spintune by more than 0.5%.
+#include "bench/bench_report.h"
+#include "gtest/gtest.h"
+
+namespace spintune {
+namespace {
+
+TEST(Benchmark, WholeSuitePassesItsChecks) {
+  const auto suite = BuildScenarios(ScenarioOptions());
+  ASSERT_GT(suite.size(), 150u);
+  std::vector<ScenarioResult> results;
+  for (const auto& s : suite) results.push_back(RunScenario(s, RunOptions()));
+  const auto violations = CheckResults(results);
+  for (const auto& v : violations) ADD_FAILURE() << v.scenario << ": " << v.what;
+  // And the references are consistent: nobody beats the clairvoyant.
+  for (const auto& r : results) {
+    EXPECT_LE(r.clairvoyant_j, r.best_static_j * (1 + 1e-9)) << r.name;
+  }
+}
+
+}  // namespace
+}  // namespace spintune

@@ -1,0 +1,58 @@
+// spintune-bench: spintune against every peer on the same request streams.
+#include <unistd.h>
+
+#include <iostream>
+
+#include "CLI/CLI.hpp"
+#include "bench/bench_report.h"
+#include "bench/bench_runner.h"
+#include "common/version.h"
+
+int main(int argc, char** argv) {
+  spintune::ScenarioOptions scenarios;
+  spintune::RunOptions run;
+  std::string format = "table";
+  bool no_boards = false, no_synthetic = false;
+  CLI::App app{"spintune-bench: J of spintune and of every peer's mechanism on the same "
+               "streams, as ratios to the best static policy in hindsight and to the "
+               "clairvoyant."};
+  app.footer(
+      "Examples:\n"
+      "  spintune-bench                       # the whole suite, a table\n"
+      "  spintune-bench --filter microwatt    # scenarios whose name contains 'microwatt'\n"
+      "  spintune-bench --format json > bench.json\n"
+      "Exit codes: 0 ok (also with violations, which are listed), 2 usage.");
+  app.set_version_flag("--version", spintune::Version());
+  app.add_option("--filter", scenarios.filter, "Only scenarios whose name contains this");
+  app.add_option("--format", format, "table | json")
+      ->check(CLI::IsMember({"table", "json"}))
+      ->capture_default_str();
+  app.add_option("--train", run.train_samples, "Training samples per stationary stream")
+      ->capture_default_str();
+  app.add_option("--test", scenarios.test_samples, "Evaluated samples per stationary stream")
+      ->capture_default_str();
+  app.add_flag("--no-boards", no_boards, "Skip the simulated-board scenarios");
+  app.add_flag("--no-synthetic", no_synthetic, "Skip the synthetic families");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+  scenarios.train_samples = run.train_samples;
+  scenarios.boards = !no_boards;
+  scenarios.synthetic = !no_synthetic;
+  const auto suite = spintune::BuildScenarios(scenarios);
+  std::vector<spintune::ScenarioResult> results;
+  const bool progress = isatty(2) && std::getenv("NO_COLOR") == nullptr;
+  for (size_t i = 0; i < suite.size(); ++i) {
+    if (progress) std::cerr << "\r[" << i + 1 << "/" << suite.size() << "] " << suite[i].name << "\033[K";
+    results.push_back(spintune::RunScenario(suite[i], run));
+  }
+  if (progress) std::cerr << "\r\033[K";
+  if (format == "json") {
+    std::cout << spintune::ResultsToJson(results).dump(2) << "\n";
+  } else {
+    std::cout << spintune::RenderResults(results);
+  }
+  return 0;
+}
