@@ -1,6 +1,7 @@
 #include "bench/bench_runner.h"
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <memory>
 #include <random>
@@ -27,7 +28,11 @@ Stream Generate(const Scenario& s) {
   std::mt19937_64 rng(std::hash<std::string>()(s.name));
   Stream out;
   for (const auto& seg : s.segments) {
-    for (size_t i = 0; i < seg.length; ++i) out.x.push_back(std::max(1.0, seg.draw(rng)));
+    // Whole ns, as a driver measures them, so every policy and reference
+    // sees the same values.
+    for (size_t i = 0; i < seg.length; ++i) {
+      out.x.push_back(std::max(1.0, std::round(seg.draw(rng))));
+    }
     out.segment_end.push_back(out.x.size());
   }
   return out;
