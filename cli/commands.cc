@@ -111,7 +111,8 @@ absl::StatusOr<FitInputs> ReadPlatform(const std::string& path, const SampleSet&
 }
 
 absl::StatusOr<FitConfig> ConfigFromFlags(const std::string& objective, double latency_weight,
-                                          uint64_t max_spin_ns, uint64_t min_samples) {
+                                          uint64_t max_spin_ns, uint64_t min_samples,
+                                          double robustness) {
   FitConfig config;
   auto obj = ParseObjective(objective);
   if (!obj.ok()) return absl::InvalidArgumentError(absl::StrCat("--objective: ", obj.status().message()));
@@ -129,14 +130,20 @@ absl::StatusOr<FitConfig> ConfigFromFlags(const std::string& objective, double l
   }
   config.max_spin_ns = max_spin_ns;
   config.min_samples = min_samples;
+  if (!(robustness >= 0 && robustness <= 1)) {
+    return absl::InvalidArgumentError("--robustness must be in (0, 1] (0: off)");
+  }
+  config.robustness_rho = robustness;
   return config;
 }
 
-void PrintTable(const PolicyTable& t, const std::string& format, std::ostream& out) {
+void PrintTable(const PolicyTable& t, const std::string& format, bool families,
+                std::ostream& out) {
   if (format == "json") {
     out << PolicyTableToJson(t).dump(2) << "\n";
   } else {
     out << RenderPolicyTable(t);
+    if (families) out << "\n" << RenderFamilies(t);
   }
 }
 
@@ -179,11 +186,12 @@ absl::Status RunTune(const TuneFlags& flags, std::ostream& out) {
   SPINTUNE_RETURN_IF_ERROR(CheckFormat(flags.format));
   SPINTUNE_ASSIGN_OR_RETURN(FitConfig config,
                             ConfigFromFlags(flags.objective, flags.latency_weight,
-                                            flags.max_spin_ns, flags.min_samples));
+                                            flags.max_spin_ns, flags.min_samples,
+                                            flags.robustness));
   SPINTUNE_ASSIGN_OR_RETURN(SampleSet samples, ReadSamplesCsv(flags.samples_csv));
   SPINTUNE_ASSIGN_OR_RETURN(FitInputs inputs, ReadPlatform(flags.platform_json, samples));
   SPINTUNE_ASSIGN_OR_RETURN(PolicyTable table, BuildPolicyTable(inputs, config));
-  PrintTable(table, flags.format, out);
+  PrintTable(table, flags.format, flags.families, out);
   return absl::OkStatus();
 }
 
@@ -236,10 +244,10 @@ absl::Status RunTargets(const Repository& repo, const std::string& format, std::
 }
 
 absl::Status RunPolicy(const Repository& repo, const std::string& target, uint64_t version,
-                       const std::string& format, std::ostream& out) {
+                       const std::string& format, bool families, std::ostream& out) {
   SPINTUNE_RETURN_IF_ERROR(CheckFormat(format));
   SPINTUNE_ASSIGN_OR_RETURN(PolicyTable table, LoadStoredPolicy(repo, target, version));
-  PrintTable(table, format, out);
+  PrintTable(table, format, families, out);
   return absl::OkStatus();
 }
 

@@ -19,6 +19,8 @@ struct TuneFlags {
   double latency_weight = -1;  // >= 0 overrides objective
   uint64_t max_spin_ns = 1'000'000;
   uint64_t min_samples = 50;
+  double robustness = 0;  // rho; 0: off
+  bool families = false;  // table format: also the family comparison
   std::string format = "json";
 };
 absl::Status RunTune(const TuneFlags& flags, std::ostream& out);
@@ -32,7 +34,7 @@ struct Repository {
 
 absl::Status RunTargets(const Repository& repo, const std::string& format, std::ostream& out);
 absl::Status RunPolicy(const Repository& repo, const std::string& target, uint64_t version,
-                       const std::string& format, std::ostream& out);
+                       const std::string& format, bool families, std::ostream& out);
 
 struct HeaderFlags {
   std::string target;     // stored target (agent id), or

@@ -52,6 +52,12 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   tune_cmd->add_option("--min-samples", tune.min_samples, "Samples a key needs for an entry")
       ->capture_default_str();
+  tune_cmd->add_option("--robustness", tune.robustness,
+                       "Clamp spin thresholds into [rho*B, B/rho]: worst case <= (1+1/rho) x "
+                       "clairvoyant (0: off)")
+      ->check(CLI::Range(0.0, 1.0));
+  tune_cmd->add_flag("--families", tune.families,
+                     "With --format table: the cost of the best candidate of every strategy family");
   tune_cmd->add_option("--format", tune.format, "json | table")->capture_default_str();
 
   std::string targets_format = "table";
@@ -61,11 +67,13 @@ int main(int argc, char** argv) {
 
   std::string policy_target, policy_format = "table";
   uint64_t policy_version = 0;
+  bool policy_families = false;
   CLI::App* policy_cmd = app.add_subcommand("policy", "Show a target's stored policy table");
   policy_cmd->footer("Example: spintune --db spintune.db policy board-1 --format json");
   policy_cmd->add_option("TARGET", policy_target, "Agent id of the target")->required();
   policy_cmd->add_option("--version", policy_version, "Table version (default: latest)");
   policy_cmd->add_option("--format", policy_format, "json | table")->capture_default_str();
+  policy_cmd->add_flag("--families", policy_families, "Also the strategy family comparison");
 
   spintune::HeaderFlags header;
   CLI::App* header_cmd =
@@ -88,7 +96,8 @@ int main(int argc, char** argv) {
   if (*targets_cmd) return ExitCode(spintune::RunTargets(repo, targets_format, std::cout));
   if (*policy_cmd) {
     return ExitCode(
-        spintune::RunPolicy(repo, policy_target, policy_version, policy_format, std::cout));
+        spintune::RunPolicy(repo, policy_target, policy_version, policy_format, policy_families,
+                            std::cout));
   }
   if (*header_cmd) return ExitCode(spintune::RunHeader(repo, header, std::cout));
   return 2;

@@ -16,6 +16,10 @@ std::string FormatDurationNs(double ns) {
   return absl::StrFormat("%.0fns", ns);
 }
 
+std::string FormatSigned(double ns) {
+  return ns < 0 ? "-" + FormatDurationNs(-ns) : FormatDurationNs(ns);
+}
+
 std::string FormatSizeClass(uint32_t size_class) {
   const uint64_t bytes = SizeClassLowerBytes(size_class);
   if (bytes == 0) return "0";
@@ -65,7 +69,7 @@ std::string RenderColumns(const std::vector<std::vector<std::string>>& rows) {
 std::string RenderPolicyTable(const PolicyTable& t) {
   std::vector<std::vector<std::string>> rows = {
       {"DEVICE", "CPU", "OPCODE", "SIZE", "SAMPLES", "P50", "P99", "CHOSEN", "CPU/REQ",
-       "LAT/REQ", "DEFAULT", "DEF CPU", "DEF LAT", "SAVING"}};
+       "LAT/REQ", "DEFAULT", "DEF CPU", "DEF LAT", "SAVING", "GAIN/REQ [95% CI]"}};
   for (const auto& e : t.entries) {
     std::vector<std::string> r = {
         e.key.device,
@@ -90,12 +94,18 @@ std::string RenderPolicyTable(const PolicyTable& t) {
     } else {
       r.insert(r.end(), {"-", "-", "-", "-"});
     }
+    r.push_back(e.gain_baseline.empty()
+                    ? "-"
+                    : absl::StrCat(FormatSigned(e.gain_ns), " [", FormatSigned(e.gain_ci_low_ns),
+                                   ", ", FormatSigned(e.gain_ci_high_ns), "]",
+                                   e.gain_baseline == "irq" ? " vs irq" : ""));
     rows.push_back(std::move(r));
   }
   std::string out = absl::StrFormat(
-      "board %s, table version %d, objective %s (latency weight %g), max spin %s, %d samples\n",
+      "board %s, table version %d, objective %s (latency weight %g), max spin %s, %d samples%s\n",
       t.board, t.version, t.objective_name, t.latency_weight,
-      FormatDurationNs(static_cast<double>(t.max_spin_ns)), t.TotalSamples());
+      FormatDurationNs(static_cast<double>(t.max_spin_ns)), t.TotalSamples(),
+      t.robustness_rho > 0 ? absl::StrFormat(", robustness rho %g", t.robustness_rho) : "");
   for (const auto& c : t.cpu_classes) {
     absl::StrAppend(&out, absl::StrFormat(
                               "  cpu %s: irq_cpu %s, irq_wake %s, poll_read %s, timer_cpu %s, "
@@ -108,6 +118,36 @@ std::string RenderPolicyTable(const PolicyTable& t) {
   }
   absl::StrAppend(&out, RenderColumns(rows));
   return out;
+}
+
+std::string RenderFamilies(const PolicyTable& t) {
+  std::vector<std::vector<std::string>> rows = {
+      {"DEVICE", "CPU", "OPCODE", "SIZE", "IRQ", "SPIN", "SPIN_THEN_IRQ", "SLEEP_THEN_SPIN",
+       "POLL_SLEEP"}};
+  for (const auto& e : t.entries) {
+    if (e.families.empty()) continue;
+    std::vector<std::string> r = {e.key.device, e.fallback ? "*" : e.key.cpu_class,
+                                  e.fallback ? "*" : absl::StrCat(e.key.opcode),
+                                  e.fallback ? "*" : FormatSizeClass(e.key.size_class)};
+    for (const auto& f : e.families) {
+      if (!f.feasible) {
+        r.push_back("-");
+        continue;
+      }
+      std::string cell = FormatDurationNs(f.cost_ns);
+      const std::string param = FormatWait(f.params);
+      const size_t eq = param.find('=');
+      if (eq != std::string::npos) absl::StrAppend(&cell, " (", param.substr(eq + 1), ")");
+      if (f.params == e.wait || (f.strategy == e.wait.strategy && f.cost_ns == e.expected_cost_ns)) {
+        absl::StrAppend(&cell, " *");
+      }
+      r.push_back(cell);
+    }
+    rows.push_back(std::move(r));
+  }
+  return "Cost J per request of the best candidate of each strategy family (* = chosen;\n"
+         "- = excluded, infeasible, or pruned because its lower bound cannot win):\n" +
+         RenderColumns(rows);
 }
 
 }  // namespace spintune

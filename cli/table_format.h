@@ -20,6 +20,12 @@ std::string FormatWait(const WaitParams& wait);
 // latency, the driver default's, and the saving in cost J.
 std::string RenderPolicyTable(const PolicyTable& table);
 
+// Per entry, the cost of the best candidate of every strategy family.
+std::string RenderFamilies(const PolicyTable& table);
+
+// "-12.5us" for negative values.
+std::string FormatSigned(double ns);
+
 // Fixed-width columns; the first row is the header.
 std::string RenderColumns(const std::vector<std::vector<std::string>>& rows);
 

@@ -1,9 +1,11 @@
 #include "policy/policy_builder.h"
 
+#include <functional>
 #include <map>
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "models/bootstrap.h"
 #include "models/wait_distribution.h"
 
 namespace spintune {
@@ -15,6 +17,7 @@ OptimizerOptions OptionsFor(const FitConfig& config, uint64_t irq_timeouts,
   OptimizerOptions o;
   o.objective = config.objective;
   o.max_spin_ns = config.max_spin_ns;
+  o.robustness_rho = config.robustness_rho;
   if (irq_timeouts > 0) {
     o.Disallow(Strategy::kIrq);
     o.Disallow(Strategy::kSpinThenIrq);
@@ -63,6 +66,17 @@ absl::Status FitEntry(const LatencyHistogram& histogram, const PlatformCosts& co
           entry->default_expected.Cost(config.objective.latency_weight);
     }
   }
+  const WaitParams baseline = entry->default_wait ? *entry->default_wait : WaitParams::Irq();
+  entry->gain_baseline = entry->default_wait ? "default" : "irq";
+  const uint64_t seed = std::hash<std::string>()(absl::StrCat(
+      entry->key.device, "/", entry->key.cpu_class, "/", entry->key.opcode, "/",
+      entry->key.size_class));
+  const GainInterval gain = BootstrapGain(dist, entry->wait, baseline, costs,
+                                          config.objective.latency_weight,
+                                          config.bootstrap_resamples, config.confidence, seed);
+  entry->gain_ns = gain.gain_ns;
+  entry->gain_ci_low_ns = gain.low_ns;
+  entry->gain_ci_high_ns = gain.high_ns;
   return absl::OkStatus();
 }
 
@@ -79,6 +93,7 @@ absl::StatusOr<PolicyTable> BuildPolicyTable(const FitInputs& inputs,
   table.latency_weight = config.objective.latency_weight;
   table.max_spin_ns = config.max_spin_ns;
   table.min_samples = config.min_samples;
+  table.robustness_rho = config.robustness_rho;
   table.cpu_classes = inputs.cpu_classes;
   table.devices = inputs.devices;
   for (const auto& cpu : inputs.cpu_classes) {

@@ -8,6 +8,10 @@
 // fallback entry fitted on all of its samples (with the first CPU class's
 // costs), or IRQ when the device has fewer than min_samples samples.
 //
+// Every fitted entry carries its expected gain over the driver default (or
+// IRQ when the driver's rule is unknown) with a bootstrap confidence interval
+// (models/bootstrap.h), seeded from the key so the table is deterministic.
+//
 // A key whose IRQ path timed out excludes IRQ and SPIN_THEN_IRQ; a key whose
 // polling path timed out excludes SPIN, SPIN_THEN_IRQ, SLEEP_THEN_SPIN and
 // POLL_SLEEP. Plain errors (CRC, card errors) exclude nothing.
@@ -42,6 +46,11 @@ struct FitConfig {
   Objective objective = Objective::Balanced();
   uint64_t max_spin_ns = 1'000'000;
   uint64_t min_samples = 50;
+  // Robustness clamp of SPIN_THEN_IRQ thresholds (OptimizerOptions); 0: off.
+  double robustness_rho = 0;
+  // Bootstrap of every entry's gain: resamples and confidence level.
+  int bootstrap_resamples = 200;
+  double confidence = 0.95;
 };
 
 struct FitInputs {

@@ -48,6 +48,17 @@ absl::StatusOr<double> GetDouble(const json& obj, const std::string& key,
   return v;
 }
 
+// A finite number of either sign (gains can be negative).
+absl::StatusOr<double> GetSigned(const json& obj, const std::string& key,
+                                 const std::string& where) {
+  auto it = obj.find(key);
+  if (it == obj.end() || it->is_null()) return 0.0;
+  if (!it->is_number() || !std::isfinite(it->get<double>())) {
+    return FieldError(where + "." + key, "must be a finite number");
+  }
+  return it->get<double>();
+}
+
 absl::StatusOr<std::string> GetString(const json& obj, const std::string& key,
                                       const std::string& where, bool required = true) {
   auto it = obj.find(key);
@@ -171,6 +182,7 @@ json PolicyTableToJson(const PolicyTable& t) {
   j["latency_weight"] = t.latency_weight;
   j["max_spin_ns"] = t.max_spin_ns;
   j["min_samples"] = t.min_samples;
+  j["robustness_rho"] = t.robustness_rho;
   j["cpu_classes"] = json::array();
   for (const auto& c : t.cpu_classes) {
     json cj = CostsToJson(c.costs);
@@ -199,6 +211,10 @@ json PolicyTableToJson(const PolicyTable& t) {
     ej["expected_cpu_ns"] = e.expected.cpu_ns;
     ej["expected_latency_ns"] = e.expected.latency_ns;
     ej["expected_cost_ns"] = e.expected_cost_ns;
+    ej["gain_baseline"] = e.gain_baseline;
+    ej["gain_ns"] = e.gain_ns;
+    ej["gain_ci_low"] = e.gain_ci_low_ns;
+    ej["gain_ci_high"] = e.gain_ci_high_ns;
     if (e.default_wait) {
       json dj = WaitToJson(*e.default_wait);
       dj["cpu_ns"] = e.default_expected.cpu_ns;
@@ -237,6 +253,8 @@ absl::StatusOr<PolicyTable> PolicyTableFromJson(const json& j) {
   SPINTUNE_ASSIGN_OR_RETURN(t.max_spin_ns, GetUint(j, "max_spin_ns", "policy", kMaxParamNs, false));
   SPINTUNE_ASSIGN_OR_RETURN(t.min_samples,
                             GetUint(j, "min_samples", "policy", ~uint64_t{0}, false));
+  SPINTUNE_ASSIGN_OR_RETURN(t.robustness_rho, GetDouble(j, "robustness_rho", "policy", false));
+  if (t.robustness_rho > 1) return FieldError("robustness_rho", "must be in [0, 1]");
 
   auto classes = j.find("cpu_classes");
   if (classes == j.end() || !classes->is_array() || classes->empty()) {
@@ -307,6 +325,10 @@ absl::StatusOr<PolicyTable> PolicyTableFromJson(const json& j) {
     SPINTUNE_ASSIGN_OR_RETURN(e.expected.latency_ns,
                               GetDouble(ej, "expected_latency_ns", where, false));
     SPINTUNE_ASSIGN_OR_RETURN(e.expected_cost_ns, GetDouble(ej, "expected_cost_ns", where, false));
+    SPINTUNE_ASSIGN_OR_RETURN(e.gain_baseline, GetString(ej, "gain_baseline", where, false));
+    SPINTUNE_ASSIGN_OR_RETURN(e.gain_ns, GetSigned(ej, "gain_ns", where));
+    SPINTUNE_ASSIGN_OR_RETURN(e.gain_ci_low_ns, GetSigned(ej, "gain_ci_low", where));
+    SPINTUNE_ASSIGN_OR_RETURN(e.gain_ci_high_ns, GetSigned(ej, "gain_ci_high", where));
     auto def = ej.find("default");
     if (def != ej.end() && def->is_object()) {
       SPINTUNE_ASSIGN_OR_RETURN(WaitParams dw, WaitFromJson(*def, where + ".default"));

@@ -85,6 +85,7 @@ void PolicyTableToProto(const PolicyTable& t, v1::PolicyTable* w) {
   w->set_objective(t.objective_name);
   w->set_max_spin_ns(t.max_spin_ns);
   w->set_fitted_at(t.fitted_at);
+  w->set_robustness_rho(t.robustness_rho);
   for (const auto& e : t.entries) {
     auto* we = w->add_entries();
     we->set_cpu_class(e.key.cpu_class);
@@ -100,6 +101,9 @@ void PolicyTableToProto(const PolicyTable& t, v1::PolicyTable* w) {
     we->set_expected_cpu_ns(e.expected.cpu_ns);
     we->set_expected_latency_ns(e.expected.latency_ns);
     we->set_expected_cost_ns(e.expected_cost_ns);
+    we->set_gain_ns(e.gain_ns);
+    we->set_gain_ci_low_ns(e.gain_ci_low_ns);
+    we->set_gain_ci_high_ns(e.gain_ci_high_ns);
     if (e.default_wait) {
       we->set_default_cpu_ns(e.default_expected.cpu_ns);
       we->set_default_latency_ns(e.default_expected.latency_ns);
@@ -117,6 +121,7 @@ absl::StatusOr<PolicyTable> PolicyTableFromProto(const v1::PolicyTable& w,
   t.objective_name = w.objective();
   t.max_spin_ns = w.max_spin_ns();
   t.fitted_at = w.fitted_at();
+  t.robustness_rho = w.robustness_rho();
   t.cpu_classes = CpuClassesFromHello(hello);
   SPINTUNE_ASSIGN_OR_RETURN(t.devices, DevicesFromHello(hello));
   for (int i = 0; i < w.entries_size(); ++i) {
@@ -137,6 +142,9 @@ absl::StatusOr<PolicyTable> PolicyTableFromProto(const v1::PolicyTable& w,
     e.samples = we.samples();
     e.expected = {we.expected_cpu_ns(), we.expected_latency_ns()};
     e.expected_cost_ns = we.expected_cost_ns();
+    e.gain_ns = we.gain_ns();
+    e.gain_ci_low_ns = we.gain_ci_low_ns();
+    e.gain_ci_high_ns = we.gain_ci_high_ns();
     t.entries.push_back(std::move(e));
   }
   SortEntries(&t.entries);

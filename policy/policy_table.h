@@ -56,6 +56,12 @@ struct PolicyEntry {
   std::optional<WaitParams> default_wait;
   ExpectedCost default_expected;
   double default_cost_ns = 0;
+  // Expected gain per request (ns of J) over the baseline (the driver
+  // default when known, else IRQ) with its bootstrap confidence interval.
+  std::string gain_baseline;  // "default" or "irq"; empty when not fitted
+  double gain_ns = 0;
+  double gain_ci_low_ns = 0;
+  double gain_ci_high_ns = 0;
   // Best candidate of every strategy family (index Strategy - 1); empty for
   // entries that were not fitted (too few samples).
   std::vector<FamilyOptimum> families;
@@ -82,6 +88,7 @@ struct PolicyTable {
   double latency_weight = 1.0;
   uint64_t max_spin_ns = 0;
   uint64_t min_samples = 0;
+  double robustness_rho = 0;  // 0: no clamp
   std::vector<CpuClassInfo> cpu_classes;
   std::vector<DeviceInfo> devices;
   // In SortEntries() order; fallback entries use cpu_class "*".

@@ -68,7 +68,7 @@ TEST(EndToEnd, AppliedTableEqualsOfflineTuneOnTheSameSamples) {
   Repository repo;
   repo.tuner = tuner->address();
   std::ostringstream policy_json;
-  ASSERT_TRUE(RunPolicy(repo, "board-1", 0, "json", policy_json).ok());
+  ASSERT_TRUE(RunPolicy(repo, "board-1", 0, "json", false, policy_json).ok());
   auto stored = ParsePolicyJson(policy_json.str());
   ASSERT_TRUE(stored.ok()) << stored.status();
   EXPECT_EQ(stored->version, stats.applied_version) << "agent applied the latest version";

@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   uint64_t max_spin_ns = 1'000'000;
   uint64_t min_samples = 50;
   uint64_t refit_samples = 4096;
+  double robustness = 0;
   double shutdown_deadline_s = 5;
   std::string log_level = "info";
 
@@ -40,6 +41,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--min-samples", min_samples, "Samples a key needs before it gets an entry")
       ->capture_default_str();
+  app.add_option("--robustness", robustness,
+                 "Clamp spin thresholds into [rho*B, B/rho] (0: off)")
+      ->check(CLI::Range(0.0, 1.0));
   app.add_option("--refit-samples", refit_samples, "Refit a target after this many new samples")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
@@ -73,6 +77,7 @@ int main(int argc, char** argv) {
   }
   options.fit.max_spin_ns = max_spin_ns;
   options.fit.min_samples = min_samples;
+  options.fit.robustness_rho = robustness;
   options.refit_samples = refit_samples;
 
   // Block signals before gRPC starts its threads.
