@@ -190,7 +190,19 @@ absl::Status RunTune(const TuneFlags& flags, std::ostream& out) {
                                             flags.robustness));
   SPINTUNE_ASSIGN_OR_RETURN(SampleSet samples, ReadSamplesCsv(flags.samples_csv));
   SPINTUNE_ASSIGN_OR_RETURN(FitInputs inputs, ReadPlatform(flags.platform_json, samples));
-  SPINTUNE_ASSIGN_OR_RETURN(PolicyTable table, BuildPolicyTable(inputs, config));
+  config.hysteresis = flags.hysteresis;
+  std::optional<PolicyTable> incumbent;
+  if (!flags.incumbent.empty()) {
+    SPINTUNE_ASSIGN_OR_RETURN(std::string text, ReadFileToString(flags.incumbent));
+    auto parsed = ParsePolicyJson(text);
+    if (!parsed.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(flags.incumbent, ": ", parsed.status().message()));
+    }
+    incumbent = std::move(*parsed);
+  }
+  SPINTUNE_ASSIGN_OR_RETURN(PolicyTable table,
+                            BuildPolicyTable(inputs, config, incumbent ? &*incumbent : nullptr));
   PrintTable(table, flags.format, flags.families, out);
   return absl::OkStatus();
 }

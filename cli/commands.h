@@ -20,6 +20,8 @@ struct TuneFlags {
   uint64_t max_spin_ns = 1'000'000;
   uint64_t min_samples = 50;
   double robustness = 0;  // rho; 0: off
+  std::string incumbent;  // policy JSON of the table in force (hysteresis)
+  double hysteresis = 0.02;
   bool families = false;  // table format: also the family comparison
   std::string format = "json";
 };

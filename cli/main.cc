@@ -56,6 +56,12 @@ int main(int argc, char** argv) {
                        "Clamp spin thresholds into [rho*B, B/rho]: worst case <= (1+1/rho) x "
                        "clairvoyant (0: off)")
       ->check(CLI::Range(0.0, 1.0));
+  tune_cmd->add_option("--incumbent", tune.incumbent,
+                       "Policy JSON of the table in force: keys keep its wait unless the fit "
+                       "is cheaper by --hysteresis");
+  tune_cmd->add_option("--hysteresis", tune.hysteresis, "Relative gain needed to replace a wait")
+      ->check(CLI::Range(0.0, 0.5))
+      ->capture_default_str();
   tune_cmd->add_flag("--families", tune.families,
                      "With --format table: the cost of the best candidate of every strategy family");
   tune_cmd->add_option("--format", tune.format, "json | table")->capture_default_str();

@@ -37,10 +37,20 @@ OptimizerOptions OptionsFor(const FitConfig& config, uint64_t irq_timeouts,
   return o;
 }
 
+// The incumbent's wait for `entry`'s key, if it has one.
+const WaitParams* IncumbentWait(const PolicyTable* incumbent, const PolicyEntry& entry) {
+  if (incumbent == nullptr) return nullptr;
+  for (const auto& e : incumbent->entries) {
+    if (e.fallback == entry.fallback && e.key == entry.key) return &e.wait;
+  }
+  return nullptr;
+}
+
 // Fills the fitted part of `entry` from `histogram`.
 absl::Status FitEntry(const LatencyHistogram& histogram, const PlatformCosts& costs,
                       const OptimizerOptions& options, const DeviceInfo& device,
-                      const FitConfig& config, PolicyEntry* entry) {
+                      const FitConfig& config, const PolicyTable* incumbent,
+                      PolicyEntry* entry) {
   const WaitDistribution dist = WaitDistribution::FromHistogram(histogram);
   entry->samples = histogram.total_count();
   entry->p50_ns = histogram.QuantileNs(0.5);
@@ -56,6 +66,31 @@ absl::Status FitEntry(const LatencyHistogram& histogram, const PlatformCosts& co
   entry->wait = result->params;
   entry->expected = result->expected;
   entry->expected_cost_ns = result->cost_ns;
+  // Hysteresis 0 turns the incumbent off: the fit depends on the samples only.
+  const WaitParams* held =
+      config.hysteresis > 0 ? IncumbentWait(incumbent, *entry) : nullptr;
+  // Only a wait that is still allowed and within today's caps can be kept.
+  if (held != nullptr &&
+      (!options.IsAllowed(held->strategy) || held->spin_ns > options.max_spin_ns ||
+       (options.robustness_rho > 0 && held->strategy != Strategy::kSpinThenIrq))) {
+    held = nullptr;
+  }
+  if (held != nullptr && options.robustness_rho > 0) {
+    const double b = costs.irq_cpu_ns + config.objective.latency_weight * costs.irq_wake_ns;
+    const double t = static_cast<double>(held->spin_ns);
+    if (t < options.robustness_rho * b - 1 || t > b / options.robustness_rho + 1) held = nullptr;
+  }
+  if (held != nullptr && *held != entry->wait) {
+    const ExpectedCost kept = EvaluateWait(dist, *held, costs);
+    const double kept_cost = kept.Cost(config.objective.latency_weight);
+    const bool cap_ok = !config.objective.cap_latency_at_irq ||
+                        kept.latency_ns <= dist.mean_ns() + costs.irq_wake_ns;
+    if (cap_ok && result->cost_ns >= (1 - config.hysteresis) * kept_cost) {
+      entry->wait = *held;
+      entry->expected = kept;
+      entry->expected_cost_ns = kept_cost;
+    }
+  }
   entry->families.assign(result->families.begin(), result->families.end());
   if (!entry->fallback) {
     entry->default_wait =
@@ -82,8 +117,8 @@ absl::Status FitEntry(const LatencyHistogram& histogram, const PlatformCosts& co
 
 }  // namespace
 
-absl::StatusOr<PolicyTable> BuildPolicyTable(const FitInputs& inputs,
-                                             const FitConfig& config) {
+absl::StatusOr<PolicyTable> BuildPolicyTable(const FitInputs& inputs, const FitConfig& config,
+                                             const PolicyTable* incumbent) {
   if (inputs.cpu_classes.empty()) {
     return absl::InvalidArgumentError("target has no CPU classes");
   }
@@ -130,7 +165,7 @@ absl::StatusOr<PolicyTable> BuildPolicyTable(const FitInputs& inputs,
     absl::Status fitted = FitEntry(
         k.histogram, inputs.cpu_classes[cpu].costs,
         OptionsFor(config, k.irq_timeouts, k.spin_timeouts, dev->second->default_rules),
-        *dev->second, config, &entry);
+        *dev->second, config, incumbent, &entry);
     // Every strategy excluded by timeouts: no entry, the fallback decides.
     if (absl::IsFailedPrecondition(fitted)) continue;
     SPINTUNE_RETURN_IF_ERROR(fitted);
@@ -147,7 +182,7 @@ absl::StatusOr<PolicyTable> BuildPolicyTable(const FitInputs& inputs,
       fitted = FitEntry(m.histogram, inputs.cpu_classes[0].costs,
                         OptionsFor(config, m.irq_timeouts, m.spin_timeouts,
                                    d.default_rules),
-                        d, config, &fallback);
+                        d, config, incumbent, &fallback);
       if (!fitted.ok() && !absl::IsFailedPrecondition(fitted)) return fitted;
     }
     if (!fitted.ok()) {

@@ -51,6 +51,10 @@ struct FitConfig {
   // Bootstrap of every entry's gain: resamples and confidence level.
   int bootstrap_resamples = 200;
   double confidence = 0.95;
+  // Hysteresis against an incumbent table: a key keeps its incumbent wait
+  // unless the new fit is cheaper on the current evidence by this fraction.
+  // 0 ignores the incumbent.
+  double hysteresis = 0.02;
 };
 
 struct FitInputs {
@@ -60,10 +64,15 @@ struct FitInputs {
   std::vector<KeyEvidence> keys;
 };
 
+// `incumbent` (may be null) is the table in force: for every key it also has,
+// its wait is kept unless the fresh optimum costs less than (1 - hysteresis)
+// times the incumbent wait's cost on the same evidence, so tables change only
+// for a real gain (and do not flap between near-equal thresholds).
+//
 // Errors: InvalidArgument when a key names an unknown CPU class or device, a
 // CPU class has invalid costs, or there are no CPU classes.
-absl::StatusOr<PolicyTable> BuildPolicyTable(const FitInputs& inputs,
-                                             const FitConfig& config);
+absl::StatusOr<PolicyTable> BuildPolicyTable(const FitInputs& inputs, const FitConfig& config,
+                                             const PolicyTable* incumbent = nullptr);
 
 }  // namespace spintune
 

@@ -75,6 +75,46 @@ TEST(PolicyBuilder, DeviceWithTooFewSamplesFallsBackToIrq) {
   EXPECT_EQ(t->entries[0].wait, WaitParams::Irq());
 }
 
+TEST(PolicyBuilder, HysteresisKeepsTheIncumbentUnlessTheGainIsReal) {
+  FitConfig config;
+  config.hysteresis = 0.02;
+  auto fresh = BuildPolicyTable(TwoKeyInputs(), config);
+  ASSERT_TRUE(fresh.ok());
+  // An incumbent whose CMD23 threshold is 10% longer: same cost on these
+  // samples (every one is caught), so it is kept.
+  PolicyTable incumbent = *fresh;
+  incumbent.entries[1].wait.spin_ns = fresh->entries[1].wait.spin_ns * 11 / 10;
+  auto kept = BuildPolicyTable(TwoKeyInputs(), config, &incumbent);
+  ASSERT_TRUE(kept.ok());
+  EXPECT_EQ(kept->entries[1].wait, incumbent.entries[1].wait);
+  // An incumbent that blocks on CMD23 (2 us waits, B = 50 us) is far worse:
+  // replaced.
+  incumbent.entries[1].wait = WaitParams::Irq();
+  auto replaced = BuildPolicyTable(TwoKeyInputs(), config, &incumbent);
+  ASSERT_TRUE(replaced.ok());
+  EXPECT_EQ(replaced->entries[1].wait, fresh->entries[1].wait);
+  // Hysteresis 0 ignores the incumbent: the fresh fit always wins.
+  config.hysteresis = 0;
+  incumbent.entries[1].wait.spin_ns = fresh->entries[1].wait.spin_ns * 11 / 10;
+  incumbent.entries[1].wait.strategy = Strategy::kSpinThenIrq;
+  auto strict = BuildPolicyTable(TwoKeyInputs(), config, &incumbent);
+  ASSERT_TRUE(strict.ok());
+  EXPECT_EQ(strict->entries[1].wait, fresh->entries[1].wait);
+}
+
+TEST(PolicyBuilder, EveryFittedEntryHasAGainInterval) {
+  auto t = BuildPolicyTable(TwoKeyInputs(), FitConfig());
+  ASSERT_TRUE(t.ok());
+  for (const auto& e : t->entries) {
+    EXPECT_FALSE(e.gain_baseline.empty());
+    EXPECT_LE(e.gain_ci_low_ns, e.gain_ns + 1e-9);
+    EXPECT_GE(e.gain_ci_high_ns, e.gain_ns - 1e-9);
+  }
+  // CMD23 against the driver default (poll with 5 us sleeps): a large gain.
+  EXPECT_EQ(t->entries[1].gain_baseline, "default");
+  EXPECT_GT(t->entries[1].gain_ci_low_ns, 0);
+}
+
 TEST(PolicyBuilder, RejectsUnknownNames) {
   FitInputs in = TwoKeyInputs();
   in.keys[0].key.cpu_class = "nope";

@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
   uint64_t min_samples = 50;
   uint64_t refit_samples = 4096;
   double robustness = 0;
+  double hysteresis = 0.02;
   double shutdown_deadline_s = 5;
   std::string log_level = "info";
 
@@ -44,6 +45,10 @@ int main(int argc, char** argv) {
   app.add_option("--robustness", robustness,
                  "Clamp spin thresholds into [rho*B, B/rho] (0: off)")
       ->check(CLI::Range(0.0, 1.0));
+  app.add_option("--hysteresis", hysteresis,
+                 "Keep a key's wait unless a refit is cheaper by this fraction")
+      ->check(CLI::Range(0.0, 0.5))
+      ->capture_default_str();
   app.add_option("--refit-samples", refit_samples, "Refit a target after this many new samples")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
@@ -78,6 +83,7 @@ int main(int argc, char** argv) {
   options.fit.max_spin_ns = max_spin_ns;
   options.fit.min_samples = min_samples;
   options.fit.robustness_rho = robustness;
+  options.fit.hysteresis = hysteresis;
   options.refit_samples = refit_samples;
 
   // Block signals before gRPC starts its threads.

@@ -205,8 +205,13 @@ void TunerCore::Refit(int64_t target_id, bool force) {
   uint64_t total = 0;
   for (const auto& k : *keys) total += k.histogram.total_count();
   if (!force && total < options_.fit.min_samples) return;
-  auto table =
-      BuildPolicyTable(BuildFitInputs(*target, std::move(*keys), *dispatch), options_.fit);
+  auto latest = store_->LoadPolicy(target_id, 0);
+  if (!latest.ok()) {
+    Logger().error("refit target={}: {}", target_id, latest.status().ToString());
+    return;
+  }
+  auto table = BuildPolicyTable(BuildFitInputs(*target, std::move(*keys), *dispatch),
+                                options_.fit, latest->has_value() ? &**latest : nullptr);
   if (!table.ok()) {
     Logger().error("refit target={} failed: {}", target_id, table.status().ToString());
     return;
@@ -214,11 +219,6 @@ void TunerCore::Refit(int64_t target_id, bool force) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     ++counters_.refits;
-  }
-  auto latest = store_->LoadPolicy(target_id, 0);
-  if (!latest.ok()) {
-    Logger().error("refit target={}: {}", target_id, latest.status().ToString());
-    return;
   }
   if (latest->has_value() && SameDecisions(**latest, *table)) {
     table->version = (*latest)->version;
