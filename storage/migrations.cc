@@ -95,6 +95,17 @@ CREATE TABLE policy_versions (
   PRIMARY KEY (target_id, version)
 );
 )sql",
+      // 2: windowed histograms for drift detection.
+      R"sql(
+ALTER TABLE keys ADD COLUMN since_window INTEGER NOT NULL DEFAULT 0;
+CREATE TABLE histogram_windows (
+  key_id INTEGER NOT NULL REFERENCES keys(id) ON DELETE CASCADE,
+  window INTEGER NOT NULL,
+  samples INTEGER NOT NULL,
+  buckets BLOB NOT NULL,
+  PRIMARY KEY (key_id, window)
+) WITHOUT ROWID;
+)sql",
   };
   return kMigrations;
 }

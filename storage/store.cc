@@ -1,5 +1,7 @@
 #include "storage/store.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
@@ -20,10 +22,14 @@ std::string NowRfc3339() {
   return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", absl::Now(), absl::UTCTimeZone());
 }
 
-absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path) {
+absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path,
+                                                   const StoreOptions& options) {
+  if (options.window_samples == 0 || options.keep_windows == 0) {
+    return absl::InvalidArgumentError("window_samples and keep_windows must be > 0");
+  }
   SPINTUNE_ASSIGN_OR_RETURN(auto db, SqliteDb::Open(path));
   SPINTUNE_RETURN_IF_ERROR(MigrateToLatest(db.get()));
-  return std::unique_ptr<Store>(new Store(std::move(db)));
+  return std::unique_ptr<Store>(new Store(std::move(db), options));
 }
 
 absl::StatusOr<int64_t> Store::UpsertTarget(const TargetRecord& r) {
@@ -178,7 +184,7 @@ absl::StatusOr<uint64_t> Store::LastDurableSeq(int64_t target_id) {
   return row ? U(q->ColumnInt(0)) : 0;
 }
 
-absl::Status Store::MergeKey(int64_t target_id, const KeyEvidence& delta) {
+absl::Status Store::MergeKey(int64_t target_id, uint64_t window, const KeyEvidence& delta) {
   SPINTUNE_ASSIGN_OR_RETURN(
       auto insert_key,
       db_->Prepare("INSERT INTO keys(target_id, cpu_class, device, opcode, size_class) "
@@ -217,7 +223,24 @@ absl::Status Store::MergeKey(int64_t target_id, const KeyEvidence& delta) {
   put->Bind(6, I(merged.irq_path + delta.irq_path));
   put->Bind(7, I(merged.spin_path + delta.spin_path));
   put->BindBlob(8, EncodeHistogram(merged.histogram));
-  return put->Run();
+  SPINTUNE_RETURN_IF_ERROR(put->Run());
+
+  SPINTUNE_ASSIGN_OR_RETURN(
+      auto win, db_->Prepare("SELECT buckets FROM histogram_windows WHERE key_id = ?1 AND "
+                             "window = ?2"));
+  win->Bind(1, key_id).Bind(2, I(window));
+  SPINTUNE_ASSIGN_OR_RETURN(bool has_window, win->Step());
+  LatencyHistogram windowed;
+  if (has_window) {
+    SPINTUNE_ASSIGN_OR_RETURN(windowed, DecodeHistogram(win->ColumnBlob(0)));
+  }
+  windowed.Merge(delta.histogram);
+  SPINTUNE_ASSIGN_OR_RETURN(
+      auto put_window, db_->Prepare("INSERT OR REPLACE INTO histogram_windows VALUES (?1, ?2, "
+                                    "?3, ?4)"));
+  put_window->Bind(1, key_id).Bind(2, I(window)).Bind(3, I(windowed.total_count()));
+  put_window->BindBlob(4, EncodeHistogram(windowed));
+  return put_window->Run();
 }
 
 absl::Status Store::MergeDispatch(int64_t target_id, const DispatchRecord& delta) {
@@ -253,7 +276,13 @@ absl::StatusOr<bool> Store::IngestBatch(int64_t target_id, const BatchDelta& bat
   mark->Bind(4, I(batch.dispatch_samples)).Bind(5, NowRfc3339());
   SPINTUNE_RETURN_IF_ERROR(mark->Run());
   if (db_->Changes() == 0) return false;  // duplicate: the transaction rolls back
-  for (const auto& k : batch.keys) SPINTUNE_RETURN_IF_ERROR(MergeKey(target_id, k));
+  SPINTUNE_ASSIGN_OR_RETURN(auto total,
+                            db_->Prepare("SELECT total_samples FROM targets WHERE id = ?1"));
+  total->Bind(1, target_id);
+  SPINTUNE_ASSIGN_OR_RETURN(bool found, total->Step());
+  if (!found) return absl::NotFoundError(absl::StrCat("no target with id ", target_id));
+  const uint64_t window = U(total->ColumnInt(0)) / options_.window_samples;
+  for (const auto& k : batch.keys) SPINTUNE_RETURN_IF_ERROR(MergeKey(target_id, window, k));
   for (const auto& d : batch.dispatch) SPINTUNE_RETURN_IF_ERROR(MergeDispatch(target_id, d));
   SPINTUNE_ASSIGN_OR_RETURN(
       auto totals, db_->Prepare("UPDATE targets SET total_samples = total_samples + ?2, "
@@ -270,10 +299,14 @@ absl::StatusOr<std::vector<KeyEvidence>> Store::LoadKeys(int64_t target_id) {
   absl::MutexLock lock(&mu_);
   SPINTUNE_ASSIGN_OR_RETURN(
       auto q, db_->Prepare("SELECT k.cpu_class, k.device, k.opcode, k.size_class, h.errors, "
-                           "h.irq_timeouts, h.spin_timeouts, h.irq_path, h.spin_path, h.buckets "
+                           "h.irq_timeouts, h.spin_timeouts, h.irq_path, h.spin_path, h.buckets, "
+                           "k.since_window, k.id "
                            "FROM keys k JOIN histograms h ON h.key_id = k.id "
                            "WHERE k.target_id = ?1 ORDER BY k.device, k.cpu_class, k.opcode, "
                            "k.size_class"));
+  SPINTUNE_ASSIGN_OR_RETURN(
+      auto windows, db_->Prepare("SELECT buckets FROM histogram_windows WHERE key_id = ?1 AND "
+                                 "window >= ?2"));
   q->Bind(1, target_id);
   std::vector<KeyEvidence> out;
   while (true) {
@@ -288,9 +321,84 @@ absl::StatusOr<std::vector<KeyEvidence>> Store::LoadKeys(int64_t target_id) {
     k.irq_path = U(q->ColumnInt(7));
     k.spin_path = U(q->ColumnInt(8));
     SPINTUNE_ASSIGN_OR_RETURN(k.histogram, DecodeHistogram(q->ColumnBlob(9)));
+    const int64_t since = q->ColumnInt(10);
+    if (since > 0) {  // a change was detected: only the windows since then
+      k.histogram.Clear();
+      windows->Bind(1, q->ColumnInt(11)).Bind(2, since);
+      while (true) {
+        SPINTUNE_ASSIGN_OR_RETURN(bool w, windows->Step());
+        if (!w) break;
+        SPINTUNE_ASSIGN_OR_RETURN(LatencyHistogram part, DecodeHistogram(windows->ColumnBlob(0)));
+        k.histogram.Merge(part);
+      }
+      windows->Reset();
+    }
     out.push_back(std::move(k));
   }
   return out;
+}
+
+absl::StatusOr<std::vector<PolicyKey>> Store::DetectChanges(int64_t target_id,
+                                                            const ChangeTest& test,
+                                                            uint64_t min_recent) {
+  absl::MutexLock lock(&mu_);
+  Transaction tx(db_.get());
+  SPINTUNE_RETURN_IF_ERROR(tx.Begin());
+  SPINTUNE_ASSIGN_OR_RETURN(
+      auto keys, db_->Prepare("SELECT id, cpu_class, device, opcode, size_class, since_window "
+                              "FROM keys WHERE target_id = ?1"));
+  keys->Bind(1, target_id);
+  struct Key {
+    int64_t id;
+    PolicyKey key;
+    int64_t since;
+  };
+  std::vector<Key> all;
+  while (true) {
+    SPINTUNE_ASSIGN_OR_RETURN(bool row, keys->Step());
+    if (!row) break;
+    all.push_back({keys->ColumnInt(0),
+                   {keys->ColumnText(1), keys->ColumnText(2),
+                    static_cast<uint32_t>(keys->ColumnInt(3)),
+                    static_cast<uint32_t>(keys->ColumnInt(4))},
+                   keys->ColumnInt(5)});
+  }
+  SPINTUNE_ASSIGN_OR_RETURN(
+      auto windows, db_->Prepare("SELECT window, buckets FROM histogram_windows WHERE key_id = "
+                                 "?1 AND window >= ?2 ORDER BY window"));
+  SPINTUNE_ASSIGN_OR_RETURN(
+      auto mark, db_->Prepare("UPDATE keys SET since_window = ?2 WHERE id = ?1"));
+  SPINTUNE_ASSIGN_OR_RETURN(
+      auto prune, db_->Prepare("DELETE FROM histogram_windows WHERE key_id = ?1 AND window < ?2"));
+  std::vector<PolicyKey> changed;
+  for (const Key& k : all) {
+    windows->Bind(1, k.id).Bind(2, k.since);
+    std::vector<std::pair<int64_t, LatencyHistogram>> parts;
+    while (true) {
+      SPINTUNE_ASSIGN_OR_RETURN(bool row, windows->Step());
+      if (!row) break;
+      SPINTUNE_ASSIGN_OR_RETURN(LatencyHistogram h, DecodeHistogram(windows->ColumnBlob(1)));
+      parts.emplace_back(windows->ColumnInt(0), std::move(h));
+    }
+    windows->Reset();
+    if (parts.size() < 2) continue;
+    const auto& [latest, recent] = parts.back();
+    if (recent.total_count() < min_recent) continue;
+    LatencyHistogram before;
+    for (size_t i = 0; i + 1 < parts.size(); ++i) before.Merge(parts[i].second);
+    int64_t keep_from = std::max<int64_t>(k.since, latest - static_cast<int64_t>(options_.keep_windows));
+    if (before.total_count() >= min_recent && DistributionChanged(before, recent, test)) {
+      mark->Bind(1, k.id).Bind(2, latest);
+      SPINTUNE_RETURN_IF_ERROR(mark->Run());
+      changed.push_back(k.key);
+      keep_from = latest;
+    }
+    if (k.since == 0 && keep_from == k.since) continue;
+    prune->Bind(1, k.id).Bind(2, keep_from);
+    SPINTUNE_RETURN_IF_ERROR(prune->Run());
+  }
+  SPINTUNE_RETURN_IF_ERROR(tx.Commit());
+  return changed;
 }
 
 absl::StatusOr<std::vector<DispatchRecord>> Store::LoadDispatch(int64_t target_id) {

@@ -20,6 +20,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "models/change_detector.h"
 #include "models/latency_histogram.h"
 #include "policy/policy_builder.h"
 #include "policy/policy_table.h"
@@ -73,10 +74,19 @@ struct BatchDelta {
   uint64_t dispatch_samples = 0;
 };
 
+struct StoreOptions {
+  // Each target's samples are also kept in windows of this many samples
+  // (counted over the target), for drift detection.
+  uint64_t window_samples = 8192;
+  // Windows older than this many are pruned unless still in use.
+  uint64_t keep_windows = 32;
+};
+
 class Store {
  public:
   // Opens or creates the database and migrates it. ":memory:" works.
-  static absl::StatusOr<std::unique_ptr<Store>> Open(const std::string& path);
+  static absl::StatusOr<std::unique_ptr<Store>> Open(const std::string& path,
+                                                     const StoreOptions& options = {});
 
   // Creates the target of `record.agent_id` or refreshes its description;
   // replaces its CPU classes and devices. Returns the target id.
@@ -91,7 +101,16 @@ class Store {
   // (target, seq) was already ingested (nothing changes then).
   absl::StatusOr<bool> IngestBatch(int64_t target_id, const BatchDelta& batch);
 
+  // Evidence per key: the cumulative histogram, or, for a key whose
+  // distribution changed (DetectChanges), the windows since the change.
   absl::StatusOr<std::vector<KeyEvidence>> LoadKeys(int64_t target_id);
+  // Compares each key's latest window (when it has >= min_recent samples)
+  // with its evidence before it (models/change_detector.h); a key that
+  // changed uses only windows from the latest on as evidence from now on.
+  // Prunes windows no longer needed. Returns the keys that changed.
+  absl::StatusOr<std::vector<PolicyKey>> DetectChanges(int64_t target_id,
+                                                       const ChangeTest& test,
+                                                       uint64_t min_recent = 512);
   absl::StatusOr<std::vector<DispatchRecord>> LoadDispatch(int64_t target_id);
 
   // Stores `table` as the target's next version; sets table->version and
@@ -106,8 +125,9 @@ class Store {
   absl::Status RecordApplied(int64_t target_id, uint64_t version, const std::string& error);
 
  private:
-  explicit Store(std::unique_ptr<SqliteDb> db) : db_(std::move(db)) {}
-  absl::Status MergeKey(int64_t target_id, const KeyEvidence& delta)
+  Store(std::unique_ptr<SqliteDb> db, StoreOptions options)
+      : options_(options), db_(std::move(db)) {}
+  absl::Status MergeKey(int64_t target_id, uint64_t window, const KeyEvidence& delta)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status MergeDispatch(int64_t target_id, const DispatchRecord& delta)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -115,6 +135,7 @@ class Store {
                                                           const std::string& arg)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
+  const StoreOptions options_;
   absl::Mutex mu_;
   std::unique_ptr<SqliteDb> db_ ABSL_GUARDED_BY(mu_);
 };

@@ -2,7 +2,9 @@
 
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
+#include <random>
 
 #include "gtest/gtest.h"
 #include "storage/migrations.h"
@@ -148,6 +150,53 @@ TEST(Store, SurvivesReopenAndRefusesNewerSchemas) {
   std::filesystem::remove(path);
   std::filesystem::remove(path + "-wal");
   std::filesystem::remove(path + "-shm");
+}
+
+}  // namespace
+}  // namespace spintune
+
+namespace spintune {
+namespace {
+
+BatchDelta Lognormal(uint64_t seq, double median, int n, std::mt19937_64& rng) {
+  BatchDelta b;
+  b.seq = seq;
+  KeyEvidence k;
+  k.key = {"rocket", "mmc0", 25, 13};
+  std::lognormal_distribution<double> d(std::log(median), 0.3);
+  for (int i = 0; i < n; ++i) k.histogram.Record(static_cast<uint64_t>(d(rng)));
+  b.keys.push_back(k);
+  b.completion_samples = n;
+  return b;
+}
+
+TEST(Store, DetectsADistributionChangeAndFitsOnlyWhatCameAfter) {
+  StoreOptions options;
+  options.window_samples = 1000;
+  auto store = Store::Open(":memory:", options);
+  ASSERT_TRUE(store.ok());
+  auto id = (*store)->UpsertTarget(Board("agent-1"));
+  ASSERT_TRUE(id.ok());
+  std::mt19937_64 rng(1);
+  uint64_t seq = 0;
+  for (int i = 0; i < 8; ++i) ASSERT_TRUE((*store)->IngestBatch(*id, Lognormal(++seq, 150e3, 500, rng)).ok());
+  // Stationary so far: no change, evidence is everything.
+  auto none = (*store)->DetectChanges(*id, ChangeTest());
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_TRUE(none->empty());
+  // The card starts garbage collection: waits 20x longer for a window.
+  for (int i = 0; i < 2; ++i) ASSERT_TRUE((*store)->IngestBatch(*id, Lognormal(++seq, 3e6, 500, rng)).ok());
+  auto changed = (*store)->DetectChanges(*id, ChangeTest());
+  ASSERT_TRUE(changed.ok());
+  ASSERT_EQ(changed->size(), 1u);
+  EXPECT_EQ((*changed)[0].opcode, 25u);
+  auto keys = (*store)->LoadKeys(*id);
+  ASSERT_TRUE(keys.ok());
+  ASSERT_EQ(keys->size(), 1u);
+  EXPECT_EQ((*keys)[0].histogram.total_count(), 1000u);  // the new window only
+  EXPECT_GT((*keys)[0].histogram.QuantileNs(0.5), 1e6);
+  // The target's total still counts everything.
+  EXPECT_EQ((*(*store)->FindTarget("agent-1"))->total_samples, 5000u);
 }
 
 }  // namespace

@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
   uint64_t refit_samples = 4096;
   double robustness = 0;
   double hysteresis = 0.02;
+  uint64_t window_samples = 8192;
   double shutdown_deadline_s = 5;
   std::string log_level = "info";
 
@@ -48,6 +49,10 @@ int main(int argc, char** argv) {
   app.add_option("--hysteresis", hysteresis,
                  "Keep a key's wait unless a refit is cheaper by this fraction")
       ->check(CLI::Range(0.0, 0.5))
+      ->capture_default_str();
+  app.add_option("--window-samples", window_samples,
+                 "Samples per drift-detection window of a target")
+      ->check(CLI::PositiveNumber)
       ->capture_default_str();
   app.add_option("--refit-samples", refit_samples, "Refit a target after this many new samples")
       ->check(CLI::PositiveNumber)
@@ -84,6 +89,7 @@ int main(int argc, char** argv) {
   options.fit.min_samples = min_samples;
   options.fit.robustness_rho = robustness;
   options.fit.hysteresis = hysteresis;
+  options.store.window_samples = window_samples;
   options.refit_samples = refit_samples;
 
   // Block signals before gRPC starts its threads.
@@ -115,8 +121,8 @@ int main(int argc, char** argv) {
   server->Shutdown(absl::Seconds(shutdown_deadline_s));
   spintune::Logger().info(
       "stopped sessions={} batches={} duplicates={} rejected={} samples={} refits={} "
-      "versions={} pushes={}",
+      "versions={} pushes={} changes={}",
       c.sessions, c.batches_ingested, c.batches_duplicate, c.batches_rejected,
-      c.samples_ingested, c.refits, c.policy_versions, c.pushes);
+      c.samples_ingested, c.refits, c.policy_versions, c.pushes, c.changes_detected);
   return 0;
 }

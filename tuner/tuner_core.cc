@@ -26,7 +26,7 @@ absl::StatusOr<std::unique_ptr<TunerCore>> TunerCore::Create(const TunerOptions&
   if (options.fit.max_spin_ns == 0 || options.refit_samples == 0) {
     return absl::InvalidArgumentError("max_spin_ns and refit_samples must be > 0");
   }
-  SPINTUNE_ASSIGN_OR_RETURN(auto store, Store::Open(options.db_path));
+  SPINTUNE_ASSIGN_OR_RETURN(auto store, Store::Open(options.db_path, options.store));
   return std::unique_ptr<TunerCore>(new TunerCore(options, std::move(store)));
 }
 
@@ -194,6 +194,19 @@ void TunerCore::OnDrain(std::shared_ptr<SessionHandle> session, std::function<vo
 
 void TunerCore::Refit(int64_t target_id, bool force) {
   samples_since_fit_[target_id] = 0;
+  auto changed = store_->DetectChanges(target_id, options_.change);
+  if (!changed.ok()) {
+    Logger().error("drift detection for target={} failed: {}", target_id,
+                   changed.status().ToString());
+  } else {
+    for (const auto& k : *changed) {
+      Logger().info("target={} key {}/{}/op{}/sc{}: distribution changed, refitting on the "
+                    "samples since",
+                    target_id, k.device, k.cpu_class, k.opcode, k.size_class);
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    counters_.changes_detected += changed->size();
+  }
   auto target = store_->LoadTarget(target_id);
   auto keys = target.ok() ? store_->LoadKeys(target_id) : target.status();
   auto dispatch = keys.ok() ? store_->LoadDispatch(target_id) : keys.status();

@@ -3,7 +3,9 @@
 // validates, persists, refits and answers through SessionHandle::Send().
 //
 // Per target it counts samples ingested since the last fit and refits when
-// TunerOptions::refit_samples have arrived (and on Drain). A refit whose
+// TunerOptions::refit_samples have arrived (and on Drain). Before a refit it
+// runs drift detection (Store::DetectChanges); the fit then keeps each key's
+// wait unless the new one is cheaper by FitConfig::hysteresis. A refit whose
 // decisions equal the stored latest version only refreshes that version's
 // evidence; a different table becomes a new version and is pushed to every
 // live session of the target.
@@ -48,6 +50,10 @@ class SessionHandle {
 
 struct TunerOptions {
   std::string db_path = "spintune.db";
+  StoreOptions store;
+  // Drift: before each refit every key's latest window is tested against
+  // its earlier evidence; a changed key is refitted on what came after.
+  ChangeTest change;
   FitConfig fit;
   // Refit a target after this many new completion samples.
   uint64_t refit_samples = 4096;
@@ -62,6 +68,7 @@ struct TunerCounters {
   uint64_t refits = 0;
   uint64_t policy_versions = 0;
   uint64_t pushes = 0;
+  uint64_t changes_detected = 0;
 };
 
 class TunerCore {

@@ -1,0 +1,107 @@
+// Drift end to end: an agent whose device slows down midway (a card that
+// starts garbage collection). The tuner must detect the change, refit on the
+// samples after it, and push a table that blocks instead of spinning.
+#include <cmath>
+#include <random>
+
+#include "agent/agent.h"
+#include "agent/policy_sink.h"
+#include "gtest/gtest.h"
+#include "policy/policy_proto.h"
+#include "storage/store.h"
+#include "tests/testing/temp_dir.h"
+#include "tuner/tuner_server.h"
+
+namespace spintune {
+namespace {
+
+class ShiftingSource : public SampleSource {
+ public:
+  explicit ShiftingSource(uint64_t shift_after) : shift_after_(shift_after) {}
+  void Describe(v1::Hello* hello) const override {
+    hello->mutable_target()->set_board("shifting-board");
+    auto* cpu = hello->mutable_target()->add_cpu_classes();
+    cpu->set_name("cpu");
+    cpu->set_cpu_khz(1'000'000);
+    CostsToProto({20'000, 30'000, 100, 2'000, 50'000}, cpu->mutable_costs());
+    auto* d = hello->add_devices();
+    d->set_name("mmc0");
+    d->set_driver("test");
+  }
+  absl::StatusOr<size_t> Fill(size_t n, v1::SampleBatch* batch) override {
+    auto* c = batch->mutable_completions();
+    for (size_t i = 0; i < n; ++i, ++produced_) {
+      // 5 us (spin them) before the shift, 400 us after: spinning the old
+      // threshold (B = 50 us) first then blocking costs 11% more than
+      // blocking at once, well beyond the 2% hysteresis.
+      const double median = produced_ < shift_after_ ? 5'000 : 400'000;
+      c->add_device_index(0);
+      c->add_cpu_class_index(0);
+      c->add_opcode(25);
+      c->add_bytes(4096);
+      c->add_wait_ns(static_cast<uint64_t>(
+          std::lognormal_distribution<double>(std::log(median), 0.2)(rng_)));
+      c->add_path(v1::WAIT_PATH_IRQ);
+      c->add_flags(0);
+    }
+    return n;
+  }
+
+ private:
+  uint64_t shift_after_;
+  uint64_t produced_ = 0;
+  std::mt19937_64 rng_{9};
+};
+
+TEST(Drift, TunerDetectsTheShiftAndPushesANewTable) {
+  testing::TempDir dir;
+  TunerOptions options;
+  options.db_path = dir.File("tuner.db");
+  options.refit_samples = 2048;
+  options.store.window_samples = 2048;
+  auto tuner = TunerServer::Start("127.0.0.1:0", options);
+  ASSERT_TRUE(tuner.ok()) << tuner.status();
+
+  AgentOptions agent_options;
+  agent_options.tuner_address = (*tuner)->address();
+  agent_options.agent_id = "shifty";
+  agent_options.max_samples = 40000;
+  agent_options.batch_size = 512;
+  agent_options.give_up_after = absl::Seconds(20);
+  auto sink = MakePolicySink("none", {"mmc0"});
+  ASSERT_TRUE(sink.ok());
+  Agent agent(agent_options, std::make_unique<ShiftingSource>(20000), std::move(*sink));
+  ASSERT_TRUE(agent.Run().ok());
+
+  const TunerCounters counters = (*tuner)->core()->counters();
+  EXPECT_GE(counters.changes_detected, 1u);
+  EXPECT_GE(counters.policy_versions, 2u);
+  auto store = Store::Open(options.db_path);
+  ASSERT_TRUE(store.ok());
+  auto target = (*store)->FindTarget("shifty");
+  ASSERT_TRUE(target.ok() && target->has_value());
+  auto first = (*store)->LoadPolicy((*target)->id, 1);
+  auto latest = (*store)->LoadPolicy((*target)->id, 0);
+  ASSERT_TRUE(first.ok() && first->has_value() && latest.ok() && latest->has_value());
+  auto entry_of = [](const PolicyTable& t) {
+    for (const auto& e : t.entries) {
+      if (!e.fallback) return e;
+    }
+    return PolicyEntry();
+  };
+  // Before: spin the 5 us waits. After: the fit is on the 400 us waits only
+  // (not diluted by the 20,000 fast ones) and no longer spins first.
+  EXPECT_EQ(entry_of(**first).wait.strategy, Strategy::kSpinThenIrq);
+  const PolicyEntry after = entry_of(**latest);
+  EXPECT_GT(after.p50_ns, 300e3);
+  EXPECT_LT(after.samples, 25000u);
+  EXPECT_TRUE(after.wait.strategy == Strategy::kIrq ||
+              after.wait.strategy == Strategy::kSleepThenSpin ||
+              after.wait.strategy == Strategy::kPollSleep)
+      << StrategyName(after.wait.strategy);
+  EXPECT_EQ(agent.stats().applied_version, (*latest)->version);
+  (*tuner)->Shutdown(absl::Seconds(2));
+}
+
+}  // namespace
+}  // namespace spintune
