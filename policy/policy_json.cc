@@ -178,6 +178,7 @@ json PolicyTableToJson(const PolicyTable& t) {
   j["board"] = t.board;
   j["version"] = t.version;
   j["fitted_at"] = t.fitted_at;
+  j["origin"] = t.origin;
   j["objective"] = t.objective_name;
   j["latency_weight"] = t.latency_weight;
   j["max_spin_ns"] = t.max_spin_ns;
@@ -248,6 +249,11 @@ absl::StatusOr<PolicyTable> PolicyTableFromJson(const json& j) {
   SPINTUNE_ASSIGN_OR_RETURN(t.board, GetString(j, "board", "policy", false));
   SPINTUNE_ASSIGN_OR_RETURN(t.version, GetUint(j, "version", "policy", ~uint64_t{0}, false));
   SPINTUNE_ASSIGN_OR_RETURN(t.fitted_at, GetString(j, "fitted_at", "policy", false));
+  SPINTUNE_ASSIGN_OR_RETURN(t.origin, GetString(j, "origin", "policy", false));
+  if (t.origin.empty()) t.origin = "fitted";
+  if (t.origin != "fitted" && t.origin != "predicted") {
+    return FieldError("origin", "must be fitted or predicted");
+  }
   SPINTUNE_ASSIGN_OR_RETURN(t.objective_name, GetString(j, "objective", "policy", false));
   SPINTUNE_ASSIGN_OR_RETURN(t.latency_weight, GetDouble(j, "latency_weight", "policy", false));
   SPINTUNE_ASSIGN_OR_RETURN(t.max_spin_ns, GetUint(j, "max_spin_ns", "policy", kMaxParamNs, false));

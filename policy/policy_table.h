@@ -84,6 +84,8 @@ struct PolicyTable {
   uint64_t version = 0;
   std::string board;
   std::string fitted_at;  // RFC 3339 UTC, set when the table is stored
+  // "fitted" (from the board's samples) or "predicted" (cold start).
+  std::string origin = "fitted";
   std::string objective_name = "balanced";
   double latency_weight = 1.0;
   uint64_t max_spin_ns = 0;

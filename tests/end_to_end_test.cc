@@ -149,6 +149,42 @@ TEST(EndToEnd, AgentsOfSeveralBoardsGetTheirOwnTables) {
   tuner->Shutdown(absl::Seconds(2));
 }
 
+TEST(EndToEnd, ANewBoardGetsAPredictedTableBeforeItsFirstSample) {
+  testing::TempDir dir;
+  auto tuner = StartTuner(dir.File("tuner.db"));
+  ASSERT_NE(tuner, nullptr);
+  // Two boards with the same card at 50 and 100 MHz.
+  RunAgent(tuner->address(), "litex-rocket-50mhz-fastcard", "known-1", "file:" + dir.File("a.bin"),
+           "", 20000);
+  RunAgent(tuner->address(), "microwatt-100mhz", "known-2", "file:" + dir.File("b.bin"), "",
+           20000);
+  // A new Rocket at 100 MHz: its first table is predicted at hello.
+  const AgentStats stats = RunAgent(tuner->address(), "litex-rocket-100mhz-fastcard", "newcomer",
+                                    "file:" + dir.File("c.bin"), "", 500);
+  EXPECT_GE(stats.applied_version, 1u);
+  // known-2 got one from known-1 (one clock: its quantiles as they are), the
+  // newcomer from both.
+  EXPECT_EQ(tuner->core()->counters().predicted_tables, 2u);
+  Repository repo;
+  repo.tuner = tuner->address();
+  std::ostringstream v1;
+  ASSERT_TRUE(RunPolicy(repo, "newcomer", 1, "json", false, v1).ok());
+  auto predicted = ParsePolicyJson(v1.str());
+  ASSERT_TRUE(predicted.ok());
+  EXPECT_EQ(predicted->origin, "predicted");
+  // CMD18 of 4 KiB at 100 MHz: 60 us card access + 164 us bus + 4 us: the
+  // prediction (from 50 MHz and 100 MHz boards) must be within 10%.
+  bool found = false;
+  for (const auto& e : predicted->entries) {
+    if (!e.fallback && e.key.opcode == 18) {
+      found = true;
+      EXPECT_NEAR(e.p50_ns, 228e3, 0.1 * 228e3);
+    }
+  }
+  EXPECT_TRUE(found);
+  tuner->Shutdown(absl::Seconds(2));
+}
+
 TEST(EndToEnd, AgentResendsAcrossATunerRestart) {
   testing::TempDir dir;
   const std::string db = dir.File("tuner.db");

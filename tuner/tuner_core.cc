@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
+#include "policy/cold_start.h"
 #include "policy/policy_json.h"
 #include "policy/policy_proto.h"
 #include "tuner/batch_decoder.h"
@@ -86,6 +87,9 @@ void TunerCore::OnHello(std::shared_ptr<SessionHandle> session, v1::Hello hello,
                      (!durable.ok() ? durable.status() : latest.status()).ToString());
       session->Fail(absl::UnavailableError("tuner storage unavailable"));
       return done();
+    }
+    if (!latest->has_value() && *durable == 0) {
+      *latest = Predict(*id, *record);
     }
     session->target_id = *id;
     session->hello = hello;
@@ -192,6 +196,41 @@ void TunerCore::OnDrain(std::shared_ptr<SessionHandle> session, std::function<vo
   });
 }
 
+std::optional<PolicyTable> TunerCore::Predict(int64_t target_id, const TargetRecord& target) {
+  auto targets = store_->ListTargets();
+  if (!targets.ok()) return std::nullopt;
+  std::vector<BoardEvidence> others;
+  for (const auto& t : *targets) {
+    if (t.id == target_id || t.total_samples == 0) continue;
+    auto record = store_->LoadTarget(t.id);
+    auto keys = record.ok() ? store_->LoadKeys(t.id) : record.status();
+    auto dispatch = keys.ok() ? store_->LoadDispatch(t.id) : keys.status();
+    if (!dispatch.ok()) continue;
+    FitInputs in = BuildFitInputs(*record, std::move(*keys), *dispatch);
+    others.push_back({std::move(in.cpu_classes), std::move(in.devices), std::move(in.keys)});
+  }
+  FitInputs self = BuildFitInputs(target, {}, {});
+  auto table = PredictPolicyTable(others, self, options_.fit);
+  if (!table.ok()) {
+    Logger().info("target={} board={}: no predicted table ({})", target_id, target.board,
+                  table.status().message());
+    return std::nullopt;
+  }
+  auto version = store_->AppendPolicyVersion(target_id, &*table);
+  if (!version.ok()) {
+    Logger().error("storing the predicted table failed: {}", version.status().ToString());
+    return std::nullopt;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++counters_.predicted_tables;
+    ++counters_.policy_versions;
+  }
+  Logger().info("target={} board={} predicted policy version={} entries={} from {} boards",
+                target_id, target.board, *version, table->entries.size(), others.size());
+  return std::move(*table);
+}
+
 void TunerCore::Refit(int64_t target_id, bool force) {
   samples_since_fit_[target_id] = 0;
   auto changed = store_->DetectChanges(target_id, options_.change);
@@ -233,7 +272,9 @@ void TunerCore::Refit(int64_t target_id, bool force) {
     std::lock_guard<std::mutex> lock(mu_);
     ++counters_.refits;
   }
-  if (latest->has_value() && SameDecisions(**latest, *table)) {
+  // A predicted table is kept as it was; the first fitted one is a version
+  // of its own even with the same decisions.
+  if (latest->has_value() && (*latest)->origin == "fitted" && SameDecisions(**latest, *table)) {
     table->version = (*latest)->version;
     absl::Status s = store_->UpdatePolicyEvidence(target_id, &*table);
     if (!s.ok()) Logger().error("refreshing evidence failed: {}", s.ToString());

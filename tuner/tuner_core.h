@@ -22,6 +22,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -69,6 +70,7 @@ struct TunerCounters {
   uint64_t policy_versions = 0;
   uint64_t pushes = 0;
   uint64_t changes_detected = 0;
+  uint64_t predicted_tables = 0;
 };
 
 class TunerCore {
@@ -100,6 +102,9 @@ class TunerCore {
   void WorkerLoop();
   // Worker-only helpers.
   void Refit(int64_t target_id, bool force);
+  // Cold start: a predicted table for a target without samples or policy,
+  // from the other targets' evidence. Returns it when one was stored.
+  std::optional<PolicyTable> Predict(int64_t target_id, const TargetRecord& target);
   void Push(int64_t target_id, const PolicyTable& table);
 
   const TunerOptions options_;
