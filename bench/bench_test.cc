@@ -24,3 +24,24 @@ TEST(Benchmark, WholeSuitePassesItsChecks) {
 
 }  // namespace
 }  // namespace spintune
+
+#include "bench/cold_start_eval.h"
+
+namespace spintune {
+namespace {
+
+TEST(Benchmark, ColdStartPredictionsAreCloseOnHeldBackBoards) {
+  // Boards whose card is also on boards at another clock: the predicted table
+  // costs at most 5% more than the fitted one on the board's own samples.
+  for (const auto& r : EvaluateColdStart(20000)) {
+    if (r.keys == 0) {
+      EXPECT_EQ(r.donor_boards, 0) << r.board;
+      continue;
+    }
+    EXPECT_LE(r.j_ratio, 1.05) << r.board;
+    EXPECT_GE(r.j_ratio, 1.0 - 1e-9) << r.board << " beat the table fitted on its own samples";
+  }
+}
+
+}  // namespace
+}  // namespace spintune

@@ -6,13 +6,15 @@
 #include "CLI/CLI.hpp"
 #include "bench/bench_report.h"
 #include "bench/bench_runner.h"
+#include "bench/cold_start_eval.h"
+#include "bench/seed_replay.h"
 #include "common/version.h"
 
 int main(int argc, char** argv) {
   spintune::ScenarioOptions scenarios;
   spintune::RunOptions run;
   std::string format = "table";
-  bool no_boards = false, no_synthetic = false;
+  bool no_boards = false, no_synthetic = false, cold_start = false, replay = false;
   CLI::App app{"spintune-bench: J of spintune and of every peer's mechanism on the same "
                "streams, as ratios to the best static policy in hindsight and to the "
                "clairvoyant."};
@@ -32,11 +34,23 @@ int main(int argc, char** argv) {
   app.add_option("--test", scenarios.test_samples, "Evaluated samples per stationary stream")
       ->capture_default_str();
   app.add_flag("--no-boards", no_boards, "Skip the simulated-board scenarios");
+  app.add_flag("--cold-start", cold_start,
+               "Instead: predicted vs fitted tables on held-back boards");
+  app.add_flag("--replay-seeds", replay,
+               "Instead: the seed reports' throughput tables, simulated");
   app.add_flag("--no-synthetic", no_synthetic, "Skip the synthetic families");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
+  }
+  if (cold_start) {
+    std::cout << spintune::RenderColdStart(spintune::EvaluateColdStart(20000));
+    return 0;
+  }
+  if (replay) {
+    std::cout << spintune::RenderSeedReplay();
+    return 0;
   }
   scenarios.train_samples = run.train_samples;
   scenarios.boards = !no_boards;
