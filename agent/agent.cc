@@ -2,7 +2,9 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <cctype>
 #include <condition_variable>
+#include <filesystem>
 #include <deque>
 #include <fstream>
 #include <mutex>
@@ -10,6 +12,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "common/file_util.h"
 #include "common/logging.h"
 #include "common/version.h"
 #include "policy/policy_blob.h"
@@ -48,6 +51,10 @@ class Agent::Impl {
   absl::StatusOr<SessionEnd> RunSession();
   void ReadLoop(Stream* stream);
   void HandlePolicy(const v1::PolicyUpdate& update, Stream* stream);
+  // Validates `table` for every device, then hands the blobs to the sink.
+  absl::Status ApplyTable(const v1::PolicyTable& table);
+  std::string LastGoodPath() const;
+  void ReapplyLastGood();
   bool Write(Stream* stream, const v1::AgentMessage& message);
   // Produces the next batch (seq = generated_seq_ + 1). Returns false at the
   // end of the stream.
@@ -128,34 +135,62 @@ bool Agent::Impl::Write(Stream* stream, const v1::AgentMessage& message) {
   return stream->Write(message);
 }
 
+absl::Status Agent::Impl::ApplyTable(const v1::PolicyTable& wire) {
+  auto table = PolicyTableFromProto(wire, hello_);
+  if (!table.ok()) return table.status();
+  // Validate every device first, then write: a bad table changes nothing.
+  std::vector<std::pair<std::string, std::string>> blobs;
+  for (int i = 0; i < hello_.devices_size(); ++i) {
+    const std::string& device = hello_.devices(i).name();
+    auto blob = EncodePolicyBlob(*table, device);
+    if (!blob.ok()) return blob.status();
+    blobs.emplace_back(device, *blob);
+  }
+  for (const auto& [device, blob] : blobs) {
+    absl::Status s = sink_->Apply(device, blob);
+    if (!s.ok()) return s;
+    Logger().info("applied policy version={} device={} sink={}", wire.version(), device,
+                  sink_->Where(device));
+  }
+  return absl::OkStatus();
+}
+
+std::string Agent::Impl::LastGoodPath() const {
+  std::string name;
+  for (char ch : options_.agent_id) {
+    name.push_back(std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' ? ch : '_');
+  }
+  return options_.state_dir + "/" + name + ".last-good.pb";
+}
+
+void Agent::Impl::ReapplyLastGood() {
+  if (options_.state_dir.empty()) return;
+  auto bytes = ReadFileToString(LastGoodPath());
+  if (!bytes.ok()) return;  // none kept yet
+  v1::PolicyTable table;
+  absl::Status s = table.ParseFromString(*bytes) ? ApplyTable(table)
+                                                 : absl::DataLossError("unreadable");
+  if (!s.ok()) {
+    Logger().warn("last good table {} not re-applied: {}", LastGoodPath(), s.message());
+    return;
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  stats_.applied_version = table.version();
+  stats_.reapplied_version = table.version();
+  Logger().info("re-applied last good table version={} from {}", table.version(), LastGoodPath());
+}
+
 void Agent::Impl::HandlePolicy(const v1::PolicyUpdate& update, Stream* stream) {
   v1::AgentMessage reply;
   auto* applied = reply.mutable_applied();
   applied->set_version(update.table().version());
-  absl::Status status;
-  auto table = PolicyTableFromProto(update.table(), hello_);
-  if (!table.ok()) status = table.status();
-  // Validate every device first, then write: a bad table changes nothing.
-  std::vector<std::pair<std::string, std::string>> blobs;
-  for (int i = 0; status.ok() && i < hello_.devices_size(); ++i) {
-    const std::string& device = hello_.devices(i).name();
-    auto blob = EncodePolicyBlob(*table, device);
-    if (!blob.ok()) {
-      status = blob.status();
-    } else {
-      blobs.emplace_back(device, *blob);
-    }
-  }
-  for (const auto& [device, blob] : blobs) {
-    if (!status.ok()) break;
-    status = sink_->Apply(device, blob);
-    if (status.ok()) {
-      Logger().info("applied policy version={} device={} sink={}", update.table().version(),
-                    device, sink_->Where(device));
-    }
-  }
+  absl::Status status = ApplyTable(update.table());
   applied->set_ok(status.ok());
   if (status.ok()) {
+    if (!options_.state_dir.empty()) {
+      absl::Status kept = WriteFileAtomically(LastGoodPath(), update.table().SerializeAsString());
+      if (!kept.ok()) Logger().warn("cannot keep the last good table: {}", kept.message());
+    }
     std::lock_guard<std::mutex> lock(mu_);
     stats_.applied_version = update.table().version();
   } else {
@@ -352,6 +387,15 @@ absl::Status Agent::Impl::Run() {
   pace_start_ = absl::Now();
   hello_.set_agent_id(options_.agent_id);
   hello_.set_agent_version(Version());
+  if (!options_.state_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(options_.state_dir, ec);
+    if (ec) {
+      Logger().warn("state dir {}: {}; the last good table will not be kept",
+                    options_.state_dir, ec.message());
+    }
+  }
+  ReapplyLastGood();
   if (!options_.record_csv.empty()) {
     const bool existed = std::ifstream(options_.record_csv).good();
     record_.open(options_.record_csv, std::ios::app);

@@ -44,6 +44,10 @@ struct AgentOptions {
   absl::Duration drain_timeout = absl::Seconds(60);
   // Optional CSV of every completion sample, written once per batch.
   std::string record_csv;
+  // Where the last table that was applied successfully is kept (empty: not
+  // kept). At start the agent re-applies it through the sink before it
+  // connects, so a rebooted board runs its tuned table without the tuner.
+  std::string state_dir;
 };
 
 struct AgentStats {
@@ -54,6 +58,7 @@ struct AgentStats {
   uint64_t reconnects = 0;
   uint64_t applied_version = 0;
   uint64_t tuner_total_samples = 0;  // from Drained
+  uint64_t reapplied_version = 0;    // the last good table applied at start
 };
 
 class Agent {

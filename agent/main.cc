@@ -23,6 +23,7 @@ struct Flags {
   size_t batch_size = 512;
   double rate = 0;
   std::string record;
+  std::string state_dir = "/var/lib/spintune";
   double give_up_after_s = 0;
   std::string log_level = "info";
   bool list_boards = false;
@@ -52,7 +53,8 @@ int main(int argc, char** argv) {
                  "Stable identity of this agent (default: HOSTNAME/SOURCE)");
   app.add_option("--source", f.source, "Where samples come from: sim:BOARD");
   app.add_option("--sink", f.sink,
-                 "Where pushed tables go: file:PATH (PATH may hold {device}) or none")
+                 "Where pushed tables go: file:PATH, attr:PATH, shm:NAME (each may hold "
+                 "{device}) or none")
       ->capture_default_str();
   app.add_option("--seed", f.seed, "Seed of simulated sources")->capture_default_str();
   app.add_option("--max-samples", f.max_samples,
@@ -67,6 +69,9 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   app.add_option("--record", f.record, "Append every sent completion sample to this CSV");
+  app.add_option("--state-dir", f.state_dir,
+                 "Keep the last good table here and re-apply it at start (empty: don't)")
+      ->capture_default_str();
   app.add_option("--give-up-after", f.give_up_after_s,
                  "Exit with an error after this many seconds without a tuner (0: never)")
       ->capture_default_str();
@@ -118,6 +123,7 @@ int main(int argc, char** argv) {
   options.batch_size = f.batch_size;
   options.record_csv = f.record;
   options.samples_per_second = f.rate;
+  options.state_dir = f.state_dir;
   options.give_up_after = absl::Seconds(f.give_up_after_s);
   spintune::Agent agent(options, std::move(*source), std::move(*sink));
   spintune::SignalWaiter signals([&agent](int sig) {

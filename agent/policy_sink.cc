@@ -1,10 +1,20 @@
 #include "agent/policy_sink.h"
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <map>
+
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "common/file_util.h"
 #include "policy/policy_blob.h"
+#include "spintune/shm.h"
 
 namespace spintune {
 namespace {
@@ -35,6 +45,109 @@ class FileSink : public PolicySink {
   std::string pattern_;
 };
 
+class AttrSink : public PolicySink {
+ public:
+  explicit AttrSink(std::string pattern) : pattern_(std::move(pattern)) {}
+  std::string Where(const std::string& device) const override {
+    return absl::StrReplaceAll(pattern_, {{"{device}", device}});
+  }
+  absl::Status Apply(const std::string& device, const std::string& blob) override {
+    const std::string path = Where(device);
+    const int fd = ::open(path.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC);
+    if (fd < 0) {
+      return absl::UnavailableError(absl::StrCat("cannot open ", path, ": ", std::strerror(errno)));
+    }
+    const ssize_t n = ::write(fd, blob.data(), blob.size());
+    const int saved = errno;
+    ::close(fd);
+    if (n < 0) {
+      return absl::UnavailableError(absl::StrCat("write to ", path, " failed: ", std::strerror(saved)));
+    }
+    if (static_cast<size_t>(n) != blob.size()) {
+      return absl::DataLossError(absl::StrCat(path, ": the attribute took ", n, " of ",
+                                              blob.size(), " bytes"));
+    }
+    auto back = ReadFileToString(path);
+    if (back.ok() && !back->empty() && *back != blob) {
+      return absl::DataLossError(absl::StrCat(path, ": read back differs from what was written"));
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  std::string pattern_;
+};
+
+class ShmSink : public PolicySink {
+ public:
+  explicit ShmSink(std::string pattern) : pattern_(std::move(pattern)) {}
+  ~ShmSink() override {
+    for (auto& [name, m] : maps_) ::munmap(m.addr, m.size);
+  }
+  std::string Where(const std::string& device) const override {
+    std::string name = absl::StrReplaceAll(pattern_, {{"{device}", device}});
+    return name[0] == '/' ? name : "/" + name;
+  }
+  absl::Status Apply(const std::string& device, const std::string& blob) override {
+    const std::string name = Where(device);
+    auto mapped = Map(name);
+    if (!mapped.ok()) return mapped.status();
+    spintune_shm* shm = *mapped;
+    auto decoded = DecodePolicyBlob(blob);
+    if (!decoded.ok()) return decoded.status();
+    const int rc = spintune_shm_publish(shm, blob.data(), static_cast<uint32_t>(blob.size()),
+                                        (*decoded)->table.version);
+    if (rc != 0) return absl::ResourceExhaustedError(absl::StrCat(name, ": blob too large"));
+    std::string back(blob.size(), '\0');
+    uint32_t len = 0;
+    if (spintune_shm_snapshot(shm, back.data(), static_cast<uint32_t>(back.size()), &len,
+                              nullptr, 100) != 0 ||
+        back != blob) {
+      return absl::DataLossError(absl::StrCat(name, ": read back differs from what was written"));
+    }
+    return absl::OkStatus();
+  }
+  // Room for the largest blob a driver accepts.
+  static constexpr uint32_t kCapacity =
+      SPINTUNE_BLOB_HEADER_BYTES + SPINTUNE_MAX_ENTRIES * SPINTUNE_BLOB_ENTRY_BYTES;
+
+ private:
+  struct Mapping {
+    spintune_shm* addr;
+    size_t size;
+  };
+  absl::StatusOr<spintune_shm*> Map(const std::string& name) {
+    auto it = maps_.find(name);
+    if (it != maps_.end()) return it->second.addr;
+    const int fd = ::shm_open(name.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0644);
+    if (fd < 0) {
+      return absl::UnavailableError(absl::StrCat("shm_open ", name, ": ", std::strerror(errno)));
+    }
+    const size_t size = SPINTUNE_SHM_HEADER_BYTES + kCapacity;
+    struct stat st;
+    if (::fstat(fd, &st) != 0 || (static_cast<size_t>(st.st_size) < size &&
+                                  ::ftruncate(fd, static_cast<off_t>(size)) != 0)) {
+      const int saved = errno;
+      ::close(fd);
+      return absl::UnavailableError(absl::StrCat("sizing ", name, ": ", std::strerror(saved)));
+    }
+    void* addr = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    ::close(fd);
+    if (addr == MAP_FAILED) {
+      return absl::UnavailableError(absl::StrCat("mmap ", name, ": ", std::strerror(errno)));
+    }
+    auto* shm = static_cast<spintune_shm*>(addr);
+    if (shm->magic != SPINTUNE_SHM_MAGIC || shm->capacity < kCapacity) {
+      spintune_shm_init(shm, kCapacity);
+    }
+    maps_[name] = {shm, size};
+    return shm;
+  }
+
+  std::string pattern_;
+  std::map<std::string, Mapping> maps_;
+};
+
 class NoSink : public PolicySink {
  public:
   std::string Where(const std::string&) const override { return "(none)"; }
@@ -49,18 +162,25 @@ class NoSink : public PolicySink {
 absl::StatusOr<std::unique_ptr<PolicySink>> MakePolicySink(
     const std::string& spec, const std::vector<std::string>& devices) {
   if (spec == "none") return std::unique_ptr<PolicySink>(new NoSink());
-  if (absl::StartsWith(spec, "file:")) {
-    const std::string pattern = spec.substr(5);
-    if (pattern.empty()) return absl::InvalidArgumentError("file: sink needs a path");
-    if (devices.size() > 1 && !absl::StrContains(pattern, "{device}")) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "sink path '", pattern, "' needs a {device} placeholder: the target has ",
-          devices.size(), " devices"));
-    }
-    return std::unique_ptr<PolicySink>(new FileSink(pattern));
+  const size_t colon = spec.find(':');
+  const std::string kind = colon == std::string::npos ? spec : spec.substr(0, colon);
+  const std::string pattern = colon == std::string::npos ? "" : spec.substr(colon + 1);
+  if (kind != "file" && kind != "attr" && kind != "shm") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "unknown sink '", spec, "' (expected file:PATH, attr:PATH, shm:NAME or none)"));
   }
-  return absl::InvalidArgumentError(
-      absl::StrCat("unknown sink '", spec, "' (expected file:PATH or none)"));
+  if (pattern.empty()) return absl::InvalidArgumentError(absl::StrCat(kind, ": sink needs a path"));
+  if (devices.size() > 1 && !absl::StrContains(pattern, "{device}")) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "sink path '", pattern, "' needs a {device} placeholder: the target has ",
+        devices.size(), " devices"));
+  }
+  if (kind == "file") return std::unique_ptr<PolicySink>(new FileSink(pattern));
+  if (kind == "attr") return std::unique_ptr<PolicySink>(new AttrSink(pattern));
+  if (pattern.find('/', 1) != std::string::npos) {
+    return absl::InvalidArgumentError("shm: name must not contain '/' (it names /dev/shm/NAME)");
+  }
+  return std::unique_ptr<PolicySink>(new ShmSink(pattern));
 }
 
 }  // namespace spintune

@@ -1,11 +1,18 @@
 // PolicySink: where the agent hands a pushed policy blob to the driver.
 //
 //   file:PATH   atomic replace: write PATH.tmp, fsync, rename over PATH,
-//               fsync the directory; PATH may contain {device}, and must when
-//               the target has more than one device.
+//               fsync the directory (a firmware file a driver loads).
+//   attr:PATH   one write() of the whole blob, as a sysfs/debugfs attribute
+//               needs (a partial write is an error).
+//   shm:NAME    a POSIX shared memory object (/dev/shm/NAME) holding the blob
+//               behind a seqlock (driver/include/spintune/shm.h), for
+//               user-space drivers.
 //   none        validate only (nothing is written).
 //
-// Every sink re-reads what it wrote and checks it with the driver's parser.
+// PATH and NAME may contain {device}, and must when the target has more than
+// one device. Every sink verifies what it delivered with the driver's parser
+// (file and shm: read back; attr: read back when the attribute is readable,
+// else the full write count).
 // Thread-safety: one thread at a time.
 #ifndef SPINTUNE_AGENT_POLICY_SINK_H_
 #define SPINTUNE_AGENT_POLICY_SINK_H_

@@ -1,5 +1,7 @@
 #include "agent/policy_sink.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -49,6 +51,59 @@ TEST(PolicySink, UnwritableDirectoryIsAnError) {
   ASSERT_TRUE(sink.ok());
   auto blob = EncodePolicyBlob(testing::SampleTable(), "mmc0");
   EXPECT_FALSE((*sink)->Apply("mmc0", *blob).ok());
+}
+
+}  // namespace
+}  // namespace spintune
+
+#include <sys/mman.h>
+
+#include "spintune/shm.h"
+
+namespace spintune {
+namespace {
+
+TEST(PolicySink, AttrSinkWritesTheBlobInOneWrite) {
+  const fs::path dir = fs::path(::testing::TempDir()) / ("attr_" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  const std::string attr = (dir / "policy").string();
+  { std::ofstream(attr) << std::string(5000, 'x'); }  // older, longer content
+  auto sink = MakePolicySink("attr:" + attr, {"mmc0"});
+  ASSERT_TRUE(sink.ok());
+  auto blob = EncodePolicyBlob(testing::SampleTable(), "mmc0");
+  ASSERT_TRUE((*sink)->Apply("mmc0", *blob).ok());
+  std::ifstream in(attr, std::ios::binary);
+  std::stringstream got;
+  got << in.rdbuf();
+  EXPECT_EQ(got.str(), *blob);
+  EXPECT_FALSE((*MakePolicySink("attr:/nonexistent/attr", {"mmc0"}))->Apply("mmc0", *blob).ok());
+  fs::remove_all(dir);
+}
+
+TEST(PolicySink, ShmSinkPublishesBehindTheSeqlock) {
+  const std::string name = "spintune-test-" + std::to_string(getpid());
+  auto sink = MakePolicySink("shm:" + name, {"mmc0"});
+  ASSERT_TRUE(sink.ok()) << sink.status();
+  auto blob = EncodePolicyBlob(testing::SampleTable(), "mmc0");
+  ASSERT_TRUE((*sink)->Apply("mmc0", *blob).ok());
+  // A reader maps the same object, as a user-space driver does.
+  const int fd = shm_open(("/" + name).c_str(), O_RDONLY, 0);
+  ASSERT_GE(fd, 0);
+  struct stat st;
+  ASSERT_EQ(fstat(fd, &st), 0);
+  void* addr = mmap(nullptr, st.st_size, PROT_READ, MAP_SHARED, fd, 0);
+  close(fd);
+  ASSERT_NE(addr, MAP_FAILED);
+  std::string copy(blob->size(), '\0');
+  uint32_t len = 0, seq = 0;
+  ASSERT_EQ(spintune_shm_snapshot(static_cast<const spintune_shm*>(addr), copy.data(),
+                                  static_cast<uint32_t>(copy.size()), &len, &seq, 10),
+            0);
+  EXPECT_EQ(copy.substr(0, len), *blob);
+  EXPECT_EQ(static_cast<const spintune_shm*>(addr)->table_version, 7u);
+  munmap(addr, st.st_size);
+  shm_unlink(("/" + name).c_str());
+  EXPECT_FALSE(MakePolicySink("shm:a/b", {"mmc0"}).ok());
 }
 
 }  // namespace

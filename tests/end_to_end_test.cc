@@ -1,6 +1,7 @@
 // The whole loop over loopback: a real tuner (gRPC + SQLite file), a real
 // agent on a simulated board, the file sink, and the offline `spintune tune`
 // on the very samples the agent sent.
+#include <filesystem>
 #include <sstream>
 #include <thread>
 
@@ -183,6 +184,42 @@ TEST(EndToEnd, ANewBoardGetsAPredictedTableBeforeItsFirstSample) {
   }
   EXPECT_TRUE(found);
   tuner->Shutdown(absl::Seconds(2));
+}
+
+TEST(EndToEnd, AgentReappliesItsLastGoodTableWithoutATuner) {
+  testing::TempDir dir;
+  auto tuner = StartTuner(dir.File("tuner.db"));
+  ASSERT_NE(tuner, nullptr);
+  const std::string blob_path = dir.File("mmc0.bin");
+  auto run = [&](const std::string& address, uint64_t samples) {
+    auto source = MakeSampleSource("sim:microwatt-100mhz", 7);
+    auto sink = MakePolicySink("file:" + blob_path, {"mmc0"});
+    AgentOptions options;
+    options.tuner_address = address;
+    options.agent_id = "rebooting-board";
+    options.max_samples = samples;
+    options.state_dir = dir.File("state");
+    options.give_up_after = absl::Seconds(1);
+    options.initial_backoff = absl::Milliseconds(50);
+    Agent agent(options, std::move(*source), std::move(*sink));
+    absl::Status s = agent.Run();
+    return std::make_pair(s, agent.stats());
+  };
+  auto [first, first_stats] = run(tuner->address(), 10000);
+  ASSERT_TRUE(first.ok()) << first;
+  ASSERT_GT(first_stats.applied_version, 0u);
+  tuner->Shutdown(absl::Seconds(1));
+  // The board reboots: the blob is gone, the tuner is unreachable.
+  std::filesystem::remove(blob_path);
+  auto [second, second_stats] = run("127.0.0.1:1", 1000);
+  EXPECT_FALSE(second.ok());  // it gives up on the tuner ...
+  EXPECT_EQ(second_stats.reapplied_version, first_stats.applied_version);  // ... but not on the table
+  EXPECT_TRUE(std::filesystem::exists(blob_path));
+  auto blob = ReadFileToString(blob_path);
+  ASSERT_TRUE(blob.ok());
+  auto decoded = DecodePolicyBlob(*blob);
+  ASSERT_TRUE(decoded.ok());
+  EXPECT_EQ((*decoded)->table.version, first_stats.applied_version);
 }
 
 TEST(EndToEnd, AgentResendsAcrossATunerRestart) {

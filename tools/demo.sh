@@ -33,6 +33,7 @@ pids=()
 for board in "${BOARDS[@]}"; do
   "$BIN_AGENT" --tuner "$addr" --agent-id "$board" --source "sim:$board" --seed 1 \
     --max-samples "$SAMPLES" --sink "file:$OUT/$board-{device}.bin" --give-up-after 30 \
+    --state-dir "$OUT/state" \
     >"$OUT/agent-$board.log" 2>&1 &
   pids+=($!)
 done

@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: (GPL-2.0 OR MIT) */
+/*
+ * spintune compat layer: the time, relax, delay and sleep primitives the
+ * wait helpers (wait.h) use, mapped to the kernel's or to POSIX's.
+ *
+ * A driver (or a test) may define any of these macros before including
+ * wait.h to supply its own, e.g. a fake clock:
+ *   SPINTUNE_NOW_NS()        monotonic time in ns (uint64_t)
+ *   SPINTUNE_CPU_RELAX()     pause inside a busy loop
+ *   SPINTUNE_SLEEP_NS(ns)    sleep about ns; may sleep (not atomic-safe)
+ *
+ * Kernel: ktime_get_ns(), cpu_relax(), fsleep() (udelay below 10 us,
+ * usleep_range up to a few ticks, msleep beyond). POSIX:
+ * clock_gettime(CLOCK_MONOTONIC), the architecture's pause/yield hint,
+ * nanosleep(). The POSIX part is the only place the headers use libc.
+ */
+#ifndef SPINTUNE_COMPAT_H
+#define SPINTUNE_COMPAT_H
+
+#ifdef __KERNEL__
+#include <linux/delay.h>
+#include <linux/ktime.h>
+#include <linux/processor.h>
+
+#ifndef SPINTUNE_NOW_NS
+#define SPINTUNE_NOW_NS() ((uint64_t)ktime_get_ns())
+#endif
+#ifndef SPINTUNE_CPU_RELAX
+#define SPINTUNE_CPU_RELAX() cpu_relax()
+#endif
+#ifndef SPINTUNE_SLEEP_NS
+#define SPINTUNE_SLEEP_NS(ns) fsleep(DIV_ROUND_UP((ns), 1000))
+#endif
+
+#else /* user space */
+#include <stdint.h>
+#include <time.h>
+
+#ifndef SPINTUNE_NOW_NS
+static inline uint64_t spintune__posix_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+#define SPINTUNE_NOW_NS() spintune__posix_now_ns()
+#endif
+
+#ifndef SPINTUNE_CPU_RELAX
+#if defined(__x86_64__) || defined(__i386__)
+#define SPINTUNE_CPU_RELAX() __builtin_ia32_pause()
+#elif defined(__aarch64__) || defined(__arm__)
+#define SPINTUNE_CPU_RELAX() __asm__ __volatile__("yield" ::: "memory")
+#else
+#define SPINTUNE_CPU_RELAX() __asm__ __volatile__("" ::: "memory")
+#endif
+#endif
+
+#ifndef SPINTUNE_SLEEP_NS
+static inline void spintune__posix_sleep_ns(uint64_t ns)
+{
+	struct timespec ts;
+
+	ts.tv_sec = (time_t)(ns / 1000000000u);
+	ts.tv_nsec = (long)(ns % 1000000000u);
+	while (nanosleep(&ts, &ts) != 0) {
+		/* interrupted: sleep the rest */
+	}
+}
+#define SPINTUNE_SLEEP_NS(ns) spintune__posix_sleep_ns(ns)
+#endif
+
+#endif /* __KERNEL__ */
+
+#endif /* SPINTUNE_COMPAT_H */
