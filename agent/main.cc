@@ -7,6 +7,7 @@
 #include "CLI/CLI.hpp"
 #include "agent/agent.h"
 #include "agent/board_model.h"
+#include "agent/csv_source.h"
 #include "common/logging.h"
 #include "common/signal_waiter.h"
 #include "common/version.h"
@@ -23,6 +24,7 @@ struct Flags {
   size_t batch_size = 512;
   double rate = 0;
   std::string record;
+  std::string platform;
   std::string state_dir = "/var/lib/spintune";
   double give_up_after_s = 0;
   std::string log_level = "info";
@@ -51,7 +53,10 @@ int main(int argc, char** argv) {
   app.add_option("--tuner", f.tuner, "Tuner address host:port")->capture_default_str();
   app.add_option("--agent-id", f.agent_id,
                  "Stable identity of this agent (default: HOSTNAME/SOURCE)");
-  app.add_option("--source", f.source, "Where samples come from: sim:BOARD");
+  app.add_option("--source", f.source,
+                 "Where samples come from: sim:BOARD, or csv:FILE (with --platform)");
+  app.add_option("--platform", f.platform,
+                 "Platform costs JSON for csv: sources (docs/csv-formats.md)");
   app.add_option("--sink", f.sink,
                  "Where pushed tables go: file:PATH, attr:PATH, shm:NAME (each may hold "
                  "{device}) or none")
@@ -101,7 +106,21 @@ int main(int argc, char** argv) {
     gethostname(host, sizeof(host) - 1);
     f.agent_id = std::string(host) + "/" + f.source;
   }
-  auto source = spintune::MakeSampleSource(f.source, f.seed);
+  absl::StatusOr<std::unique_ptr<spintune::SampleSource>> source;
+  if (f.source.rfind("csv:", 0) == 0) {
+    if (f.platform.empty()) {
+      std::cerr << "spintune-agent: a csv: source needs --platform FILE\n";
+      return 2;
+    }
+    auto csv = spintune::CsvSource::Open(f.source.substr(4), f.platform);
+    if (csv.ok()) {
+      source = std::unique_ptr<spintune::SampleSource>(std::move(*csv));
+    } else {
+      source = csv.status();
+    }
+  } else {
+    source = spintune::MakeSampleSource(f.source, f.seed);
+  }
   if (!source.ok()) {
     std::cerr << "spintune-agent: --source: " << source.status().message() << "\n";
     return 2;

@@ -118,7 +118,7 @@ absl::StatusOr<std::unique_ptr<SampleSource>> MakeSampleSource(const std::string
     return std::unique_ptr<SampleSource>(new SimSource(*board, seed));
   }
   return absl::InvalidArgumentError(
-      absl::StrCat("unknown source '", spec, "' (expected sim:BOARD)"));
+      absl::StrCat("unknown source '", spec, "' (expected sim:BOARD or csv:FILE)"));
 }
 
 }  // namespace spintune

@@ -6,13 +6,14 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
-#include "cli/samples_csv.h"
+#include "policy/samples_csv.h"
 #include "cli/table_format.h"
 #include "common/file_util.h"
 #include "common/status_macros.h"
 #include "common/version.h"
 #include "policy/header_writer.h"
 #include "policy/policy_builder.h"
+#include "policy/platform_json.h"
 #include "policy/policy_json.h"
 #include "spintune/v1/spintune.grpc.pb.h"
 #include "storage/store.h"
@@ -30,82 +31,17 @@ absl::Status CheckFormat(const std::string& format) {
   return absl::OkStatus();
 }
 
-// Platform JSON (docs/csv-formats.md): the five costs at the top level apply
-// to every CPU class not listed in "cpu_classes"; "devices" may carry the
-// drivers' default rules.
+// Platform JSON (docs/csv-formats.md) applied to the classes and devices
+// the samples name.
 absl::StatusOr<FitInputs> ReadPlatform(const std::string& path, const SampleSet& samples) {
-  SPINTUNE_ASSIGN_OR_RETURN(std::string text, ReadFileToString(path));
-  json j = json::parse(text, nullptr, false);
-  if (j.is_discarded()) return absl::InvalidArgumentError(absl::StrCat(path, ": not valid JSON"));
-  if (!j.is_object()) return absl::InvalidArgumentError(absl::StrCat(path, ": must be an object"));
+  SPINTUNE_ASSIGN_OR_RETURN(PlatformFile platform, ReadPlatformFile(path));
   FitInputs in;
-  in.board = j.value("board", std::string("offline"));
-  auto fail = [&](const absl::Status& s) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ": ", s.message()));
-  };
-  std::map<std::string, CpuClassInfo> listed;
-  if (j.contains("cpu_classes")) {
-    if (!j["cpu_classes"].is_array()) return fail(absl::InvalidArgumentError("cpu_classes must be an array"));
-    for (size_t i = 0; i < j["cpu_classes"].size(); ++i) {
-      const json& cj = j["cpu_classes"][i];
-      const std::string where = absl::StrCat("cpu_classes[", i, "]");
-      if (!cj.is_object() || !cj.contains("name") || !cj["name"].is_string()) {
-        return fail(absl::InvalidArgumentError(where + ".name: missing"));
-      }
-      CpuClassInfo c;
-      c.name = cj["name"].get<std::string>();
-      auto costs = CostsFromJson(cj, where);
-      if (!costs.ok()) return fail(costs.status());
-      c.costs = *costs;
-      if (cj.contains("cpu_khz") && cj["cpu_khz"].is_number_unsigned()) {
-        c.cpu_khz = cj["cpu_khz"].get<uint64_t>();
-      }
-      listed[c.name] = c;
-    }
-  }
-  std::optional<PlatformCosts> top;
-  if (j.contains("irq_cpu_ns")) {
-    auto costs = CostsFromJson(j, "platform");
-    if (!costs.ok()) return fail(costs.status());
-    top = *costs;
-  }
+  in.board = platform.board;
   for (const auto& name : samples.cpu_classes) {
-    auto it = listed.find(name);
-    if (it != listed.end()) {
-      in.cpu_classes.push_back(it->second);
-    } else if (top) {
-      in.cpu_classes.push_back({name, j.value("cpu_khz", uint64_t{0}), *top});
-    } else {
-      return absl::InvalidArgumentError(absl::StrCat(
-          path, ": no costs for cpu class '", name,
-          "' (give irq_cpu_ns, irq_wake_ns, poll_read_ns, timer_cpu_ns, timer_wake_ns)"));
-    }
+    SPINTUNE_ASSIGN_OR_RETURN(CpuClassInfo cpu, platform.CpuClass(name));
+    in.cpu_classes.push_back(std::move(cpu));
   }
-  std::map<std::string, DeviceInfo> devices;
-  if (j.contains("devices")) {
-    if (!j["devices"].is_array()) return fail(absl::InvalidArgumentError("devices must be an array"));
-    for (size_t i = 0; i < j["devices"].size(); ++i) {
-      const json& dj = j["devices"][i];
-      const std::string where = absl::StrCat("devices[", i, "]");
-      if (!dj.is_object() || !dj.contains("name") || !dj["name"].is_string()) {
-        return fail(absl::InvalidArgumentError(where + ".name: missing"));
-      }
-      DeviceInfo d;
-      d.name = dj["name"].get<std::string>();
-      d.driver = dj.value("driver", std::string());
-      d.model = dj.value("model", std::string());
-      if (dj.contains("default_rules")) {
-        auto rules = DefaultRulesFromJson(dj["default_rules"], where + ".default_rules");
-        if (!rules.ok()) return fail(rules.status());
-        d.default_rules = std::move(*rules);
-      }
-      devices[d.name] = std::move(d);
-    }
-  }
-  for (const auto& name : samples.devices) {
-    auto it = devices.find(name);
-    in.devices.push_back(it != devices.end() ? it->second : DeviceInfo{name, "", "", {}});
-  }
+  for (const auto& name : samples.devices) in.devices.push_back(platform.Device(name));
   in.keys = samples.keys;
   return in;
 }

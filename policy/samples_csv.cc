@@ -1,4 +1,4 @@
-#include "cli/samples_csv.h"
+#include "policy/samples_csv.h"
 
 #include <algorithm>
 #include <map>

@@ -5,8 +5,8 @@
 // Required columns: device, opcode, bytes, wait_ns. Optional: cpu_class
 // (default "default"), path (irq|spin|unknown), error (0|1), timeout (0|1).
 // Extra columns are ignored.
-#ifndef SPINTUNE_CLI_SAMPLES_CSV_H_
-#define SPINTUNE_CLI_SAMPLES_CSV_H_
+#ifndef SPINTUNE_POLICY_SAMPLES_CSV_H_
+#define SPINTUNE_POLICY_SAMPLES_CSV_H_
 
 #include <string>
 #include <vector>
@@ -29,4 +29,4 @@ absl::StatusOr<SampleSet> ReadSamplesCsv(const std::string& path);
 
 }  // namespace spintune
 
-#endif  // SPINTUNE_CLI_SAMPLES_CSV_H_
+#endif  // SPINTUNE_POLICY_SAMPLES_CSV_H_
