@@ -10,7 +10,7 @@ DEB_PACKAGES := cmake ninja-build g++ pkg-config \
   libeigen3-dev libsqlite3-dev libgtest-dev libgmock-dev libbenchmark-dev \
   libcli11-dev nlohmann-json3-dev libspdlog-dev liburing-dev clang libclang-rt-14-dev
 
-.PHONY: all deps configure build demo test bench clean
+.PHONY: all deps configure build demo test bench uring-ref clean
 
 all: build
 
@@ -29,6 +29,9 @@ demo: build
 
 test: build
 	@ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
+
+uring-ref: build
+	@tools/uring_ref_demo.sh $(BUILD)
 
 bench: build
 	@$(BUILD)/bench/optimizer_bench

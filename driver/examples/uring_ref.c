@@ -1,0 +1,430 @@
+/*
+ * spintune-uring-ref: a user-space reference driver. An io_uring engine
+ * doing O_DIRECT reads and writes on a file that waits for each completion
+ * through the spintune helpers (wait.h): spin on the completion queue up to
+ * the entry's threshold, then block in the kernel (io_uring_wait_cqe), with
+ * the table read from the agent's shared-memory sink (shm.h).
+ *
+ *   measure mode: spin on every completion (exact completion times) and
+ *     block on a share of them, write the samples CSV and a platform JSON
+ *     estimated on this machine;
+ *   table / spin / block modes: run the workload and report per opcode the
+ *     mean latency and CPU time (thread CPU clock) per request.
+ *
+ * Opcodes follow the block layer: 0 = read (REQ_OP_READ), 1 = write.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <liburing.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "spintune/shm.h"
+#include "spintune/wait.h"
+
+#define DEVICE_NAME "uring0"
+#define MAX_SIZES 8
+
+struct options {
+	const char *file;
+	const char *mode;
+	const char *shm;
+	const char *csv;
+	const char *platform;
+	unsigned long long file_mib;
+	unsigned long ops;
+	unsigned sizes[MAX_SIZES];
+	int nsizes;
+};
+
+struct opstats {
+	unsigned long count;
+	double latency_ns;
+	double cpu_ns;
+	unsigned long spin_hits, irq_fallbacks;
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"usage: spintune-uring-ref --mode measure|table|spin|block [options]\n"
+		"  --file PATH       data file (O_DIRECT), created if missing\n"
+		"  --file-mib N      its size in MiB (default 64)\n"
+		"  --ops N           requests to run (default 20000)\n"
+		"  --sizes A,B,...   request sizes in bytes, multiples of 4096 (default 4096,65536)\n"
+		"  --shm NAME        table mode: the agent's shm sink object (shm:NAME)\n"
+		"  --csv OUT         measure mode: completion samples CSV\n"
+		"  --platform OUT    measure mode: platform costs JSON of this machine\n"
+		"Examples:\n"
+		"  spintune-uring-ref --mode measure --csv s.csv --platform p.json\n"
+		"  spintune-uring-ref --mode table --shm spintune-uring0\n"
+		"Exit codes: 0 ok, 1 runtime failure, 2 usage, 77 io_uring unavailable.\n");
+}
+
+static int parse(int argc, char **argv, struct options *o)
+{
+	static const struct option longopts[] = {
+		{"file", required_argument, 0, 'f'},    {"mode", required_argument, 0, 'm'},
+		{"shm", required_argument, 0, 's'},     {"csv", required_argument, 0, 'c'},
+		{"platform", required_argument, 0, 'p'}, {"file-mib", required_argument, 0, 'b'},
+		{"ops", required_argument, 0, 'n'},     {"sizes", required_argument, 0, 'z'},
+		{"help", no_argument, 0, 'h'},          {0, 0, 0, 0}};
+	int c;
+
+	o->file = "/var/tmp/spintune-uring-ref.dat";
+	o->file_mib = 64;
+	o->ops = 20000;
+	o->sizes[0] = 4096;
+	o->sizes[1] = 65536;
+	o->nsizes = 2;
+	while ((c = getopt_long(argc, argv, "", longopts, 0)) != -1) {
+		char *end, *tok;
+
+		switch (c) {
+		case 'f': o->file = optarg; break;
+		case 'm': o->mode = optarg; break;
+		case 's': o->shm = optarg; break;
+		case 'c': o->csv = optarg; break;
+		case 'p': o->platform = optarg; break;
+		case 'b': o->file_mib = strtoull(optarg, &end, 10); if (*end || !o->file_mib) return -1; break;
+		case 'n': o->ops = strtoul(optarg, &end, 10); if (*end || !o->ops) return -1; break;
+		case 'z':
+			o->nsizes = 0;
+			for (tok = strtok(optarg, ","); tok && o->nsizes < MAX_SIZES; tok = strtok(0, ",")) {
+				const unsigned long v = strtoul(tok, &end, 10);
+
+				if (*end || !v || v % 4096 || v > (1u << 20))
+					return -1;
+				o->sizes[o->nsizes++] = (unsigned)v;
+			}
+			if (!o->nsizes)
+				return -1;
+			break;
+		case 'h': usage(stdout); exit(0);
+		default: return -1;
+		}
+	}
+	if (!o->mode || (strcmp(o->mode, "measure") && strcmp(o->mode, "table") &&
+			 strcmp(o->mode, "spin") && strcmp(o->mode, "block")))
+		return -1;
+	if (!strcmp(o->mode, "table") && !o->shm)
+		return -1;
+	if (!strcmp(o->mode, "measure") && (!o->csv || !o->platform))
+		return -1;
+	return 0;
+}
+
+/* Creates the file with real data (reads of unwritten extents never reach the disk). */
+static int prepare_file(const struct options *o)
+{
+	struct stat st;
+	const size_t chunk = 1 << 20;
+	char *buf;
+	int fd;
+	unsigned long long i;
+
+	if (stat(o->file, &st) == 0 && (unsigned long long)st.st_size >= o->file_mib << 20)
+		return 0;
+	fd = open(o->file, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0)
+		return -errno;
+	buf = malloc(chunk);
+	if (!buf) {
+		close(fd);
+		return -ENOMEM;
+	}
+	for (i = 0; i < chunk; i++)
+		buf[i] = (char)(i * 7);
+	for (i = 0; i < o->file_mib; i++) {
+		if (write(fd, buf, chunk) != (ssize_t)chunk) {
+			free(buf);
+			close(fd);
+			return -EIO;
+		}
+	}
+	free(buf);
+	fsync(fd);
+	close(fd);
+	return 0;
+}
+
+static struct io_uring ring;
+
+/* The status "register" the wait helpers poll: is a completion there? */
+static int cqe_ready(int unused)
+{
+	struct io_uring_cqe *cqe;
+
+	(void)unused;
+	return io_uring_peek_cqe(&ring, &cqe) == 0;
+}
+
+/* Blocks until the completion is there (the IRQ path of a user-space driver). */
+static int wait_blocking(struct io_uring_cqe **cqe)
+{
+	return io_uring_wait_cqe(&ring, cqe);
+}
+
+static int load_table(const char *name, struct spintune_table *table,
+		      struct spintune_entry *storage, uint8_t *blob)
+{
+	char path[256];
+	struct stat st;
+	void *addr;
+	uint32_t len = 0, seq = 0;
+	int fd, rc;
+
+	snprintf(path, sizeof(path), "/%s", name[0] == '/' ? name + 1 : name);
+	fd = shm_open(path, O_RDONLY, 0);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) != 0) {
+		close(fd);
+		return -errno;
+	}
+	addr = mmap(0, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
+	close(fd);
+	if (addr == MAP_FAILED)
+		return -errno;
+	rc = spintune_shm_snapshot((const struct spintune_shm *)addr, blob,
+				   SPINTUNE_BLOB_HEADER_BYTES + SPINTUNE_MAX_ENTRIES * SPINTUNE_BLOB_ENTRY_BYTES,
+				   &len, &seq, 1000);
+	munmap(addr, (size_t)st.st_size);
+	if (rc)
+		return rc;
+	return spintune_blob_parse(blob, len, storage, SPINTUNE_MAX_ENTRIES, table);
+}
+
+int main(int argc, char **argv)
+{
+	struct options o = {0};
+	struct opstats stats[2][MAX_SIZES];
+	static struct spintune_entry storage[SPINTUNE_MAX_ENTRIES];
+	static uint8_t blob[SPINTUNE_BLOB_HEADER_BYTES + SPINTUNE_MAX_ENTRIES * SPINTUNE_BLOB_ENTRY_BYTES];
+	struct spintune_table table = {0};
+	struct spintune_wait_stats wstats = {0};
+	FILE *csv = 0;
+	void *buf;
+	int fd, rc, measure, spin_mode, block_mode, table_mode;
+	unsigned long i;
+	unsigned long long blocks;
+	/* measure mode, per (opcode, size): the blocking path against spinning */
+	double block_lat[2][MAX_SIZES] = {{0}}, block_cpu = 0, spin_lat[2][MAX_SIZES] = {{0}};
+	unsigned long nblock[2][MAX_SIZES] = {{0}}, nspin[2][MAX_SIZES] = {{0}}, nblock_all = 0;
+	double peek_ns = 0;
+	unsigned long npeek = 0;
+
+	if (parse(argc, argv, &o)) {
+		usage(stderr);
+		return 2;
+	}
+	measure = !strcmp(o.mode, "measure");
+	spin_mode = !strcmp(o.mode, "spin");
+	block_mode = !strcmp(o.mode, "block");
+	table_mode = !strcmp(o.mode, "table");
+	if (table_mode && (rc = load_table(o.shm, &table, storage, blob)) != 0) {
+		fprintf(stderr, "spintune-uring-ref: cannot load the table from shm %s: %s\n", o.shm,
+			strerror(-rc));
+		return 1;
+	}
+	if ((rc = prepare_file(&o)) != 0) {
+		fprintf(stderr, "spintune-uring-ref: %s: %s\n", o.file, strerror(-rc));
+		return 1;
+	}
+	fd = open(o.file, O_RDWR | O_DIRECT);
+	if (fd < 0) {
+		fprintf(stderr, "spintune-uring-ref: %s: O_DIRECT: %s\n", o.file, strerror(errno));
+		return 1;
+	}
+	if ((rc = io_uring_queue_init(8, &ring, 0)) < 0) {
+		fprintf(stderr, "spintune-uring-ref: io_uring unavailable: %s\n", strerror(-rc));
+		return 77;
+	}
+	if (posix_memalign(&buf, 4096, 1 << 20)) {
+		fprintf(stderr, "spintune-uring-ref: out of memory\n");
+		return 1;
+	}
+	memset(buf, 0x5a, 1 << 20);
+	memset(stats, 0, sizeof(stats));
+	if (measure) {
+		csv = fopen(o.csv, "w");
+		if (!csv) {
+			fprintf(stderr, "spintune-uring-ref: %s: %s\n", o.csv, strerror(errno));
+			return 1;
+		}
+		fprintf(csv, "device,opcode,bytes,wait_ns,path,cpu_class\n");
+	}
+	blocks = (o.file_mib << 20) / 4096;
+	srand(1);
+	for (i = 0; i < o.ops; i++) {
+		const int op = (int)(i % 2); /* alternate reads and writes */
+		const int si = (int)((i / 2) % (unsigned long)o.nsizes);
+		const unsigned size = o.sizes[si];
+		const unsigned long long off =
+			((unsigned long long)rand() % (blocks - size / 4096)) * 4096ull;
+		struct io_uring_sqe *sqe = io_uring_get_sqe(&ring);
+		struct io_uring_cqe *cqe = 0;
+		uint64_t t0, c0, t1, c1;
+
+		/* measure: one request in 8, spread over every key, blocks (costs);
+		 * the rest spin (exact completion times) */
+		const int block_now =
+			block_mode || (measure && ((i * 2654435761ul) >> 7) % 8 == 0);
+
+		if (op == 0)
+			io_uring_prep_read(sqe, fd, buf, size, off);
+		else
+			io_uring_prep_write(sqe, fd, buf, size, off);
+		t0 = now_ns();
+		io_uring_submit(&ring);
+		c0 = cpu_ns();
+		if (block_now) {
+			rc = wait_blocking(&cqe);
+		} else if (spin_mode || measure) {
+			uint64_t p0 = now_ns();
+			unsigned long peeks = 0;
+
+			while (io_uring_peek_cqe(&ring, &cqe) != 0)
+				peeks++;
+			if (measure && peeks) {
+				peek_ns += (double)(now_ns() - p0) / (double)(peeks + 1);
+				npeek++;
+			}
+			rc = 0;
+		} else {
+			const struct spintune_entry *e = spintune_lookup(&table, 0, (uint32_t)op, size);
+			int ready = 0;
+
+			rc = spintune_wait(e, cqe_ready, ready, ready, 1000000000ull, &wstats, 0);
+			if (rc == SPINTUNE_ARM_IRQ) {
+				stats[op][si].irq_fallbacks++;
+			} else if (rc == 0) {
+				stats[op][si].spin_hits++;
+			}
+			/* Collect the CQE: returns at once when the spin saw it, else
+			 * blocks in the kernel (the IRQ path). */
+			rc = wait_blocking(&cqe);
+		}
+		t1 = now_ns();
+		c1 = cpu_ns();
+		if (rc < 0 || !cqe || cqe->res < 0 || (unsigned)cqe->res != size) {
+			fprintf(stderr, "spintune-uring-ref: request %lu failed: %s\n", i,
+				strerror(cqe && cqe->res < 0 ? -cqe->res : -rc));
+			return 1;
+		}
+		io_uring_cqe_seen(&ring, cqe);
+		stats[op][si].count++;
+		stats[op][si].latency_ns += (double)(t1 - t0);
+		stats[op][si].cpu_ns += (double)(c1 - c0);
+		if (measure) {
+			if (block_now) {
+				block_lat[op][si] += (double)(t1 - t0);
+				block_cpu += (double)(c1 - c0);
+				nblock[op][si]++;
+				nblock_all++;
+			} else {
+				spin_lat[op][si] += (double)(t1 - t0);
+				nspin[op][si]++;
+				fprintf(csv, "%s,%d,%u,%llu,spin,default\n", DEVICE_NAME, op, size,
+					(unsigned long long)(t1 - t0));
+			}
+		}
+	}
+
+	if (measure) {
+		/* Timer: a 5 us nanosleep's oversleep and CPU cost. */
+		double tw = 0, tc = 0, wake = 0, wake_n = 0;
+		const int nt = 200;
+		FILE *pf;
+		int k, s;
+
+		/* Wake latency: blocking minus spinning latency of the same key. */
+		for (k = 0; k < 2; k++) {
+			for (s = 0; s < o.nsizes; s++) {
+				if (!nblock[k][s] || !nspin[k][s])
+					continue;
+				wake += (block_lat[k][s] / (double)nblock[k][s] -
+					 spin_lat[k][s] / (double)nspin[k][s]) * (double)nblock[k][s];
+				wake_n += (double)nblock[k][s];
+			}
+		}
+		wake = wake_n > 0 && wake > 0 ? wake / wake_n : 0;
+
+		for (i = 0; i < (unsigned long)nt; i++) {
+			const uint64_t a = now_ns(), ca = cpu_ns();
+			struct timespec ts = {0, 5000};
+
+			nanosleep(&ts, 0);
+			tw += (double)(now_ns() - a) - 5000.0;
+			tc += (double)(cpu_ns() - ca);
+		}
+		fclose(csv);
+		pf = fopen(o.platform, "w");
+		if (!pf) {
+			fprintf(stderr, "spintune-uring-ref: %s: %s\n", o.platform, strerror(errno));
+			return 1;
+		}
+		/* The blocking path adds (its latency - the spin latency) on average
+		 * and costs its own CPU time; one peek is the status read. */
+		fprintf(pf,
+			"{\"board\": \"this-host-io_uring\",\n"
+			" \"irq_cpu_ns\": %.0f,\n \"irq_wake_ns\": %.0f,\n \"poll_read_ns\": %.0f,\n"
+			" \"timer_cpu_ns\": %.0f,\n \"timer_wake_ns\": %.0f,\n"
+			" \"devices\": [{\"name\": \"%s\", \"driver\": \"io_uring\", \"model\": \"%s\",\n"
+			"   \"default_rules\": [{\"opcode\": null, \"strategy\": \"irq\", "
+			"\"note\": \"io_uring_wait_cqe: always block\"}]}]}\n",
+			nblock_all ? block_cpu / (double)nblock_all : 0.0, wake,
+			npeek && peek_ns / (double)npeek > 1 ? peek_ns / (double)npeek : 50.0,
+			tc / nt, tw / nt > 0 ? tw / nt : 0.0, DEVICE_NAME, o.file);
+		fclose(pf);
+	}
+
+	printf("spintune-uring-ref mode=%s file=%s ops=%lu\n", o.mode, o.file, o.ops);
+	if (table_mode)
+		printf("table version %llu (%u entries) from shm %s\n",
+		       (unsigned long long)table.version, table.count, o.shm);
+	printf("%-6s %-8s %8s %14s %14s %10s %10s\n", "OPCODE", "BYTES", "COUNT", "LATENCY/REQ",
+	       "CPU/REQ", "SPIN HITS", "IRQ");
+	for (i = 0; i < 2; i++) {
+		int s;
+
+		for (s = 0; s < o.nsizes; s++) {
+			const struct opstats *st = &stats[i][s];
+
+			if (!st->count)
+				continue;
+			printf("%-6s %-8u %8lu %12.1fus %12.1fus %10lu %10lu\n",
+			       i == 0 ? "read" : "write", o.sizes[s], st->count,
+			       st->latency_ns / (double)st->count / 1000.0,
+			       st->cpu_ns / (double)st->count / 1000.0, st->spin_hits, st->irq_fallbacks);
+		}
+	}
+	io_uring_queue_exit(&ring);
+	close(fd);
+	free(buf);
+	return 0;
+}

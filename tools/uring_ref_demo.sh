@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# The io_uring reference driver with a table from the tuner, on this machine:
+# measure its completion times, stream them through spintune-agent to a
+# tuner, let the agent publish the table to shared memory, run the driver
+# with that table and, for comparison, always blocking and always spinning.
+# Exit code 77 (skip) when io_uring or O_DIRECT is unavailable.
+set -euo pipefail
+BUILD=${1:-build}
+OPS=${SPINTUNE_URING_OPS:-8000}
+OUT=$BUILD/uring-ref
+REF=$BUILD/driver/spintune-uring-ref
+SHM="spintune-uring-ref-$$"
+rm -rf "$OUT"
+mkdir -p "$OUT"
+
+set +e
+"$REF" --mode measure --csv "$OUT/samples.csv" --platform "$OUT/platform.json" \
+  --ops "$OPS" --file "$OUT/data.dat" --file-mib 64 >"$OUT/measure.txt" 2>&1
+rc=$?
+set -e
+if [ "$rc" -eq 77 ]; then echo "skip: io_uring unavailable"; exit 77; fi
+if [ "$rc" -ne 0 ]; then cat "$OUT/measure.txt"; exit 1; fi
+echo "measured $(($(wc -l <"$OUT/samples.csv") - 1)) completions; platform estimate:"
+cat "$OUT/platform.json"
+
+"$BUILD/tuner/spintune-tuner" --listen 127.0.0.1:0 --db "$OUT/spintune.db" \
+  >"$OUT/tuner.out" 2>"$OUT/tuner.log" &
+tuner=$!
+cleanup() { kill "$tuner" 2>/dev/null || true; rm -f "/dev/shm/$SHM-uring0"; }
+trap cleanup EXIT
+for _ in $(seq 100); do grep -q "listening on" "$OUT/tuner.out" && break; sleep 0.1; done
+addr=$(awk '/listening on/ {print $3}' "$OUT/tuner.out")
+"$BUILD/agent/spintune-agent" --tuner "$addr" --agent-id uring-ref \
+  --source "csv:$OUT/samples.csv" --platform "$OUT/platform.json" \
+  --sink "shm:$SHM-{device}" --state-dir "$OUT/state" --give-up-after 20 >"$OUT/agent.log" 2>&1
+"$BUILD/cli/spintune" --db "$OUT/spintune.db" policy uring-ref --format table
+echo
+for mode in table block spin; do
+  args=(--mode "$mode" --ops "$OPS" --file "$OUT/data.dat" --file-mib 64)
+  [ "$mode" = table ] && args+=(--shm "$SHM-uring0")
+  "$REF" "${args[@]}"
+  echo
+done
+kill -INT "$tuner"
+wait "$tuner"
+trap - EXIT
+rm -f "/dev/shm/$SHM-uring0" "$OUT/data.dat"
