@@ -1,6 +1,7 @@
 // Readers racing a writer through the shared-memory seqlock: every snapshot
 // a reader takes parses (its CRC holds), so no table is ever torn.
 #include <atomic>
+#include <chrono>
 #include <thread>
 #include <vector>
 
@@ -72,15 +73,22 @@ TEST(SeqlockStress, ReadersNeverSeeATornTable) {
       }
     });
   }
-  for (int i = 0; i < 200000; ++i) {
-    const auto& blob = i % 2 ? a : b;
+  // Publish at least 200,000 times, and until the readers have taken 2,000
+  // snapshots (on a loaded machine the writer may starve them), within 20 s.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  long published = 0;
+  while ((published < 200000 || good.load() < 2000) &&
+         std::chrono::steady_clock::now() < deadline) {
+    const auto& blob = published % 2 ? a : b;
     spintune_shm_publish(shm, blob.data(), static_cast<uint32_t>(blob.size()),
-                         static_cast<uint64_t>(i));
+                         static_cast<uint64_t>(published));
+    if (++published % 1000 == 0) std::this_thread::yield();
   }
   stop = true;
   for (auto& t : readers) t.join();
   EXPECT_EQ(bad.load(), 0);
-  EXPECT_GT(good.load(), 1000);
+  EXPECT_GE(good.load(), 2000);
+  EXPECT_GE(published, 200000);
 }
 
 }  // namespace
