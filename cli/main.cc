@@ -4,7 +4,12 @@
 #include <iostream>
 
 #include "CLI/CLI.hpp"
+#include <unistd.h>
+
+#include <cstdlib>
+
 #include "cli/commands.h"
+#include "cli/extract_command.h"
 #include "common/version.h"
 
 namespace {
@@ -93,6 +98,21 @@ int main(int argc, char** argv) {
   header_cmd->add_option("--version", header.version, "Table version (default: latest)");
   header_cmd->add_option("-o,--output", header.output, "Output file (default: stdout)");
 
+  spintune::ExtractFlags extract;
+  CLI::App* extract_cmd = app.add_subcommand(
+      "extract", "Completion and IRQ dispatch samples from a kernel trace capture");
+  extract_cmd->footer(
+      "Reads /sys/kernel/tracing/trace or trace_pipe dumps and trace-cmd report output.\n"
+      "Completions CSV: device,opcode,bytes,wait_ns,path,error,cpu; dispatch CSV:\n"
+      "cpu,irq,device,handler_ns,wake_ns. Lines that cannot be used are counted on stderr.\n"
+      "Example: spintune extract --trace trace.txt --completions c.csv --dispatch d.csv --summary");
+  extract_cmd->add_option("--trace", extract.trace, "Trace text file ('-' for stdin)")->required();
+  extract_cmd->add_option("--pairs", extract.pairs, "JSON file of user-defined event pairs");
+  extract_cmd->add_option("--irq", extract.irq, "DEVICE=IRQNAME (repeatable)");
+  extract_cmd->add_option("--completions", extract.completions_csv, "Completion samples CSV");
+  extract_cmd->add_option("--dispatch", extract.dispatch_csv, "IRQ dispatch samples CSV");
+  extract_cmd->add_flag("--summary", extract.summary, "Per key and per IRQ line p50/p99");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -106,5 +126,9 @@ int main(int argc, char** argv) {
                             std::cout));
   }
   if (*header_cmd) return ExitCode(spintune::RunHeader(repo, header, std::cout));
+  if (*extract_cmd) {
+    extract.progress = isatty(2) && std::getenv("NO_COLOR") == nullptr;
+    return ExitCode(spintune::RunExtract(extract, std::cout, std::cerr));
+  }
   return 2;
 }

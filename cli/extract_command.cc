@@ -1,0 +1,136 @@
+#include "cli/extract_command.h"
+
+#include <fstream>
+#include <map>
+#include <tuple>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "agent/trace/trace_reader.h"
+#include "cli/table_format.h"
+#include "common/file_util.h"
+#include "common/status_macros.h"
+#include "models/latency_histogram.h"
+#include "policy/default_rule.h"
+
+namespace spintune {
+namespace {
+
+const char* PathName(TracePath p) {
+  return p == TracePath::kIrq ? "irq" : p == TracePath::kSpin ? "spin" : "unknown";
+}
+
+}  // namespace
+
+absl::Status RunExtract(const ExtractFlags& flags, std::ostream& out, std::ostream& err) {
+  if (flags.trace.empty()) return absl::InvalidArgumentError("--trace is required");
+  if (flags.completions_csv.empty() && flags.dispatch_csv.empty() && !flags.summary) {
+    return absl::InvalidArgumentError(
+        "nothing to do: give --completions OUT.csv, --dispatch OUT.csv and/or --summary");
+  }
+  CorrelatorOptions options;
+  if (!flags.pairs.empty()) {
+    SPINTUNE_ASSIGN_OR_RETURN(std::string text, ReadFileToString(flags.pairs));
+    auto pairs = ParseEventPairs(text);
+    if (!pairs.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(flags.pairs, ": ", pairs.status().message()));
+    }
+    options.pairs = std::move(*pairs);
+  }
+  for (const auto& m : flags.irq) {
+    const size_t eq = m.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == m.size()) {
+      return absl::InvalidArgumentError(absl::StrCat("--irq '", m, "': expected DEVICE=IRQNAME"));
+    }
+    options.irq_device[m.substr(eq + 1)] = m.substr(0, eq);
+  }
+  SPINTUNE_ASSIGN_OR_RETURN(auto reader, TraceReader::Open(flags.trace, options));
+
+  std::ofstream completions, dispatch;
+  if (!flags.completions_csv.empty()) {
+    completions.open(flags.completions_csv);
+    if (!completions) return absl::NotFoundError(absl::StrCat(flags.completions_csv, ": cannot create"));
+    completions << "device,opcode,bytes,wait_ns,path,error,cpu\n";
+  }
+  if (!flags.dispatch_csv.empty()) {
+    dispatch.open(flags.dispatch_csv);
+    if (!dispatch) return absl::NotFoundError(absl::StrCat(flags.dispatch_csv, ": cannot create"));
+    dispatch << "cpu,irq,device,handler_ns,wake_ns\n";
+  }
+  using Key = std::tuple<std::string, uint32_t, uint32_t>;
+  std::map<Key, LatencyHistogram> keys;
+  std::map<std::string, std::pair<LatencyHistogram, LatencyHistogram>> irqs;
+  uint64_t next_progress = 1'000'000;
+  while (true) {
+    SPINTUNE_ASSIGN_OR_RETURN(bool more, reader->ReadMore(4096));
+    auto& cs = reader->correlator().completions();
+    for (const auto& c : cs) {
+      if (completions.is_open()) {
+        completions << c.device << ',' << c.opcode << ',' << c.bytes << ',' << c.wait_ns << ','
+                    << PathName(c.path) << ',' << (c.error ? 1 : 0) << ',' << c.cpu << '\n';
+      }
+      if (flags.summary) keys[{c.device, c.opcode, SizeClassOf(c.bytes)}].Record(c.wait_ns);
+    }
+    cs.clear();
+    auto& ds = reader->correlator().dispatches();
+    for (const auto& d : ds) {
+      if (dispatch.is_open()) {
+        dispatch << d.cpu << ',' << d.irq << ',' << d.device << ',' << d.handler_ns << ',';
+        if (d.wake_ns) dispatch << *d.wake_ns;
+        dispatch << '\n';
+      }
+      if (flags.summary) {
+        auto& h = irqs[absl::StrCat(d.irq_name, " (irq ", d.irq, ") -> ", d.device)];
+        h.first.Record(d.handler_ns);
+        if (d.wake_ns) h.second.Record(*d.wake_ns);
+      }
+    }
+    ds.clear();
+    if (flags.progress && reader->lines() >= next_progress) {
+      err << "\r" << reader->lines() << " lines, " << reader->correlator().stats().completions
+          << " completions" << std::flush;
+      next_progress += 1'000'000;
+    }
+    if (!more) break;
+  }
+  if (flags.progress) err << "\r\033[K";
+  if (completions.is_open() && !completions.flush()) {
+    return absl::UnavailableError(absl::StrCat(flags.completions_csv, ": write failed"));
+  }
+  if (dispatch.is_open() && !dispatch.flush()) {
+    return absl::UnavailableError(absl::StrCat(flags.dispatch_csv, ": write failed"));
+  }
+  const auto& st = reader->correlator().stats();
+  err << absl::StrFormat(
+      "%s: %d lines, %d events, %d completions, %d dispatch samples; %d ends without a start, "
+      "%d starts evicted, %d requeued\n",
+      flags.trace, reader->lines(), reader->events(), st.completions, st.dispatches,
+      st.unpaired_ends, st.evicted, st.requeued);
+  if (!reader->skipped().counts.empty()) {
+    err << "lines not used:\n" << reader->skipped().Summary();
+  }
+  SPINTUNE_RETURN_IF_ERROR(reader->CheckUsable());
+  if (flags.summary) {
+    std::vector<std::vector<std::string>> rows = {{"DEVICE", "OPCODE", "SIZE", "COUNT", "P50", "P99"}};
+    for (const auto& [k, h] : keys) {
+      rows.push_back({std::get<0>(k), absl::StrCat(std::get<1>(k)), FormatSizeClass(std::get<2>(k)),
+                      absl::StrCat(h.total_count()), FormatDurationNs(h.QuantileNs(0.5)),
+                      FormatDurationNs(h.QuantileNs(0.99))});
+    }
+    out << RenderColumns(rows) << "\n";
+    std::vector<std::vector<std::string>> irq_rows = {
+        {"IRQ LINE", "COUNT", "HANDLER P50", "HANDLER P99", "WAKES", "WAKE P50", "WAKE P99"}};
+    for (const auto& [name, h] : irqs) {
+      irq_rows.push_back({name, absl::StrCat(h.first.total_count()),
+                          FormatDurationNs(h.first.QuantileNs(0.5)),
+                          FormatDurationNs(h.first.QuantileNs(0.99)),
+                          absl::StrCat(h.second.total_count()),
+                          h.second.empty() ? "-" : FormatDurationNs(h.second.QuantileNs(0.5)),
+                          h.second.empty() ? "-" : FormatDurationNs(h.second.QuantileNs(0.99))});
+    }
+    out << RenderColumns(irq_rows);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace spintune

@@ -1,0 +1,29 @@
+// `spintune extract`: completion and dispatch samples from a trace capture.
+#ifndef SPINTUNE_CLI_EXTRACT_COMMAND_H_
+#define SPINTUNE_CLI_EXTRACT_COMMAND_H_
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+
+namespace spintune {
+
+struct ExtractFlags {
+  std::string trace;
+  std::string pairs;               // JSON file of user-defined event pairs
+  std::vector<std::string> irq;    // DEVICE=IRQNAME
+  std::string completions_csv;     // device,opcode,bytes,wait_ns,path,error,cpu
+  std::string dispatch_csv;        // cpu,irq,device,handler_ns,wake_ns
+  bool summary = false;
+  bool progress = false;           // progress lines on stderr
+};
+
+// InvalidArgument/NotFound for bad flags or files; FailedPrecondition when
+// the trace has no usable events. The skip report goes to `err`.
+absl::Status RunExtract(const ExtractFlags& flags, std::ostream& out, std::ostream& err);
+
+}  // namespace spintune
+
+#endif  // SPINTUNE_CLI_EXTRACT_COMMAND_H_
