@@ -102,8 +102,9 @@ absl::StatusOr<bool> Agent::Impl::Produce(v1::AgentMessage* message, bool record
   v1::SampleBatch* batch = message->mutable_batch();
   auto got = source_->Fill(want, batch);
   if (!got.ok()) return got.status();
-  if (*got == 0) {
-    source_done_ = true;
+  if (*got == 0 && batch->dispatches().handler_ns_size() == 0) {
+    if (source_->exhausted()) source_done_ = true;
+    message->Clear();
     return false;
   }
   batch->set_seq(++generated_seq_);
@@ -283,7 +284,11 @@ absl::StatusOr<Agent::Impl::SessionEnd> Agent::Impl::RunSession() {
     broken_ = false;
     drained_ = false;
     while (!pending_.empty() && pending_.front().seq <= durable) pending_.pop_front();
-    if (durable > generated_seq_) {
+    if (durable > generated_seq_ && source_->live()) {
+      // A restart of a live source: what the tuner holds is history; number
+      // the new samples after it.
+      generated_seq_ = durable;
+    } else if (durable > generated_seq_) {
       // A restart: regenerate and skip what the tuner already holds.
       Logger().info("resuming after seq={} (fast-forwarding the source)", durable);
       while (generated_seq_ < durable) {
@@ -334,7 +339,11 @@ absl::StatusOr<Agent::Impl::SessionEnd> Agent::Impl::RunSession() {
         stream->Finish();
         return more.status();
       }
-      if (!*more) continue;
+      if (!*more) {
+        // A live source with nothing right now: let acks and Stop() in.
+        if (!source_done_) cv_.wait_for(lock, std::chrono::milliseconds(20));
+        continue;
+      }
       pending_.push_back({m.batch().seq(), m});
       lock.unlock();
       ok = Write(stream.get(), m);

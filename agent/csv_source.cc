@@ -18,30 +18,11 @@ absl::StatusOr<std::unique_ptr<CsvSource>> CsvSource::Open(const std::string& cs
   target->set_board(platform.board);
   for (const auto& name : samples.cpu_classes) {
     SPINTUNE_ASSIGN_OR_RETURN(CpuClassInfo cpu, platform.CpuClass(name));
-    auto* c = target->add_cpu_classes();
-    c->set_name(cpu.name);
-    c->set_cpu_khz(cpu.cpu_khz);
-    CostsToProto(cpu.costs, c->mutable_costs());
+    CpuClassToProto(cpu, target->add_cpu_classes());
     s->class_index_[name] = static_cast<uint32_t>(s->class_index_.size());
   }
   for (const auto& name : samples.devices) {
-    const DeviceInfo d = platform.Device(name);
-    auto* dev = s->hello_.add_devices();
-    dev->set_name(d.name);
-    dev->set_driver(d.driver);
-    dev->set_model(d.model);
-    for (const auto& rule : d.default_rules) {
-      auto* r = dev->add_default_rules();
-      r->set_any_opcode(rule.any_opcode);
-      r->set_opcode(rule.opcode);
-      r->set_min_bytes(rule.min_bytes);
-      r->set_max_bytes(rule.max_bytes);
-      r->set_strategy(static_cast<v1::Strategy>(rule.wait.strategy));
-      r->set_spin_ns(rule.wait.spin_ns);
-      r->set_sleep_ns(rule.wait.sleep_ns);
-      r->set_poll_interval_ns(rule.wait.poll_interval_ns);
-      r->set_note(rule.note);
-    }
+    DeviceToProto(platform.Device(name), s->hello_.add_devices());
     s->device_index_[name] = static_cast<uint32_t>(s->device_index_.size());
   }
   SPINTUNE_ASSIGN_OR_RETURN(s->reader_, CsvReader::Open(csv_path));
@@ -61,7 +42,10 @@ absl::StatusOr<size_t> CsvSource::Fill(size_t max_completions, v1::SampleBatch* 
   size_t n = 0;
   while (n < max_completions) {
     SPINTUNE_ASSIGN_OR_RETURN(bool more, reader_->Next(&f));
-    if (!more) break;
+    if (!more) {
+      exhausted_ = true;
+      break;
+    }
     const std::string cpu = c_cpu_ >= 0 && !f[c_cpu_].empty() ? f[c_cpu_] : "default";
     SPINTUNE_ASSIGN_OR_RETURN(uint64_t opcode, reader_->ParseUint(f[c_opcode_], "opcode"));
     SPINTUNE_ASSIGN_OR_RETURN(uint64_t bytes, reader_->ParseUint(f[c_bytes_], "bytes"));

@@ -26,8 +26,10 @@ class CsvSource : public SampleSource {
 
   void Describe(v1::Hello* hello) const override { *hello = hello_; }
   absl::StatusOr<size_t> Fill(size_t max_completions, v1::SampleBatch* batch) override;
+  bool exhausted() const override { return exhausted_; }
 
  private:
+  bool exhausted_ = false;
   CsvSource() = default;
   std::string path_;
   v1::Hello hello_;

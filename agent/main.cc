@@ -1,5 +1,6 @@
-// spintune-agent: measures a board (here: a simulated one) and streams the
-// samples to spintune-tuner; applies the tables the tuner pushes back.
+// spintune-agent: measures a board (live tracefs capture, a trace replay, a
+// CSV or a simulated board) and streams the samples to spintune-tuner;
+// applies the tables the tuner pushes back.
 #include <unistd.h>
 
 #include <iostream>
@@ -7,7 +8,7 @@
 #include "CLI/CLI.hpp"
 #include "agent/agent.h"
 #include "agent/board_model.h"
-#include "agent/csv_source.h"
+#include "agent/host_probe.h"
 #include "common/logging.h"
 #include "common/signal_waiter.h"
 #include "common/version.h"
@@ -25,6 +26,10 @@ struct Flags {
   double rate = 0;
   std::string record;
   std::string platform;
+  std::string pairs;
+  std::vector<std::string> irq;
+  std::vector<std::string> block_dev;
+  bool probe = false;
   std::string state_dir = "/var/lib/spintune";
   double give_up_after_s = 0;
   std::string log_level = "info";
@@ -46,6 +51,9 @@ int main(int argc, char** argv) {
   app.footer(
       "Examples:\n"
       "  spintune-agent --list-boards\n"
+      "  spintune-agent --probe\n"
+      "  sudo spintune-agent --tuner 127.0.0.1:50051 --source tracefs:vda --sink none\n"
+      "  spintune-agent --source replay:trace.txt --platform board.json --block-dev 179:0=mmcblk0\n"
       "  spintune-agent --tuner 127.0.0.1:50051 --source sim:litex-rocket-50mhz-slowcard \\\n"
       "      --sink file:/tmp/spintune-{device}.bin --max-samples 20000\n"
       "Exit codes: 0 ok, 1 runtime failure, 2 usage or bad input.");
@@ -54,9 +62,19 @@ int main(int argc, char** argv) {
   app.add_option("--agent-id", f.agent_id,
                  "Stable identity of this agent (default: HOSTNAME/SOURCE)");
   app.add_option("--source", f.source,
-                 "Where samples come from: sim:BOARD, or csv:FILE (with --platform)");
+                 "Where samples come from: tracefs[:DEV,DEV] (live, root), replay:FILE (a "
+                 "trace capture), csv:FILE, or sim:BOARD");
   app.add_option("--platform", f.platform,
-                 "Platform costs JSON for csv: sources (docs/csv-formats.md)");
+                 "Platform costs JSON (docs/csv-formats.md); required for csv: and replay:, "
+                 "tracefs probes the host without it");
+  app.add_option("--pairs", f.pairs,
+                 "JSON file of user-defined start/end event pairs (replay:, tracefs)");
+  app.add_option("--irq", f.irq, "DEVICE=IRQNAME: whose IRQ line it is (repeatable)");
+  app.add_option("--block-dev", f.block_dev,
+                 "MAJOR:MINOR=NAME: name the block devices of a replayed trace (repeatable)");
+  app.add_flag("--probe", f.probe,
+               "Measure this host's platform costs (IRQ handler and wake from a live trace "
+               "of real I/O when root), print them and exit");
   app.add_option("--sink", f.sink,
                  "Where pushed tables go: file:PATH, attr:PATH, shm:NAME (each may hold "
                  "{device}) or none")
@@ -92,6 +110,15 @@ int main(int argc, char** argv) {
     ListBoards();
     return 0;
   }
+  if (f.probe) {
+    if (!f.source.empty()) {
+      std::cerr << "spintune-agent: --probe runs alone (a tracefs source without --platform "
+                   "probes by itself)\n";
+      return 2;
+    }
+    std::cout << spintune::ProbeHost(spintune::HostProbeOptions{}).Report();
+    return 0;
+  }
   if (f.source.empty()) {
     std::cerr << "spintune-agent: --source is required (e.g. sim:microwatt-100mhz)\n";
     return 2;
@@ -106,24 +133,16 @@ int main(int argc, char** argv) {
     gethostname(host, sizeof(host) - 1);
     f.agent_id = std::string(host) + "/" + f.source;
   }
-  absl::StatusOr<std::unique_ptr<spintune::SampleSource>> source;
-  if (f.source.rfind("csv:", 0) == 0) {
-    if (f.platform.empty()) {
-      std::cerr << "spintune-agent: a csv: source needs --platform FILE\n";
-      return 2;
-    }
-    auto csv = spintune::CsvSource::Open(f.source.substr(4), f.platform);
-    if (csv.ok()) {
-      source = std::unique_ptr<spintune::SampleSource>(std::move(*csv));
-    } else {
-      source = csv.status();
-    }
-  } else {
-    source = spintune::MakeSampleSource(f.source, f.seed);
-  }
+  spintune::SourceOptions source_options;
+  source_options.seed = f.seed;
+  source_options.platform = f.platform;
+  source_options.pairs = f.pairs;
+  source_options.irq = f.irq;
+  source_options.block_dev = f.block_dev;
+  auto source = spintune::MakeSampleSource(f.source, source_options);
   if (!source.ok()) {
     std::cerr << "spintune-agent: --source: " << source.status().message() << "\n";
-    return 2;
+    return absl::IsInvalidArgument(source.status()) || absl::IsNotFound(source.status()) ? 2 : 1;
   }
   spintune::v1::Hello described;
   (*source)->Describe(&described);

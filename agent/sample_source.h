@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "spintune/v1/spintune.pb.h"
@@ -22,13 +23,32 @@ class SampleSource {
   virtual void Describe(v1::Hello* hello) const = 0;
   // Appends up to `max_completions` completion samples, and the dispatch
   // samples that go with them, to `batch`. Returns how many completions it
-  // appended; 0 at the end of the stream. Deterministic sources return the
-  // same samples for the same call sequence.
+  // appended: 0 means none right now (a live source) or, once exhausted()
+  // is true, the end of the stream. A live source waits at most ~100 ms.
+  // Deterministic sources return the same samples for the same call
+  // sequence.
   virtual absl::StatusOr<size_t> Fill(size_t max_completions, v1::SampleBatch* batch) = 0;
+  // True when the stream has ended (files, CSV); live sources never end.
+  virtual bool exhausted() const = 0;
+  // True for sources that measure now (tracefs): they cannot regenerate
+  // earlier batches, so a restarted agent numbers new batches after the
+  // tuner's last durable one instead of fast-forwarding.
+  virtual bool live() const { return false; }
 };
 
-// "sim:BOARD" -> a SimSource seeded with `seed`. InvalidArgument for an
-// unknown spec or board.
+struct SourceOptions {
+  uint64_t seed = 1;           // sim:
+  std::string platform;        // csv:, replay:, tracefs: platform JSON
+  std::string pairs;           // replay:, tracefs: user-defined event pairs JSON
+  std::vector<std::string> irq;  // DEVICE=IRQNAME
+  std::vector<std::string> block_dev;  // replay: MAJOR:MINOR=NAME
+};
+
+// "sim:BOARD", "csv:FILE", "replay:FILE" or "tracefs[:DEV,DEV]".
+// InvalidArgument for an unknown spec or board or missing options.
+absl::StatusOr<std::unique_ptr<SampleSource>> MakeSampleSource(const std::string& spec,
+                                                               const SourceOptions& options);
+// Shorthand for simulated boards.
 absl::StatusOr<std::unique_ptr<SampleSource>> MakeSampleSource(const std::string& spec,
                                                                uint64_t seed);
 

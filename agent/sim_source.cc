@@ -58,22 +58,8 @@ void SimSource::Describe(v1::Hello* hello) const {
   CostsToProto(board_.Costs(), cpu->mutable_costs());
   cpu->mutable_costs()->set_irq_overhead_cpu_ns(
       static_cast<uint64_t>(board_.IrqOverheadNs()));
-  auto* dev = hello->add_devices();
-  dev->set_name(board_.device_name);
-  dev->set_driver(board_.driver);
-  dev->set_model(board_.device_model);
-  for (const auto& rule : board_.default_rules) {
-    auto* r = dev->add_default_rules();
-    r->set_any_opcode(rule.any_opcode);
-    r->set_opcode(rule.opcode);
-    r->set_min_bytes(rule.min_bytes);
-    r->set_max_bytes(rule.max_bytes);
-    r->set_strategy(static_cast<v1::Strategy>(rule.wait.strategy));
-    r->set_spin_ns(rule.wait.spin_ns);
-    r->set_sleep_ns(rule.wait.sleep_ns);
-    r->set_poll_interval_ns(rule.wait.poll_interval_ns);
-    r->set_note(rule.note);
-  }
+  DeviceToProto({board_.device_name, board_.driver, board_.device_model, board_.default_rules},
+                hello->add_devices());
 }
 
 absl::StatusOr<size_t> SimSource::Fill(size_t max_completions, v1::SampleBatch* batch) {
@@ -104,21 +90,6 @@ absl::StatusOr<size_t> SimSource::Fill(size_t max_completions, v1::SampleBatch* 
     }
   }
   return max_completions;
-}
-
-absl::StatusOr<std::unique_ptr<SampleSource>> MakeSampleSource(const std::string& spec,
-                                                               uint64_t seed) {
-  if (absl::StartsWith(spec, "sim:")) {
-    const std::string name = spec.substr(4);
-    const BoardModel* board = FindBoard(name);
-    if (board == nullptr) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "unknown simulated board '", name, "' (spintune-agent --list-boards lists them)"));
-    }
-    return std::unique_ptr<SampleSource>(new SimSource(*board, seed));
-  }
-  return absl::InvalidArgumentError(
-      absl::StrCat("unknown source '", spec, "' (expected sim:BOARD or csv:FILE)"));
 }
 
 }  // namespace spintune

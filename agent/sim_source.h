@@ -20,6 +20,7 @@ class SimSource : public SampleSource {
 
   void Describe(v1::Hello* hello) const override;
   absl::StatusOr<size_t> Fill(size_t max_completions, v1::SampleBatch* batch) override;
+  bool exhausted() const override { return false; }
 
  private:
   const BoardModel& board_;

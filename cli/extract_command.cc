@@ -28,22 +28,8 @@ absl::Status RunExtract(const ExtractFlags& flags, std::ostream& out, std::ostre
     return absl::InvalidArgumentError(
         "nothing to do: give --completions OUT.csv, --dispatch OUT.csv and/or --summary");
   }
-  CorrelatorOptions options;
-  if (!flags.pairs.empty()) {
-    SPINTUNE_ASSIGN_OR_RETURN(std::string text, ReadFileToString(flags.pairs));
-    auto pairs = ParseEventPairs(text);
-    if (!pairs.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat(flags.pairs, ": ", pairs.status().message()));
-    }
-    options.pairs = std::move(*pairs);
-  }
-  for (const auto& m : flags.irq) {
-    const size_t eq = m.find('=');
-    if (eq == std::string::npos || eq == 0 || eq + 1 == m.size()) {
-      return absl::InvalidArgumentError(absl::StrCat("--irq '", m, "': expected DEVICE=IRQNAME"));
-    }
-    options.irq_device[m.substr(eq + 1)] = m.substr(0, eq);
-  }
+  SPINTUNE_ASSIGN_OR_RETURN(CorrelatorOptions options,
+                            CorrelatorOptionsFromFlags(flags.pairs, flags.irq, flags.block_dev));
   SPINTUNE_ASSIGN_OR_RETURN(auto reader, TraceReader::Open(flags.trace, options));
 
   std::ofstream completions, dispatch;

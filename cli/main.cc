@@ -109,6 +109,9 @@ int main(int argc, char** argv) {
   extract_cmd->add_option("--trace", extract.trace, "Trace text file ('-' for stdin)")->required();
   extract_cmd->add_option("--pairs", extract.pairs, "JSON file of user-defined event pairs");
   extract_cmd->add_option("--irq", extract.irq, "DEVICE=IRQNAME (repeatable)");
+  extract_cmd->add_option("--block-dev", extract.block_dev,
+                          "MAJOR:MINOR=NAME: name block devices (default \"MAJOR:MINOR\"; "
+                          "repeatable)");
   extract_cmd->add_option("--completions", extract.completions_csv, "Completion samples CSV");
   extract_cmd->add_option("--dispatch", extract.dispatch_csv, "IRQ dispatch samples CSV");
   extract_cmd->add_flag("--summary", extract.summary, "Per key and per IRQ line p50/p99");

@@ -66,6 +66,30 @@ absl::StatusOr<std::vector<DeviceInfo>> DevicesFromHello(const v1::Hello& hello)
   return out;
 }
 
+void DeviceToProto(const DeviceInfo& device, v1::Device* wire) {
+  wire->set_name(device.name);
+  wire->set_driver(device.driver);
+  wire->set_model(device.model);
+  for (const auto& rule : device.default_rules) {
+    auto* r = wire->add_default_rules();
+    r->set_any_opcode(rule.any_opcode);
+    r->set_opcode(rule.opcode);
+    r->set_min_bytes(rule.min_bytes);
+    r->set_max_bytes(rule.max_bytes);
+    r->set_strategy(static_cast<v1::Strategy>(rule.wait.strategy));
+    r->set_spin_ns(rule.wait.spin_ns);
+    r->set_sleep_ns(rule.wait.sleep_ns);
+    r->set_poll_interval_ns(rule.wait.poll_interval_ns);
+    r->set_note(rule.note);
+  }
+}
+
+void CpuClassToProto(const CpuClassInfo& cpu, v1::CpuClass* wire) {
+  wire->set_name(cpu.name);
+  wire->set_cpu_khz(cpu.cpu_khz);
+  CostsToProto(cpu.costs, wire->mutable_costs());
+}
+
 std::vector<CpuClassInfo> CpuClassesFromHello(const v1::Hello& hello) {
   std::vector<CpuClassInfo> out;
   for (const auto& c : hello.target().cpu_classes()) {

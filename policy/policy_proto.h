@@ -25,6 +25,9 @@ void CostsToProto(const PlatformCosts& costs, v1::PlatformCosts* wire);
 // Validated conversions of the hello's devices and CPU classes.
 absl::StatusOr<std::vector<DeviceInfo>> DevicesFromHello(const v1::Hello& hello);
 std::vector<CpuClassInfo> CpuClassesFromHello(const v1::Hello& hello);
+// The other way, for agents building their hello.
+void DeviceToProto(const DeviceInfo& device, v1::Device* wire);
+void CpuClassToProto(const CpuClassInfo& cpu, v1::CpuClass* wire);
 
 absl::StatusOr<WaitParams> WaitFromProto(v1::Strategy strategy, uint64_t spin_ns,
                                          uint64_t sleep_ns, uint64_t poll_interval_ns);

@@ -18,6 +18,7 @@ namespace {
 class ShiftingSource : public SampleSource {
  public:
   explicit ShiftingSource(uint64_t shift_after) : shift_after_(shift_after) {}
+  bool exhausted() const override { return false; }
   void Describe(v1::Hello* hello) const override {
     hello->mutable_target()->set_board("shifting-board");
     auto* cpu = hello->mutable_target()->add_cpu_classes();

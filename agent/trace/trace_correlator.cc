@@ -224,6 +224,7 @@ void TraceCorrelator::Complete(const std::string& device, const Pending& p,
   c.error = error;
   c.cpu = p.cpu;
   c.wait_ns = r.ts_ns > p.ts_ns ? r.ts_ns - p.ts_ns : 0;
+  c.end_ns = r.ts_ns;
   // Which IRQ occurrence (if any) delivered this completion?
   IrqOccurrence* occ = nullptr;
   const int threaded = ThreadedIrq(r.task);
@@ -247,14 +248,19 @@ void TraceCorrelator::Complete(const std::string& device, const Pending& p,
       if (declared == options_.irq_device.end()) learned_irq_device_[occ->name] = device;
       // Only a waiter that was asleep when the IRQ came has a wake latency.
       auto asleep = blocked_since_.find(p.pid);
-      const bool waiting = asleep != blocked_since_.end() && asleep->second <= occ->entry_ns;
-      if (!occ->used && p.pid > 0 && waiting) {
-        if (occ->exited && occ->slot >= 0) {
-          for (auto& w : wakes_) {
-            if (w.dispatch_slot == static_cast<size_t>(occ->slot) && w.pid < 0) w.pid = p.pid;
-          }
-        } else {
-          occ->waiter_pid = p.pid;
+      const bool waiting =
+          p.pid > 0 && asleep != blocked_since_.end() && asleep->second <= occ->entry_ns;
+      if (!occ->exited) {
+        occ->device = device;
+        if (waiting && occ->waiter_pid < 0) occ->waiter_pid = p.pid;
+      } else if (occ->slot < 0) {
+        // The handler returned before the completion ran (softirq, thread):
+        // its dispatch sample starts now.
+        if (waiting) occ->waiter_pid = p.pid;
+        AddDispatch(occ, device);
+      } else if (waiting) {
+        for (auto& w : wakes_) {
+          if (w.dispatch_slot == static_cast<size_t>(occ->slot) && w.pid < 0) w.pid = p.pid;
         }
       }
     }
@@ -265,83 +271,117 @@ void TraceCorrelator::Complete(const std::string& device, const Pending& p,
   ++stats_.completions;
 }
 
-bool TraceCorrelator::OnBlockIssue(const TraceRecord& r) {
-  // "254,0 RS 4096 () 350502584 + 8 be,0,4 [dd]" (bytes since ~5.x; older: 0)
-  const auto t = Tokens(r.payload);
-  int major, minor;
-  if (t.size() < 6 || !ParseDev(t[0], &major, &minor)) return false;
-  size_t i = 2;
+namespace {
+
+// One block_rq_* payload, from the kernel's print format or from the
+// "[FAILED TO PARSE] dev=... sector=..." field list of trace-cmd and perf.
+struct BlockFields {
+  int major = 0, minor = 0;
+  absl::string_view rwbs;
   uint64_t bytes = 0;
-  if (t[i].empty() || t[i][0] != '(') {
-    if (!ParseNumber(t[i], &bytes)) return false;
+  uint64_t sector = 0;
+  bool has_sector = false;  // false: flush/passthrough position (-1)
+  uint64_t sectors = 0;
+  int64_t error = 0;
+};
+
+bool ParseBlockFields(absl::string_view payload, bool issue, BlockFields* b) {
+  constexpr absl::string_view kFailed = "[FAILED TO PARSE]";
+  if (payload.substr(0, kFailed.size()) == kFailed) {
+    uint64_t dev = 0;
+    if (!ParseNumber(FindField(payload, "dev"), &dev) ||
+        !ParseNumber(FindField(payload, "nr_sector"), &b->sectors)) {
+      return false;
+    }
+    b->major = static_cast<int>(dev >> 20);  // the kernel's dev_t
+    b->minor = static_cast<int>(dev & 0xfffff);
+    b->rwbs = FindField(payload, "rwbs");
+    b->has_sector = ParseNumber(FindField(payload, "sector"), &b->sector) &&
+                    b->sector != ~uint64_t{0};
+    if (issue) ParseNumber(FindField(payload, "bytes"), &b->bytes);
+    ParseSigned(FindField(payload, "error"), &b->error);
+    return !b->rwbs.empty();
+  }
+  // issue:    "254,0 RS 4096 () 350502584 + 8 be,0,4 [dd]" (no bytes before ~5.x)
+  // complete: "254,0 RS () 350502584 + 8 be,0,4 [0]"
+  const auto t = Tokens(payload);
+  if (t.size() < 6 || !ParseDev(t[0], &b->major, &b->minor)) return false;
+  b->rwbs = t[1];
+  size_t i = 2;
+  if (issue && t[i][0] != '(') {
+    if (!ParseNumber(t[i], &b->bytes)) return false;
     ++i;
   }
   if (i >= t.size() || t[i][0] != '(') return false;
   ++i;
-  uint64_t sector = 0, sectors = 0;
-  if (i + 2 >= t.size() || !ParseNumber(t[i], &sector) || t[i + 1] != "+" ||
-      !ParseNumber(t[i + 2], &sectors)) {
-    return false;
+  if (i + 2 >= t.size() || t[i + 1] != "+" || !ParseNumber(t[i + 2], &b->sectors)) return false;
+  b->has_sector = ParseNumber(t[i], &b->sector) && b->sector != ~uint64_t{0};
+  if (!issue) {
+    const absl::string_view last = t.back();
+    if (last.size() >= 2 && last.front() == '[' && last.back() == ']') {
+      ParseSigned(last.substr(1, last.size() - 2), &b->error);
+    }
   }
-  const uint32_t opcode = OpcodeFromRwbs(t[1]);
-  if (bytes == 0) bytes = sectors * 512;
-  const bool no_position = sectors == 0 || opcode == 2 || opcode == 34 || opcode == 35;
-  const std::string dev = absl::StrCat(major, ",", minor);
-  Start(no_position ? absl::StrCat("bq|", dev, "|", opcode) : absl::StrCat("b|", dev, "|", sector),
-        r, opcode, bytes, sectors);
+  return true;
+}
+
+// Requests without a position (flush, passthrough) pair FIFO per (dev, op).
+std::string BlockKey(const BlockFields& b, uint32_t opcode, bool positional) {
+  return positional ? absl::StrCat("b|", b.major, ",", b.minor, "|", b.sector)
+                    : absl::StrCat("bq|", b.major, ",", b.minor, "|", opcode);
+}
+
+bool Positional(const BlockFields& b, uint32_t opcode) {
+  return b.has_sector && b.sectors > 0 && opcode != 2 && opcode != 34 && opcode != 35;
+}
+
+}  // namespace
+
+bool TraceCorrelator::OnBlockIssue(const TraceRecord& r) {
+  BlockFields b;
+  if (!ParseBlockFields(r.payload, true, &b)) return false;
+  const uint32_t opcode = OpcodeFromRwbs(b.rwbs);
+  if (b.bytes == 0) b.bytes = b.sectors * 512;
+  Start(BlockKey(b, opcode, Positional(b, opcode)), r, opcode, b.bytes, b.sectors);
   return true;
 }
 
 bool TraceCorrelator::OnBlockComplete(const TraceRecord& r) {
-  // "254,0 RS () 350502584 + 8 be,0,4 [0]"
-  const auto t = Tokens(r.payload);
-  int major, minor;
-  if (t.size() < 6 || !ParseDev(t[0], &major, &minor)) return false;
-  size_t i = 2;
-  if (t[i][0] != '(') return false;
-  ++i;
-  uint64_t sector = 0, sectors = 0;
-  if (i + 2 >= t.size() || t[i + 1] != "+" || !ParseNumber(t[i + 2], &sectors)) return false;
-  const bool no_position = !ParseNumber(t[i], &sector) || sector == ~uint64_t{0};
-  int64_t err = 0;
-  const absl::string_view last = t.back();
-  if (last.size() >= 2 && last.front() == '[' && last.back() == ']') {
-    ParseSigned(last.substr(1, last.size() - 2), &err);
-  }
-  const uint32_t opcode = OpcodeFromRwbs(t[1]);
-  const std::string dev = absl::StrCat(major, ",", minor);
-  std::string key = no_position || sectors == 0 || opcode == 2 || opcode == 34 || opcode == 35
-                        ? absl::StrCat("bq|", dev, "|", opcode)
-                        : absl::StrCat("b|", dev, "|", sector);
-  auto p = Take(key);
+  BlockFields b;
+  if (!ParseBlockFields(r.payload, false, &b)) return false;
+  const uint32_t opcode = OpcodeFromRwbs(b.rwbs);
+  const bool positional = Positional(b, opcode);
+  auto p = Take(BlockKey(b, opcode, positional));
   if (!p) {
-    ++stats_.unpaired_ends;
+    if (opcode == 1 && b.sectors == 0) {
+      ++stats_.flush_sequence_ends;
+    } else {
+      ++stats_.unpaired_ends;
+    }
     return true;
   }
-  if (p->remaining_sectors > sectors && sectors > 0 && key[1] == '|') {
+  if (positional && p->remaining_sectors > b.sectors) {
     // A partial completion: the rest completes later at the next position.
     Pending rest = *p;
-    rest.remaining_sectors -= sectors;
+    rest.remaining_sectors -= b.sectors;
     TraceRecord issue = r;
     issue.ts_ns = p->ts_ns;
     issue.cpu = p->cpu;
     issue.pid = p->pid;
-    Start(absl::StrCat("b|", dev, "|", sector + sectors), issue, rest.opcode, rest.bytes,
-          rest.remaining_sectors);
+    BlockFields next = b;
+    next.sector += b.sectors;
+    Start(BlockKey(next, opcode, true), issue, rest.opcode, rest.bytes, rest.remaining_sectors);
     return true;
   }
-  Complete(options_.block_device_name(major, minor), *p, r, err != 0);
+  Complete(options_.block_device_name(b.major, b.minor), *p, r, b.error != 0);
   return true;
 }
 
 bool TraceCorrelator::OnBlockRequeue(const TraceRecord& r) {
-  const auto t = Tokens(r.payload);
-  int major, minor;
-  uint64_t sector = 0;
-  if (t.size() < 4 || !ParseDev(t[0], &major, &minor)) return false;
-  if (ParseNumber(t[3], &sector) && Take(absl::StrCat("b|", major, ",", minor, "|", sector))) {
-    ++stats_.requeued;
-  }
+  BlockFields b;
+  if (!ParseBlockFields(r.payload, false, &b)) return false;
+  const uint32_t opcode = OpcodeFromRwbs(b.rwbs);
+  if (Take(BlockKey(b, opcode, Positional(b, opcode)))) ++stats_.requeued;
   return true;
 }
 
@@ -472,26 +512,33 @@ bool TraceCorrelator::OnIrqExit(const TraceRecord& r) {
   IrqOccurrence& o = it->second;
   o.exited = true;
   o.exit_ns = r.ts_ns;
-  std::string device;
-  auto declared = options_.irq_device.find(o.name);
-  if (declared != options_.irq_device.end()) {
-    device = declared->second;
-  } else {
+  std::string device = o.device;
+  if (device.empty()) {
+    auto declared = options_.irq_device.find(o.name);
     auto learned = learned_irq_device_.find(o.name);
-    if (learned != learned_irq_device_.end()) device = learned->second;
+    if (declared != options_.irq_device.end()) {
+      device = declared->second;
+    } else if (learned != learned_irq_device_.end()) {
+      device = learned->second;
+    }
   }
-  if (device.empty() && o.waiter_pid < 0) return true;  // not a device we measure
+  // An IRQ of no device we know yet waits for a completion to claim it.
+  if (!device.empty()) AddDispatch(&o, device);
+  return true;
+}
+
+void TraceCorrelator::AddDispatch(IrqOccurrence* o, const std::string& device) {
   DispatchEvent d;
-  d.cpu = r.cpu;
-  d.irq = o.irq;
-  d.irq_name = o.name;
+  d.cpu = o->cpu;
+  d.irq = o->irq;
+  d.irq_name = o->name;
   d.device = device;
-  d.handler_ns = r.ts_ns > o.entry_ns ? r.ts_ns - o.entry_ns : 0;
+  d.handler_ns = o->exit_ns > o->entry_ns ? o->exit_ns - o->entry_ns : 0;
   held_.push_back(std::move(d));
   ++live_held_;
-  o.slot = static_cast<int>(held_.size() - 1);
-  wakes_.push_back({o.waiter_pid, o.entry_ns, false, held_.size() - 1});
-  return true;
+  o->slot = static_cast<int>(held_.size() - 1);
+  wakes_.push_back({o->waiter_pid, o->entry_ns, o->waiter_woken, held_.size() - 1});
+  if (o->waiter_woken) ++woken_count_;
 }
 
 void TraceCorrelator::OnWaking(const TraceRecord& r) {
@@ -507,6 +554,12 @@ void TraceCorrelator::OnWaking(const TraceRecord& r) {
       w.woken = true;
       ++woken_count_;
     }
+  }
+  // A handler that completes in hard IRQ context wakes the waiter before
+  // its irq_handler_exit.
+  auto it = last_irq_by_cpu_.find(r.cpu);
+  if (it != last_irq_by_cpu_.end() && !it->second.exited && it->second.waiter_pid == pid) {
+    it->second.waiter_woken = true;
   }
 }
 

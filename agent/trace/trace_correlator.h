@@ -52,6 +52,7 @@ struct CompletionEvent {
   TracePath path = TracePath::kUnknown;
   bool error = false;
   int cpu = -1;  // the CPU that issued
+  uint64_t end_ns = 0;  // trace timestamp of the event that ended it
 };
 
 struct DispatchEvent {
@@ -93,6 +94,10 @@ struct CorrelatorStats {
   uint64_t completions = 0;
   uint64_t dispatches = 0;
   uint64_t unpaired_ends = 0;   // an end without its start (capture began mid-request)
+  // Data-less preflush writes ("WS () 0 + 0") the block layer completes
+  // through its flush sequence: the kernel counts them as requests, the
+  // driver only ever sees the flush request ("FF") issued in their place.
+  uint64_t flush_sequence_ends = 0;
   uint64_t evicted = 0;         // starts never ended, dropped to bound memory
   uint64_t requeued = 0;
   uint64_t malformed_payloads = 0;
@@ -129,9 +134,10 @@ class TraceCorrelator {
     uint64_t exit_ns = 0;
     bool exited = false;
     int cpu = -1;
-    bool used = false;           // already turned into a dispatch sample
+    std::string device;          // the device of a completion it delivered
     int slot = -1;               // its dispatch sample in held_, once exited
     int waiter_pid = -1;         // the waiter of a completion it delivered
+    bool waiter_woken = false;   // woken inside the hard handler, before the exit
   };
   struct WakeWait {
     int pid;
@@ -148,6 +154,8 @@ class TraceCorrelator {
   bool OnPair(const TraceRecord& r, const EventPair& pair, bool start);
   bool OnIrqEntry(const TraceRecord& r);
   bool OnIrqExit(const TraceRecord& r);
+  // Holds the dispatch sample of an exited IRQ until its waiter runs.
+  void AddDispatch(IrqOccurrence* occurrence, const std::string& device);
   void OnWaking(const TraceRecord& r);
   void OnSwitch(const TraceRecord& r);
   // The woken waiter `pid` runs at `ts_ns`: completes its dispatch sample.

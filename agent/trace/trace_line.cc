@@ -72,8 +72,9 @@ bool ParseNumber(absl::string_view t, uint64_t* value) {
   } else {
     for (char c : t) {
       if (!IsDigit(c)) return false;
-      if (v > (~uint64_t{0} - 9) / 10) return false;
-      v = v * 10 + static_cast<uint64_t>(c - '0');
+      const uint64_t d = static_cast<uint64_t>(c - '0');
+      if (v > (~uint64_t{0} - d) / 10) return false;
+      v = v * 10 + d;
     }
   }
   *value = v;

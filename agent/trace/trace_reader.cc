@@ -6,11 +6,55 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "common/file_util.h"
+#include "common/status_macros.h"
 
 namespace spintune {
 namespace {
 constexpr size_t kExamples = 5;
 }  // namespace
+
+absl::StatusOr<CorrelatorOptions> CorrelatorOptionsFromFlags(
+    const std::string& pairs_path, const std::vector<std::string>& irq,
+    const std::vector<std::string>& block_names) {
+  CorrelatorOptions options;
+  if (!pairs_path.empty()) {
+    SPINTUNE_ASSIGN_OR_RETURN(std::string text, ReadFileToString(pairs_path));
+    auto pairs = ParseEventPairs(text);
+    if (!pairs.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(pairs_path, ": ", pairs.status().message()));
+    }
+    options.pairs = std::move(*pairs);
+  }
+  for (const auto& m : irq) {
+    const size_t eq = m.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == m.size()) {
+      return absl::InvalidArgumentError(absl::StrCat("--irq '", m, "': expected DEVICE=IRQNAME"));
+    }
+    options.irq_device[m.substr(eq + 1)] = m.substr(0, eq);
+  }
+  std::map<std::pair<int, int>, std::string> names;
+  for (const auto& m : block_names) {
+    const size_t colon = m.find(':');
+    const size_t eq = m.find('=');
+    uint64_t major = 0, minor = 0;
+    if (colon == std::string::npos || eq == std::string::npos || colon > eq || eq + 1 == m.size() ||
+        !ParseNumber(absl::string_view(m).substr(0, colon), &major) ||
+        !ParseNumber(absl::string_view(m).substr(colon + 1, eq - colon - 1), &minor) ||
+        major > 4095 || minor > (1u << 20)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--block-dev '", m, "': expected MAJOR:MINOR=NAME, e.g. 254:0=vda"));
+    }
+    names[{static_cast<int>(major), static_cast<int>(minor)}] = m.substr(eq + 1);
+  }
+  if (!names.empty()) {
+    options.block_device_name = [names](int major, int minor) {
+      auto it = names.find({major, minor});
+      return it != names.end() ? it->second : absl::StrCat(major, ":", minor);
+    };
+  }
+  return options;
+}
 
 std::string SkipReport::Summary() const {
   std::vector<std::pair<uint64_t, std::string>> by_count;

@@ -25,6 +25,15 @@ struct SkipReport {
   std::string Summary() const;
 };
 
+// Correlator options from the command-line flags shared by `spintune extract`
+// and the agent's trace sources: `pairs_path` (--pairs, may be empty),
+// `irq` ("DEVICE=IRQNAME" each), `block_names` ("MAJOR:MINOR=NAME" each;
+// other block devices are named "MAJOR:MINOR"). InvalidArgument naming the
+// flag for anything malformed.
+absl::StatusOr<CorrelatorOptions> CorrelatorOptionsFromFlags(
+    const std::string& pairs_path, const std::vector<std::string>& irq,
+    const std::vector<std::string>& block_names);
+
 class TraceReader {
  public:
   // NotFound when the file cannot be opened.

@@ -1,0 +1,314 @@
+#include "agent/live_trace.h"
+
+#include <dirent.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <climits>
+#include <cstring>
+#include <fstream>
+#include <map>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
+#include "agent/trace/trace_line.h"
+#include "common/logging.h"
+
+namespace spintune {
+namespace {
+
+std::vector<std::string> ListDir(const std::string& dir) {
+  std::vector<std::string> out;
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return out;
+  while (struct dirent* e = ::readdir(d)) {
+    if (e->d_name[0] != '.') out.push_back(e->d_name);
+  }
+  ::closedir(d);
+  return out;
+}
+
+std::string ReadLine(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  return std::string(absl::StripAsciiWhitespace(line));
+}
+
+std::string LinkBase(const std::string& path) {
+  char target[PATH_MAX];
+  const ssize_t n = ::readlink(path.c_str(), target, sizeof(target) - 1);
+  if (n <= 0) return "";
+  target[n] = '\0';
+  const char* slash = std::strrchr(target, '/');
+  return slash != nullptr ? slash + 1 : target;
+}
+
+bool Exists(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+// The sysfs directory of a device's hardware ("" when unknown).
+std::string HardwareDir(const std::string& device) {
+  for (const std::string& dir : {"/sys/block/" + device + "/device",
+                                 "/sys/class/mmc_host/" + device + "/device",
+                                 "/sys/bus/spi/devices/" + device}) {
+    if (Exists(dir)) return dir;
+  }
+  return "";
+}
+
+// "[LOST 123 EVENTS]" -> 123.
+uint64_t LostCount(absl::string_view line) {
+  const size_t at = line.find("[LOST ");
+  if (at == absl::string_view::npos) return 0;
+  absl::string_view rest = line.substr(at + 6);
+  rest = rest.substr(0, rest.find(' '));
+  uint64_t n = 0;
+  return ParseNumber(rest, &n) ? n : 0;
+}
+
+}  // namespace
+
+std::set<std::string> DiscoverDevices() {
+  std::set<std::string> out;
+  for (const auto& name : ListDir("/sys/block")) {
+    // Disks without hardware behind them (loop, zram, dm, md) have no
+    // "device" link; their requests are another disk's.
+    if (Exists("/sys/block/" + name + "/device")) out.insert(name);
+  }
+  for (const auto& name : ListDir("/sys/class/mmc_host")) out.insert(name);
+  for (const auto& name : ListDir("/sys/bus/spi/devices")) out.insert(name);
+  return out;
+}
+
+std::string DeviceDriver(const std::string& device) {
+  const std::string hw = HardwareDir(device);
+  if (hw.empty()) return "";
+  std::string driver = LinkBase(hw + "/driver");
+  if (driver.empty()) driver = LinkBase(hw + "/../driver");  // mmc hosts
+  return driver;
+}
+
+std::string DeviceModel(const std::string& device) {
+  const std::string hw = HardwareDir(device);
+  if (hw.empty()) return "";
+  for (const char* f : {"/model", "/name", "/modalias"}) {
+    std::string v = ReadLine(hw + f);
+    if (!v.empty()) return v;
+  }
+  return "";
+}
+
+std::string DiskOf(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) return "";
+  const std::string sys =
+      absl::StrCat("/sys/dev/block/", major(st.st_dev), ":", minor(st.st_dev));
+  if (!Exists(sys)) return "";
+  if (Exists(sys + "/partition")) return LinkBase(sys + "/..");  // a partition's disk
+  char target[PATH_MAX];
+  if (::realpath(sys.c_str(), target) == nullptr) return "";
+  const char* slash = std::strrchr(target, '/');
+  return slash != nullptr ? slash + 1 : target;
+}
+
+absl::StatusOr<std::unique_ptr<LiveTrace>> LiveTrace::Start(const std::set<std::string>& devices,
+                                                           CorrelatorOptions options) {
+  TracefsOptions t;
+  t.required = {"irq/irq_handler_entry", "irq/irq_handler_exit", "sched/sched_switch",
+                "sched/sched_waking"};
+  std::vector<std::string> dev_filter;
+  for (const auto& d : devices) {
+    const std::string dev = ReadLine("/sys/block/" + d + "/dev");  // "254:0"
+    const size_t colon = dev.find(':');
+    uint64_t major_num = 0, minor_num = 0;
+    if (colon == std::string::npos || !ParseNumber(dev.substr(0, colon), &major_num) ||
+        !ParseNumber(dev.substr(colon + 1), &minor_num)) {
+      continue;
+    }
+    // The block events' dev field is the kernel's dev_t: major << 20 | minor.
+    dev_filter.push_back(absl::StrCat("dev == ", (major_num << 20) | minor_num));
+  }
+  if (!dev_filter.empty()) {
+    for (const char* e : {"block/block_rq_issue", "block/block_rq_complete"}) t.required.push_back(e);
+    t.events.push_back("block/block_rq_requeue");
+    const std::string filter = absl::StrJoin(dev_filter, " || ");
+    for (const char* e : {"block/block_rq_issue", "block/block_rq_complete", "block/block_rq_requeue"}) {
+      t.filters.emplace_back(e, filter);
+    }
+  }
+  bool mmc = false, spi = false;
+  for (const auto& d : devices) {
+    mmc |= absl::StartsWith(d, "mmc") && !absl::StartsWith(d, "mmcblk");
+    spi |= absl::StartsWith(d, "spi");
+  }
+  if (mmc) {
+    for (const char* e : {"mmc/mmc_request_start", "mmc/mmc_request_done"}) t.required.push_back(e);
+  }
+  if (spi) {
+    for (const char* e : {"spi/spi_transfer_start", "spi/spi_transfer_stop", "spi/spi_message_start",
+                          "spi/spi_message_done"}) {
+      t.events.push_back(e);
+    }
+  }
+  if (!options.pairs.empty()) {
+    auto root = TracefsInstance::MountPoint();
+    if (!root.ok()) return root.status();
+    for (const auto& pair : options.pairs) {
+      for (const auto& name : {pair.start_event, pair.end_event}) {
+        std::string found;
+        for (const auto& system : ListDir(*root + "/events")) {
+          if (Exists(absl::StrCat(*root, "/events/", system, "/", name, "/enable"))) {
+            found = system + "/" + name;
+            break;
+          }
+        }
+        if (found.empty()) {
+          return absl::NotFoundError(absl::StrCat("--pairs '", pair.name,
+                                                  "': this kernel has no tracepoint ", name));
+        }
+        t.required.push_back(found);
+      }
+    }
+  }
+  std::unique_ptr<LiveTrace> live(new LiveTrace());
+  live->devices_ = devices;
+  auto instance = TracefsInstance::Open(t);
+  if (!instance.ok()) return instance.status();
+  live->instance_ = std::move(*instance);
+  Logger().info("tracing instance {}: events {}", live->instance_->path(),
+                absl::StrJoin(live->instance_->enabled_events(), ","));
+  if (!options.block_device_name) {
+    auto cache = std::make_shared<std::map<std::pair<int, int>, std::string>>();
+    options.block_device_name = [cache](int major_num, int minor_num) {
+      auto [it, inserted] = cache->try_emplace({major_num, minor_num});
+      if (inserted) it->second = BlockDeviceName(major_num, minor_num);
+      return it->second;
+    };
+  }
+  live->correlator_ = std::make_unique<TraceCorrelator>(std::move(options));
+  live->reader_ = std::thread([p = live.get()] { p->ReadLoop(); });
+  return live;
+}
+
+LiveTrace::~LiveTrace() {
+  stop_ = true;
+  if (reader_.joinable()) reader_.join();
+  instance_.reset();  // removes the tracing instance
+}
+
+void LiveTrace::ReadLoop() {
+  std::vector<char> buffer(1 << 18);
+  while (!stop_) {
+    auto n = instance_->Read(buffer.data(), buffer.size(), absl::Milliseconds(100));
+    if (!n.ok()) {
+      std::lock_guard<std::mutex> lock(mu_);
+      status_ = n.status();
+      cv_.notify_all();
+      return;
+    }
+    if (*n == 0) continue;
+    Consume(absl::string_view(buffer.data(), *n));
+  }
+}
+
+void LiveTrace::Consume(absl::string_view text) {
+  LiveTraceStats delta;
+  delta.bytes = text.size();
+  auto process = [&](absl::string_view line) {
+    ++delta.lines;
+    TraceRecord record;
+    switch (ParseTraceLine(line, &record)) {
+      case LineKind::kEvent:
+        ++delta.events;
+        if (!correlator_->Process(record)) ++delta.unparsed_lines;
+        break;
+      case LineKind::kLost:
+        delta.lost_events += LostCount(line);
+        break;
+      case LineKind::kMalformed:
+      case LineKind::kNotEvent:
+        ++delta.unparsed_lines;
+        break;
+      default:
+        break;
+    }
+  };
+  while (!text.empty()) {
+    const size_t nl = text.find('\n');
+    if (nl == absl::string_view::npos) {
+      partial_.append(text.data(), text.size());
+      break;
+    }
+    if (!partial_.empty()) {
+      partial_.append(text.data(), nl);
+      process(partial_);
+      partial_.clear();
+    } else {
+      process(text.substr(0, nl));
+    }
+    text.remove_prefix(nl + 1);
+  }
+  auto& cs = correlator_->completions();
+  auto& ds = correlator_->dispatches();
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& c : cs) {
+    if (devices_.count(c.device) == 0) {
+      ++delta.other_devices;
+    } else if (completions_.size() >= kMaxQueued) {
+      ++delta.queue_overflow;
+    } else {
+      ++delta.completions;
+      completions_.push_back(std::move(c));
+    }
+  }
+  for (auto& d : ds) {
+    if (devices_.count(d.device) != 0 && dispatches_.size() < kMaxQueued) {
+      ++delta.dispatches;
+      dispatches_.push_back(std::move(d));
+    }
+  }
+  cs.clear();
+  ds.clear();
+  stats_.bytes += delta.bytes;
+  stats_.lines += delta.lines;
+  stats_.events += delta.events;
+  stats_.completions += delta.completions;
+  stats_.dispatches += delta.dispatches;
+  stats_.other_devices += delta.other_devices;
+  stats_.lost_events += delta.lost_events;
+  stats_.unparsed_lines += delta.unparsed_lines;
+  stats_.queue_overflow += delta.queue_overflow;
+  stats_.correlator = correlator_->stats();
+  if (!completions_.empty() || !dispatches_.empty()) cv_.notify_all();
+}
+
+size_t LiveTrace::Take(std::deque<CompletionEvent>* completions,
+                       std::deque<DispatchEvent>* dispatches, absl::Duration timeout) {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait_for(lock, absl::ToChronoMilliseconds(timeout),
+               [this] { return !completions_.empty() || !status_.ok(); });
+  const size_t n = completions_.size();
+  for (auto& c : completions_) completions->push_back(std::move(c));
+  for (auto& d : dispatches_) dispatches->push_back(std::move(d));
+  completions_.clear();
+  dispatches_.clear();
+  return n;
+}
+
+LiveTraceStats LiveTrace::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stats_;
+}
+
+absl::Status LiveTrace::reader_status() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return status_;
+}
+
+}  // namespace spintune

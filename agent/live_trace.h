@@ -1,0 +1,94 @@
+// LiveTrace: live capture from the running kernel. Owns a TracefsInstance
+// with the events the correlator needs, and a reader thread that streams
+// the instance's trace_pipe through ParseTraceLine and a TraceCorrelator
+// into bounded queues of completion and dispatch events for the devices it
+// was asked to measure. Shared by the tracefs source and the host probe.
+//
+// Thread-safety: all public methods may be called from any thread.
+#ifndef SPINTUNE_AGENT_LIVE_TRACE_H_
+#define SPINTUNE_AGENT_LIVE_TRACE_H_
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "agent/trace/trace_correlator.h"
+#include "agent/tracefs_instance.h"
+
+namespace spintune {
+
+struct LiveTraceStats {
+  uint64_t bytes = 0;
+  uint64_t lines = 0;
+  uint64_t events = 0;
+  uint64_t completions = 0;       // of the measured devices
+  uint64_t dispatches = 0;        // attributed to a measured device
+  uint64_t other_devices = 0;     // completions of devices not measured
+  uint64_t lost_events = 0;       // the kernel's "[LOST n EVENTS]"
+  uint64_t unparsed_lines = 0;
+  uint64_t queue_overflow = 0;    // dropped because nobody drained the queue
+  CorrelatorStats correlator;     // pairing counts (unpaired ends, evictions...)
+};
+
+class LiveTrace {
+ public:
+  // `devices`: block disk names ("vda"), MMC hosts ("mmc0"), SPI devices
+  // ("spi0.0") and --pairs names to measure. FailedPrecondition without
+  // root/tracefs (TracefsInstance::Open).
+  static absl::StatusOr<std::unique_ptr<LiveTrace>> Start(const std::set<std::string>& devices,
+                                                          CorrelatorOptions options);
+  // Stops the reader and removes the tracing instance.
+  ~LiveTrace();
+
+  // Moves everything captured so far into the caller's queues, waiting up to
+  // `timeout` for the first completion. Returns the completions moved.
+  size_t Take(std::deque<CompletionEvent>* completions, std::deque<DispatchEvent>* dispatches,
+              absl::Duration timeout);
+  LiveTraceStats stats() const;
+  // An error the reader thread stopped on (OK while it runs).
+  absl::Status reader_status() const;
+  const TracefsInstance& instance() const { return *instance_; }
+
+  // Most completion events held before new ones are dropped.
+  static constexpr size_t kMaxQueued = 1 << 18;
+
+ private:
+  LiveTrace() = default;
+  void ReadLoop();
+  void Consume(absl::string_view text);
+
+  std::set<std::string> devices_;
+  std::unique_ptr<TracefsInstance> instance_;
+  std::unique_ptr<TraceCorrelator> correlator_;  // reader thread only
+  std::string partial_;                          // reader thread only
+  std::atomic<bool> stop_{false};
+  std::thread reader_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<CompletionEvent> completions_;
+  std::deque<DispatchEvent> dispatches_;
+  LiveTraceStats stats_;
+  absl::Status status_;
+};
+
+// The block disks (with a device behind them: not loop, zram, dm), MMC hosts
+// and SPI devices of this machine.
+std::set<std::string> DiscoverDevices();
+// Kernel driver and model of a discovered device, from sysfs ("" unknown).
+std::string DeviceDriver(const std::string& device);
+std::string DeviceModel(const std::string& device);
+// The disk holding `path`'s file system ("vda" for "/" here); "" unknown.
+std::string DiskOf(const std::string& path);
+
+}  // namespace spintune
+
+#endif  // SPINTUNE_AGENT_LIVE_TRACE_H_

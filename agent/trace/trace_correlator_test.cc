@@ -1,0 +1,388 @@
+// Correlation of synthetic event sequences, each with its samples worked out
+// by hand from the timestamps in the lines.
+#include "agent/trace/trace_correlator.h"
+
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace spintune {
+namespace {
+
+std::unique_ptr<TraceCorrelator> Correlate(const std::vector<std::string>& lines,
+                                     CorrelatorOptions options = {}) {
+  auto c = std::make_unique<TraceCorrelator>(std::move(options));
+  for (const auto& line : lines) {
+    TraceRecord r;
+    EXPECT_EQ(ParseTraceLine(line, &r), LineKind::kEvent) << line;
+    EXPECT_TRUE(c->Process(r)) << line;
+  }
+  c->Finish();
+  return c;
+}
+
+TEST(RwbsTest, OpcodesFollowReqOp) {
+  EXPECT_EQ(OpcodeFromRwbs("R"), 0u);
+  EXPECT_EQ(OpcodeFromRwbs("RA"), 0u);
+  EXPECT_EQ(OpcodeFromRwbs("RM"), 0u);
+  EXPECT_EQ(OpcodeFromRwbs("WFS"), 1u);
+  EXPECT_EQ(OpcodeFromRwbs("FWS"), 1u);  // preflush + write
+  EXPECT_EQ(OpcodeFromRwbs("FF"), 2u);   // preflush + flush
+  EXPECT_EQ(OpcodeFromRwbs("F"), 2u);
+  EXPECT_EQ(OpcodeFromRwbs("DS"), 3u);
+  EXPECT_EQ(OpcodeFromRwbs("DE"), 5u);
+  EXPECT_EQ(OpcodeFromRwbs("ZA"), 7u);
+  EXPECT_EQ(OpcodeFromRwbs("WZS"), 9u);
+  EXPECT_EQ(OpcodeFromRwbs("ZRA"), 15u);
+  EXPECT_EQ(OpcodeFromRwbs("N"), 34u);
+}
+
+// virtio-blk on 6.18: the completion runs in the BLOCK softirq after the
+// hard handler; the waiter was asleep (prev_state=D) and is switched in.
+TEST(CorrelatorTest, BlockIrqPathEndsAtIrqEntryAndMeasuresWake) {
+  auto c = Correlate({
+      "  dd-100 [000] ..... 10.000000: block_rq_issue: 254,0 RS 4096 () 1000 + 8 be,0,4 [dd]",
+      "  dd-100 [000] d..2. 10.000010: sched_switch: prev_comm=dd prev_pid=100 prev_prio=120 "
+      "prev_state=D ==> next_comm=swapper/0 next_pid=0 next_prio=120",
+      "  <idle>-0 [000] d.h1. 10.000300: irq_handler_entry: irq=36 name=virtio1-req.0",
+      "  <idle>-0 [000] d.h1. 10.000305: irq_handler_exit: irq=36 ret=handled",
+      "  <idle>-0 [000] ..s1. 10.000310: block_rq_complete: 254,0 RS () 1000 + 8 be,0,4 [0]",
+      "  <idle>-0 [000] d.s3. 10.000312: sched_waking: comm=dd pid=100 prio=120 target_cpu=000",
+      "  <idle>-0 [000] d..2. 10.000340: sched_switch: prev_comm=swapper/0 prev_pid=0 "
+      "prev_prio=120 prev_state=R ==> next_comm=dd next_pid=100 next_prio=120",
+  });
+  ASSERT_EQ(c->completions().size(), 1u);
+  const CompletionEvent& e = c->completions()[0];
+  EXPECT_EQ(e.device, "254:0");
+  EXPECT_EQ(e.opcode, 0u);
+  EXPECT_EQ(e.bytes, 4096u);
+  EXPECT_EQ(e.wait_ns, 300'000u);  // issue 10.000000 -> IRQ entry 10.000300
+  EXPECT_EQ(e.path, TracePath::kIrq);
+  EXPECT_FALSE(e.error);
+  EXPECT_EQ(e.cpu, 0);
+  ASSERT_EQ(c->dispatches().size(), 1u);
+  const DispatchEvent& d = c->dispatches()[0];
+  EXPECT_EQ(d.irq, 36);
+  EXPECT_EQ(d.irq_name, "virtio1-req.0");
+  EXPECT_EQ(d.device, "254:0");
+  EXPECT_EQ(d.handler_ns, 5'000u);
+  ASSERT_TRUE(d.wake_ns.has_value());
+  EXPECT_EQ(*d.wake_ns, 40'000u);  // IRQ entry 10.000300 -> switch-in 10.000340
+}
+
+// MMC v4.7 layout (no blk_addr/tag), 4-character flags, completion and
+// wake-up inside the hard handler.
+TEST(CorrelatorTest, MmcV47HardIrqCompletion) {
+  auto c = Correlate({
+      "  mmcqd/0-82 [000] ...1 100.000000: mmc_request_start: mmc0: start struct "
+      "mmc_request[c669d954]: cmd_opcode=25 cmd_arg=0x47fd98 cmd_flags=0xb5 cmd_retries=0 "
+      "stop_opcode=12 stop_arg=0x0 stop_flags=0x49d stop_retries=0 sbc_opcode=23 "
+      "sbc_arg=0x80000008 sbc_flags=0x15 sbc_retires=0 blocks=8 block_size=512 data_flags=0x100 "
+      "can_retune=0 doing_retune=0 retune_now=0 need_retune=0 hold_retune=1 retune_period=0",
+      "  mmcqd/0-82 [000] d..2 100.000005: sched_switch: prev_comm=mmcqd/0 prev_pid=82 "
+      "prev_prio=120 prev_state=D ==> next_comm=swapper/0 next_pid=0 next_prio=120",
+      "  <idle>-0 [000] d.h1 100.000900: irq_handler_entry: irq=51 name=mmc0",
+      "  <idle>-0 [000] d.h1 100.000903: mmc_request_done: mmc0: end struct "
+      "mmc_request[c669d954]: cmd_opcode=25 cmd_err=0 cmd_resp=0x900 0x0 0x0 0x0 cmd_retries=0 "
+      "stop_opcode=12 stop_err=0 stop_resp=0x0 0x0 0x0 0x0 stop_retries=0 sbc_opcode=23 "
+      "sbc_err=0 sbc_resp=0x0 0x0 0x0 0x0 sbc_retries=0 bytes_xfered=4096 data_err=0",
+      "  <idle>-0 [000] d.h2 100.000904: sched_waking: comm=mmcqd/0 pid=82 prio=120 target_cpu=000",
+      "  <idle>-0 [000] d.h1 100.000910: irq_handler_exit: irq=51 ret=handled",
+      "  <idle>-0 [000] d..2 100.000950: sched_switch: prev_comm=swapper/0 prev_pid=0 "
+      "prev_prio=120 prev_state=R ==> next_comm=mmcqd/0 next_pid=82 next_prio=120",
+  });
+  ASSERT_EQ(c->completions().size(), 1u);
+  const CompletionEvent& e = c->completions()[0];
+  EXPECT_EQ(e.device, "mmc0");
+  EXPECT_EQ(e.opcode, 25u);  // the data command; sbc_opcode=23 is the CMD23 before it
+  EXPECT_EQ(e.bytes, 4096u);  // 8 blocks x 512
+  EXPECT_EQ(e.wait_ns, 900'000u);
+  EXPECT_EQ(e.path, TracePath::kIrq);
+  ASSERT_EQ(c->dispatches().size(), 1u);
+  EXPECT_EQ(c->dispatches()[0].device, "mmc0");
+  EXPECT_EQ(c->dispatches()[0].handler_ns, 10'000u);
+  ASSERT_TRUE(c->dispatches()[0].wake_ns.has_value());
+  EXPECT_EQ(*c->dispatches()[0].wake_ns, 50'000u);
+}
+
+TEST(CorrelatorTest, MmcV415SwappedBlockSizeAndErrors) {
+  // v4.15 printed blk_addr as block_size and the other way round.
+  auto c = Correlate({
+      "  kworker/1:1-30 [001] ..... 5.000000: mmc_request_start: mmc1: start struct "
+      "mmc_request[0000000005d331e4]: cmd_opcode=18 cmd_arg=0x1000 cmd_flags=0xb5 "
+      "cmd_retries=0 stop_opcode=0 stop_arg=0x0 stop_flags=0x0 stop_retries=0 sbc_opcode=0 "
+      "sbc_arg=0x0 sbc_flags=0x0 sbc_retires=0 blocks=4 block_size=1234567 blk_addr=512 "
+      "data_flags=0x200 tag=-1 can_retune=0",
+      "  kworker/1:1-30 [001] ..... 5.000250: mmc_request_done: mmc1: end struct "
+      "mmc_request[0000000005d331e4]: cmd_opcode=18 cmd_err=0 cmd_resp=0x900 0x0 0x0 0x0 "
+      "cmd_retries=0 stop_opcode=0 stop_err=0 stop_resp=0x0 0x0 0x0 0x0 stop_retries=0 "
+      "sbc_opcode=0 sbc_err=0 sbc_resp=0x0 0x0 0x0 0x0 sbc_retries=0 bytes_xfered=0 "
+      "data_err=-84 tag=-1",
+  });
+  ASSERT_EQ(c->completions().size(), 1u);
+  const CompletionEvent& e = c->completions()[0];
+  EXPECT_EQ(e.opcode, 18u);
+  EXPECT_EQ(e.bytes, 2048u);
+  EXPECT_EQ(e.wait_ns, 250'000u);
+  EXPECT_TRUE(e.error);  // data_err=-84 (EILSEQ)
+  EXPECT_EQ(e.path, TracePath::kSpin);  // done in the issuer's own context
+}
+
+TEST(CorrelatorTest, MmcCqePairsOnTag) {
+  // CQE: no command (cmd_opcode=0), a tag; two requests overlap and finish
+  // out of order.
+  auto c = Correlate({
+      "  kworker/0:1H-9 [000] ..... 1.000000: mmc_request_start: mmc2: start struct "
+      "mmc_request[00000000aaaa0001]: cmd_opcode=0 blocks=16 block_size=512 blk_addr=4096 "
+      "data_flags=0x200 tag=3",
+      "  kworker/0:1H-9 [000] ..... 1.000010: mmc_request_start: mmc2: start struct "
+      "mmc_request[00000000aaaa0002]: cmd_opcode=0 blocks=8 block_size=512 blk_addr=9000 "
+      "data_flags=0x100 tag=4",
+      "  kworker/0:1H-9 [000] ..... 1.000100: mmc_request_done: mmc2: end struct "
+      "mmc_request[00000000aaaa0009]: cmd_opcode=0 cmd_err=0 data_err=0 tag=4",
+      "  kworker/0:1H-9 [000] ..... 1.000200: mmc_request_done: mmc2: end struct "
+      "mmc_request[00000000aaaa0009]: cmd_opcode=0 cmd_err=0 data_err=0 tag=3",
+  });
+  ASSERT_EQ(c->completions().size(), 2u);
+  EXPECT_EQ(c->completions()[0].opcode, 47u);  // EXECUTE_WRITE_TASK (data_flags 0x100)
+  EXPECT_EQ(c->completions()[0].bytes, 4096u);
+  EXPECT_EQ(c->completions()[0].wait_ns, 90'000u);
+  EXPECT_EQ(c->completions()[1].opcode, 46u);  // EXECUTE_READ_TASK
+  EXPECT_EQ(c->completions()[1].bytes, 8192u);
+  EXPECT_EQ(c->completions()[1].wait_ns, 200'000u);
+}
+
+TEST(CorrelatorTest, MmcReusedPointerPairsFifo) {
+  auto c = Correlate({
+      "  a-1 [000] ..... 1.000000: mmc_request_start: mmc0: start struct mmc_request[c0de]: "
+      "cmd_opcode=13 blocks=0 block_size=0",
+      "  a-1 [000] ..... 1.000040: mmc_request_done: mmc0: end struct mmc_request[c0de]: "
+      "cmd_opcode=13 cmd_err=0",
+      "  a-1 [000] ..... 1.000100: mmc_request_start: mmc0: start struct mmc_request[c0de]: "
+      "cmd_opcode=6 blocks=0 block_size=0",
+      "  a-1 [000] ..... 1.000400: mmc_request_done: mmc0: end struct mmc_request[c0de]: "
+      "cmd_opcode=6 cmd_err=-110",
+  });
+  ASSERT_EQ(c->completions().size(), 2u);
+  EXPECT_EQ(c->completions()[0].opcode, 13u);
+  EXPECT_EQ(c->completions()[0].wait_ns, 40'000u);
+  EXPECT_EQ(c->completions()[1].opcode, 6u);
+  EXPECT_EQ(c->completions()[1].wait_ns, 300'000u);
+  EXPECT_TRUE(c->completions()[1].error);
+}
+
+TEST(CorrelatorTest, BlockFlushesPairFifoAndOldKernelsSizeFromSectors) {
+  auto c = Correlate({
+      // Two flushes in flight: position 0 at issue, -1 at completion.
+      "  jbd2/vda1-8-200 [001] ..... 2.000000: block_rq_issue: 254,0 FF 0 () 0 + 0 none,0,0 [jbd2]",
+      "  jbd2/vda1-8-200 [001] ..... 2.000050: block_rq_issue: 254,0 FF 0 () 0 + 0 none,0,0 [jbd2]",
+      "  <idle>-0 [001] ..s.. 2.000400: block_rq_complete: 254,0 FF () 18446744073709551615 + 0 "
+      "none,0,0 [0]",
+      "  <idle>-0 [001] ..s.. 2.000900: block_rq_complete: 254,0 FF () 18446744073709551615 + 0 "
+      "none,0,0 [0]",
+      // A 4.x kernel: bytes 0 for file system requests, no ioprio triple.
+      "  kworker/0:2-40 [000] .... 3.000000: block_rq_issue: 179,0 WFS 0 () 4717976 + 8 [kworker/0:2]",
+      "  kworker/0:2-40 [000] .... 3.002000: block_rq_complete: 179,0 WFS () 4717976 + 8 [-5]",
+  });
+  ASSERT_EQ(c->completions().size(), 3u);
+  EXPECT_EQ(c->completions()[0].opcode, 2u);
+  EXPECT_EQ(c->completions()[0].wait_ns, 400'000u);  // FIFO: first issue, first complete
+  EXPECT_EQ(c->completions()[1].wait_ns, 850'000u);
+  EXPECT_EQ(c->completions()[2].device, "179:0");
+  EXPECT_EQ(c->completions()[2].opcode, 1u);
+  EXPECT_EQ(c->completions()[2].bytes, 4096u);  // 8 sectors
+  EXPECT_EQ(c->completions()[2].wait_ns, 2'000'000u);
+  EXPECT_TRUE(c->completions()[2].error);  // [-5] = EIO
+}
+
+TEST(CorrelatorTest, BlockPartialCompletionAndRequeue) {
+  auto c = Correlate({
+      "  fio-7 [000] ..... 1.000000: block_rq_issue: 8,0 R 8192 () 1000 + 16 be,0,4 [fio]",
+      "  fio-7 [000] ..s.. 1.000100: block_rq_complete: 8,0 R () 1000 + 8 be,0,4 [0]",
+      "  fio-7 [000] ..s.. 1.000300: block_rq_complete: 8,0 R () 1008 + 8 be,0,4 [0]",
+      // Requeued: the wait starts at the second issue.
+      "  fio-7 [000] ..... 2.000000: block_rq_issue: 8,0 W 4096 () 2000 + 8 be,0,4 [fio]",
+      "  fio-7 [000] ..... 2.000010: block_rq_requeue: 8,0 W () 2000 + 8 be,0,4 [0]",
+      "  fio-7 [000] ..... 2.000500: block_rq_issue: 8,0 W 4096 () 2000 + 8 be,0,4 [fio]",
+      "  fio-7 [000] ..s.. 2.000700: block_rq_complete: 8,0 W () 2000 + 8 be,0,4 [0]",
+  });
+  ASSERT_EQ(c->completions().size(), 2u);
+  EXPECT_EQ(c->completions()[0].bytes, 8192u);
+  EXPECT_EQ(c->completions()[0].wait_ns, 300'000u);  // ends at the last part
+  EXPECT_EQ(c->completions()[1].wait_ns, 200'000u);
+  EXPECT_EQ(c->stats().requeued, 1u);
+}
+
+TEST(CorrelatorTest, BlockFieldListOfTraceCmdFailedToParse) {
+  // dev is the kernel's dev_t: 254 << 20 | 0 = 266338304.
+  auto c = Correlate({
+      "  dd-5 [000] 1.000000: block_rq_issue: [FAILED TO PARSE] dev=266338304 sector=1432464 "
+      "nr_sector=8 bytes=4096 ioprio=16388 rwbs=RM comm=dd cmd=",
+      "  dd-5 [000] 1.000120: block_rq_complete: [FAILED TO PARSE] dev=266338304 sector=1432464 "
+      "nr_sector=8 error=0 ioprio=16388 rwbs=RM cmd=",
+  });
+  ASSERT_EQ(c->completions().size(), 1u);
+  EXPECT_EQ(c->completions()[0].device, "254:0");
+  EXPECT_EQ(c->completions()[0].bytes, 4096u);
+  EXPECT_EQ(c->completions()[0].wait_ns, 120'000u);
+}
+
+TEST(CorrelatorTest, BlockDeviceNamesAndUnpairedEnds) {
+  CorrelatorOptions o;
+  o.block_device_name = [](int major, int minor) {
+    return major == 254 && minor == 0 ? std::string("vda") : std::string("other");
+  };
+  auto c = Correlate({
+                   "  x-1 [000] ..... 1.000000: block_rq_complete: 254,0 R () 5 + 8 be,0,4 [0]",
+                   "  x-1 [000] ..... 1.000000: block_rq_issue: 254,0 R 4096 () 9 + 8 be,0,4 [x]",
+                   "  x-1 [000] ..... 1.000010: block_rq_complete: 254,0 R () 9 + 8 be,0,4 [0]",
+               },
+               o);
+  ASSERT_EQ(c->completions().size(), 1u);
+  EXPECT_EQ(c->completions()[0].device, "vda");
+  EXPECT_EQ(c->stats().unpaired_ends, 1u);
+}
+
+TEST(CorrelatorTest, SpiTransfersAndMessages) {
+  auto c = Correlate({
+      "  spi0-50 [001] ..... 5.000000: spi_message_start: spi0.0 000000001b20b93c",
+      "  spi0-50 [001] ..... 5.000001: spi_transfer_start: spi0.0 00000000ea1cf8b6 len=16 "
+      "tx=[4c-80-00-00] rx=[]",
+      "  spi0-50 [001] ..... 5.000041: spi_transfer_stop: spi0.0 00000000ea1cf8b6 len=16 "
+      "tx=[4c-80-00-00] rx=[]",
+      "  spi0-50 [001] ..... 5.000050: spi_message_done: spi0.0 000000001b20b93c len=12/16",
+  });
+  ASSERT_EQ(c->completions().size(), 2u);
+  const CompletionEvent& t = c->completions()[0];
+  EXPECT_EQ(t.device, "spi0.0");
+  EXPECT_EQ(t.opcode, 0u);
+  EXPECT_EQ(t.bytes, 16u);
+  EXPECT_EQ(t.wait_ns, 40'000u);
+  EXPECT_EQ(t.path, TracePath::kSpin);
+  const CompletionEvent& m = c->completions()[1];
+  EXPECT_EQ(m.opcode, 1u);
+  EXPECT_EQ(m.bytes, 12u);  // actual length of the done event
+  EXPECT_EQ(m.wait_ns, 50'000u);
+}
+
+TEST(CorrelatorTest, UserDefinedPairs) {
+  auto pairs = ParseEventPairs(R"([{"name": "nand0", "start_event": "my_cmd_start",
+      "end_event": "my_cmd_end", "match_fields": ["host", "tag"], "opcode_field": "op",
+      "size_field": "blocks", "size_unit_bytes": 512}])");
+  ASSERT_TRUE(pairs.ok()) << pairs.status();
+  CorrelatorOptions o;
+  o.pairs = *pairs;
+  auto c = Correlate({
+                   "  v-3 [000] ..... 1.000000: my_cmd_start: host=2, tag=0x1f, op=17, blocks=8",
+                   "  v-3 [000] ..... 1.000005: my_cmd_start: host=3, tag=0x1f, op=24, blocks=1",
+                   "  v-3 [000] ..... 1.000070: my_cmd_end: host=2 tag=0x1f status=0",
+                   "  v-3 [000] ..... 1.000090: my_cmd_end: host=3 tag=31 status=0",
+               },
+               o);
+  ASSERT_EQ(c->completions().size(), 1u);
+  EXPECT_EQ(c->completions()[0].device, "nand0");
+  EXPECT_EQ(c->completions()[0].opcode, 17u);
+  EXPECT_EQ(c->completions()[0].bytes, 4096u);
+  EXPECT_EQ(c->completions()[0].wait_ns, 70'000u);
+  // Match fields compare as text: "31" is not "0x1f", so host 3 stays open.
+  EXPECT_EQ(c->stats().unpaired_ends, 1u);
+}
+
+TEST(CorrelatorTest, PairsFileErrorsNameTheField) {
+  EXPECT_FALSE(ParseEventPairs("{}").ok());
+  EXPECT_FALSE(ParseEventPairs("not json").ok());
+  auto missing = ParseEventPairs(R"([{"name": "a", "start_event": "s"}])");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("pairs[0].end_event"), std::string::npos);
+  auto unit = ParseEventPairs(R"([{"name": "a", "start_event": "s", "end_event": "e",
+      "match_fields": ["x"], "size_unit_bytes": 0}])");
+  ASSERT_FALSE(unit.ok());
+  EXPECT_NE(unit.status().message().find("size_unit_bytes"), std::string::npos);
+}
+
+// A threaded handler (irq/51-mmc0) completes the request after the hard
+// handler returned IRQ_WAKE_THREAD; the IRQ is attributed by --irq.
+TEST(CorrelatorTest, ThreadedIrqAndDeclaredIrqDevice) {
+  CorrelatorOptions o;
+  o.irq_device["mmc0"] = "mmc0";
+  auto c = Correlate({
+                   "  w-9 [000] ..... 1.000000: mmc_request_start: mmc0: start struct "
+                   "mmc_request[ab]: cmd_opcode=17 blocks=1 block_size=512",
+                   "  w-9 [000] d..2. 1.000002: sched_switch: prev_comm=w prev_pid=9 prev_prio=120 "
+                   "prev_state=D ==> next_comm=swapper/0 next_pid=0 next_prio=120",
+                   "  <idle>-0 [001] d.h1. 1.000200: irq_handler_entry: irq=51 name=mmc0",
+                   "  <idle>-0 [001] d.h1. 1.000204: irq_handler_exit: irq=51 ret=handled",
+                   "  irq/51-mmc0-77 [001] ..... 1.000230: mmc_request_done: mmc0: end struct "
+                   "mmc_request[ab]: cmd_opcode=17 cmd_err=0 data_err=0",
+                   "  irq/51-mmc0-77 [001] d..3. 1.000232: sched_waking: comm=w pid=9 prio=120 "
+                   "target_cpu=000",
+                   "  <idle>-0 [000] d..2. 1.000260: sched_switch: prev_comm=swapper/0 prev_pid=0 "
+                   "prev_prio=120 prev_state=R ==> next_comm=w next_pid=9 next_prio=120",
+               },
+               o);
+  ASSERT_EQ(c->completions().size(), 1u);
+  EXPECT_EQ(c->completions()[0].path, TracePath::kIrq);
+  EXPECT_EQ(c->completions()[0].wait_ns, 200'000u);
+  ASSERT_EQ(c->dispatches().size(), 1u);
+  EXPECT_EQ(c->dispatches()[0].handler_ns, 4'000u);
+  ASSERT_TRUE(c->dispatches()[0].wake_ns.has_value());
+  EXPECT_EQ(*c->dispatches()[0].wake_ns, 60'000u);
+}
+
+// trace-cmd's sched plugin rewrites sched_waking/sched_switch.
+TEST(CorrelatorTest, TraceCmdPluginSchedLines) {
+  auto c = Correlate({
+      "              dd-100   [000]    10.000000: block_rq_issue:       254,0 RS 4096 () 1000 + 8 "
+      "0x2,0,4 [dd]",
+      "              dd-100   [000]    10.000010: sched_switch:         dd:100 [120] D ==> "
+      "swapper/0:0 [120]",
+      "          <idle>-0     [000]    10.000300: irq_handler_entry:    irq=36 name=virtio1-req.0",
+      "          <idle>-0     [000]    10.000305: irq_handler_exit:     irq=36 ret=handled",
+      "          <idle>-0     [000]    10.000310: block_rq_complete:    254,0 RS () 1000 + 8 "
+      "0x2,0,4 [0]",
+      "          <idle>-0     [000]    10.000312: sched_wakeup:         dd:100 [120] CPU:000",
+      "          <idle>-0     [000]    10.000345: sched_switch:         swapper/0:0 [120] R ==> "
+      "dd:100 [120]",
+  });
+  ASSERT_EQ(c->completions().size(), 1u);
+  EXPECT_EQ(c->completions()[0].path, TracePath::kIrq);
+  EXPECT_EQ(c->completions()[0].wait_ns, 300'000u);
+  ASSERT_EQ(c->dispatches().size(), 1u);
+  ASSERT_TRUE(c->dispatches()[0].wake_ns.has_value());
+  EXPECT_EQ(*c->dispatches()[0].wake_ns, 45'000u);
+}
+
+TEST(CorrelatorTest, MemoryIsBoundedByEvictingOldStarts) {
+  CorrelatorOptions o;
+  o.max_pending = 4;
+  auto c = std::make_unique<TraceCorrelator>(o);
+  for (int i = 0; i < 100; ++i) {
+    const std::string line = "  x-1 [000] ..... 1.000000: block_rq_issue: 8,0 R 4096 () " +
+                             std::to_string(i * 8) + " + 8 be,0,4 [x]";
+    TraceRecord r;
+    ASSERT_EQ(ParseTraceLine(line, &r), LineKind::kEvent);
+    c->Process(r);
+  }
+  EXPECT_EQ(c->stats().evicted, 96u);
+  // The newest starts are still there.
+  TraceRecord r;
+  ASSERT_EQ(ParseTraceLine("  x-1 [000] ..... 1.000100: block_rq_complete: 8,0 R () 792 + 8 be,0,4 [0]",
+                           &r),
+            LineKind::kEvent);
+  c->Process(r);
+  EXPECT_EQ(c->completions().size(), 1u);
+}
+
+TEST(CorrelatorTest, MalformedPayloadsAreCountedNotFatal) {
+  TraceCorrelator c({});
+  TraceRecord r;
+  ASSERT_EQ(ParseTraceLine("  x-1 [000] ..... 1.0: block_rq_issue: garbage", &r), LineKind::kEvent);
+  EXPECT_FALSE(c.Process(r));
+  ASSERT_EQ(ParseTraceLine("  x-1 [000] ..... 1.0: irq_handler_entry: irq=abc", &r), LineKind::kEvent);
+  EXPECT_FALSE(c.Process(r));
+  EXPECT_EQ(c.stats().malformed_payloads, 2u);
+}
+
+}  // namespace
+}  // namespace spintune

@@ -1,0 +1,64 @@
+#include "agent/tracefs_source.h"
+
+#include <sys/utsname.h>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "agent/host_probe.h"
+#include "common/status_macros.h"
+#include "policy/policy_proto.h"
+
+namespace spintune {
+
+absl::StatusOr<std::unique_ptr<TracefsSource>> TracefsSource::Open(std::set<std::string> devices,
+                                                                   const CpuClassInfo& cpu,
+                                                                   uint64_t irq_overhead_cpu_ns,
+                                                                   const std::string& board,
+                                                                   CorrelatorOptions options) {
+  const std::set<std::string> present = DiscoverDevices();
+  std::set<std::string> pair_names;
+  for (const auto& p : options.pairs) pair_names.insert(p.name);
+  if (devices.empty()) {
+    devices = present;
+    devices.insert(pair_names.begin(), pair_names.end());
+  }
+  for (const auto& d : devices) {
+    if (present.count(d) == 0 && pair_names.count(d) == 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "tracefs: no device '", d, "' on this machine (found: ", absl::StrJoin(present, ","),
+          ")"));
+    }
+  }
+  if (devices.empty()) return absl::InvalidArgumentError("tracefs: no devices to measure");
+  std::unique_ptr<TracefsSource> s(new TracefsSource());
+  auto* target = s->hello_.mutable_target();
+  target->set_board(board);
+  target->set_cpu_model(HostCpuModel());
+  utsname u;
+  if (uname(&u) == 0) target->set_kernel_release(u.release);
+  auto* cpu_class = target->add_cpu_classes();
+  CpuClassToProto(cpu, cpu_class);
+  cpu_class->mutable_costs()->set_irq_overhead_cpu_ns(irq_overhead_cpu_ns);
+  std::vector<std::string> names(devices.begin(), devices.end());
+  for (const auto& d : names) {
+    DeviceToProto({d, DeviceDriver(d), DeviceModel(d), {}}, s->hello_.add_devices());
+  }
+  s->batcher_ = std::make_unique<TraceBatcher>(names);
+  SPINTUNE_ASSIGN_OR_RETURN(s->live_, LiveTrace::Start(devices, std::move(options)));
+  return s;
+}
+
+absl::StatusOr<size_t> TracefsSource::Fill(size_t max_completions, v1::SampleBatch* batch) {
+  // Gather for up to 100 ms or until the batch is full: fewer, fuller
+  // batches (each is one SQLite commit on the tuner).
+  const absl::Time deadline = absl::Now() + absl::Milliseconds(100);
+  while (completions_.size() < max_completions) {
+    const absl::Duration left = deadline - absl::Now();
+    if (left <= absl::ZeroDuration()) break;
+    live_->Take(&completions_, &dispatches_, left);
+  }
+  SPINTUNE_RETURN_IF_ERROR(live_->reader_status());
+  return batcher_->Drain(&completions_, &dispatches_, max_completions, batch);
+}
+
+}  // namespace spintune
