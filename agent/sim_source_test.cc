@@ -72,7 +72,11 @@ TEST(SimSource, CompletionTimesFollowTheCalibration) {
 TEST(SimSource, MakeSampleSourceRejectsUnknownSpecs) {
   EXPECT_TRUE(MakeSampleSource("sim:microwatt-100mhz", 1).ok());
   EXPECT_EQ(MakeSampleSource("sim:nope", 1).status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(MakeSampleSource("tracefs", 1).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(MakeSampleSource("ftrace:vda", 1).status().code(), absl::StatusCode::kInvalidArgument);
+  // File sources need platform costs.
+  EXPECT_EQ(MakeSampleSource("csv:x.csv", 1).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(MakeSampleSource("replay:x.txt", 1).status().code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

@@ -140,3 +140,62 @@ TEST_F(Cli, TunerShutsDownOnSigtermWithAnAgentConnected) {
 
 }  // namespace
 }  // namespace spintune
+
+namespace spintune {
+namespace {
+
+const std::string kFixture =
+    std::string(SPINTUNE_SOURCE_DIR) + "/tests/fixtures/trace/virtio-6.18-trace.txt";
+
+std::vector<std::string> Lines(const std::string& path) {
+  std::ifstream in(path);
+  std::vector<std::string> out;
+  std::string line;
+  while (std::getline(in, line)) out.push_back(line);
+  return out;
+}
+
+TEST_F(Cli, ExtractWritesBothCsvsAndASummary) {
+  auto r = testing::Run({SPINTUNE_CLI_BIN, "extract", "--trace", kFixture, "--completions",
+                         dir_.File("c.csv"), "--dispatch", dir_.File("d.csv"), "--summary",
+                         "--block-dev", "254:0=vda"},
+                        dir_.path().string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto c = Lines(dir_.File("c.csv"));
+  ASSERT_EQ(c.size(), 84u);
+  EXPECT_EQ(c[0], "device,opcode,bytes,wait_ns,path,error,cpu");
+  EXPECT_EQ(c[1], "vda,0,4096,290000,irq,0,0");
+  const auto d = Lines(dir_.File("d.csv"));
+  ASSERT_EQ(d.size(), 84u);
+  EXPECT_EQ(d[0], "cpu,irq,device,handler_ns,wake_ns");
+  EXPECT_NE(r.out.find("virtio1-req.0 (irq 36) -> vda"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("83 completions, 83 dispatch samples"), std::string::npos) << r.err;
+}
+
+TEST_F(Cli, ExtractRefusesUnusableInputWithAReason) {
+  Write(dir_.File("junk.txt"), "not a trace\n\x01\x02\n");
+  auto junk = testing::Run({SPINTUNE_CLI_BIN, "extract", "--trace", dir_.File("junk.txt"),
+                            "--summary"},
+                           dir_.path().string());
+  EXPECT_EQ(junk.exit_code, 1);
+  EXPECT_NE(junk.err.find("no usable events"), std::string::npos) << junk.err;
+  auto missing = testing::Run({SPINTUNE_CLI_BIN, "extract", "--trace", dir_.File("nope.txt"),
+                               "--summary"},
+                              dir_.path().string());
+  EXPECT_EQ(missing.exit_code, 2);
+  auto bad_map = testing::Run({SPINTUNE_CLI_BIN, "extract", "--trace", kFixture, "--summary",
+                               "--irq", "vda"},
+                              dir_.path().string());
+  EXPECT_EQ(bad_map.exit_code, 2);
+  EXPECT_NE(bad_map.err.find("DEVICE=IRQNAME"), std::string::npos) << bad_map.err;
+}
+
+TEST_F(Cli, AgentExplainsMissingPlatformForReplay) {
+  auto r = testing::Run({SPINTUNE_AGENT_BIN, "--source", "replay:" + kFixture, "--state-dir", ""},
+                        dir_.path().string());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--platform"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace spintune

@@ -2,6 +2,7 @@
 // agent on a simulated board, the file sink, and the offline `spintune tune`
 // on the very samples the agent sent.
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 #include <thread>
 
@@ -266,6 +267,58 @@ TEST(EndToEnd, AgentResendsAcrossATunerRestart) {
   EXPECT_EQ(stats.tuner_total_samples, 20000u);
   EXPECT_EQ(stored(), 20000u);
   (*restarted)->Shutdown(absl::Seconds(2));
+}
+
+}  // namespace
+}  // namespace spintune
+
+namespace spintune {
+namespace {
+
+// A trace recorded on this machine, replayed by a real agent into a real
+// tuner: every completion of the file arrives, and the tuner fits the
+// virtio disk's reads.
+TEST(EndToEnd, ReplayedTraceReachesTheTuner) {
+  testing::TempDir dir;
+  auto tuner = StartTuner(dir.File("tuner.db"));
+  ASSERT_NE(tuner, nullptr);
+  {
+    std::ofstream(dir.File("platform.json"))
+        << R"({"irq_cpu_ns": 8000, "irq_wake_ns": 40000, "poll_read_ns": 200,
+               "timer_cpu_ns": 20000, "timer_wake_ns": 30000, "board": "this-vm"})";
+  }
+  SourceOptions source_options;
+  source_options.platform = dir.File("platform.json");
+  source_options.block_dev = {"254:0=vda"};
+  auto source = MakeSampleSource(
+      std::string("replay:") + SPINTUNE_SOURCE_DIR + "/tests/fixtures/trace/virtio-6.18-trace.txt",
+      source_options);
+  ASSERT_TRUE(source.ok()) << source.status();
+  auto sink = MakePolicySink("none", {"vda"});
+  ASSERT_TRUE(sink.ok());
+  AgentOptions options;
+  options.tuner_address = tuner->address();
+  options.agent_id = "replay-1";
+  options.batch_size = 20;
+  options.state_dir = "";
+  options.give_up_after = absl::Seconds(20);
+  Agent agent(options, std::move(*source), std::move(*sink));
+  ASSERT_TRUE(agent.Run().ok());
+  EXPECT_EQ(agent.stats().samples_generated, 83u);
+  EXPECT_EQ(agent.stats().tuner_total_samples, 83u);
+
+  Repository repo;
+  repo.tuner = tuner->address();
+  std::ostringstream policy_json;
+  ASSERT_TRUE(RunPolicy(repo, "replay-1", 0, "json", false, policy_json).ok());
+  auto stored = ParsePolicyJson(policy_json.str());
+  ASSERT_TRUE(stored.ok()) << stored.status();
+  bool reads = false;
+  for (const auto& e : stored->entries) {
+    EXPECT_EQ(e.key.device, "vda");
+    reads |= !e.fallback && e.key.opcode == 0 && e.key.size_class == 13;  // 4 KiB reads
+  }
+  EXPECT_TRUE(reads) << policy_json.str();
 }
 
 }  // namespace

@@ -566,7 +566,9 @@ void TraceCorrelator::OnWaking(const TraceRecord& r) {
 bool TraceCorrelator::ResolveWake(int pid, uint64_t ts_ns) {
   for (auto it = wakes_.begin(); it != wakes_.end(); ++it) {
     if (it->pid == pid && it->woken) {
-      if (held_[it->dispatch_slot]) held_[it->dispatch_slot]->wake_ns = ts_ns - it->irq_entry_ns;
+      if (held_[it->dispatch_slot] && ts_ns >= it->irq_entry_ns) {
+        held_[it->dispatch_slot]->wake_ns = ts_ns - it->irq_entry_ns;
+      }
       const size_t slot = it->dispatch_slot;
       wakes_.erase(it);
       --woken_count_;

@@ -20,7 +20,10 @@ bool ParseTimestamp(absl::string_view text, uint64_t* ns, bool* integer_clock) {
   if (text.empty() || text.size() > 30) return false;
   uint64_t whole = 0, frac = 0;
   size_t i = 0, frac_digits = 0;
-  for (; i < text.size() && IsDigit(text[i]); ++i) whole = whole * 10 + (text[i] - '0');
+  for (; i < text.size() && IsDigit(text[i]); ++i) {
+    if (i >= 19) return false;  // beyond any clock
+    whole = whole * 10 + static_cast<uint64_t>(text[i] - '0');
+  }
   if (i == 0) return false;
   if (i == text.size()) {
     *ns = whole;
@@ -32,6 +35,7 @@ bool ParseTimestamp(absl::string_view text, uint64_t* ns, bool* integer_clock) {
     if (frac_digits < 9) frac = frac * 10 + (text[i] - '0');
   }
   if (i != text.size() || frac_digits == 0) return false;
+  if (whole > ~uint64_t{0} / 1'000'000'000ull - 1) return false;
   for (size_t d = frac_digits; d < 9; ++d) frac *= 10;
   *ns = whole * 1'000'000'000ull + frac;
   *integer_clock = false;
@@ -44,6 +48,7 @@ bool SplitTask(absl::string_view s, absl::string_view* task, int* pid) {
   const size_t dash = s.rfind('-');
   if (dash == absl::string_view::npos || dash + 1 >= s.size()) return false;
   int value = 0;
+  if (s.size() - dash - 1 > 9) return false;  // pids fit in 9 digits (pid_max <= 2^22)
   for (size_t i = dash + 1; i < s.size(); ++i) {
     if (!IsDigit(s[i])) return false;
     value = value * 10 + (s[i] - '0');
@@ -172,7 +177,7 @@ LineKind ParseTraceLine(absl::string_view line, TraceRecord* r) {
     absl::string_view task_part;
     if (open != absl::string_view::npos && close != absl::string_view::npos && close > open) {
       int cpu = 0;
-      bool ok = close > open + 1;
+      bool ok = close > open + 1 && close - open - 1 <= 6;
       for (size_t i = open + 1; i < close && ok; ++i) {
         if (!IsDigit(ctx[i])) ok = false;
         else cpu = cpu * 10 + (ctx[i] - '0');
@@ -191,7 +196,8 @@ LineKind ParseTraceLine(absl::string_view line, TraceRecord* r) {
       if (!SplitTask(task_part, &r->task, &r->pid)) {
         const size_t sp = task_part.rfind(' ');
         uint64_t pid = 0;
-        if (sp == absl::string_view::npos || !ParseNumber(task_part.substr(sp + 1), &pid)) {
+        if (sp == absl::string_view::npos || !ParseNumber(task_part.substr(sp + 1), &pid) ||
+            pid > 999'999'999) {
           return LineKind::kMalformed;
         }
         r->task = TrimSpaces(task_part.substr(0, sp));
@@ -204,7 +210,9 @@ LineKind ParseTraceLine(absl::string_view line, TraceRecord* r) {
       absl::string_view cpu_flags = ctx.substr(sp + 1);
       size_t d = 0;
       int cpu = 0;
-      while (d < cpu_flags.size() && IsDigit(cpu_flags[d])) cpu = cpu * 10 + (cpu_flags[d++] - '0');
+      while (d < cpu_flags.size() && d < 6 && IsDigit(cpu_flags[d])) {
+        cpu = cpu * 10 + (cpu_flags[d++] - '0');
+      }
       if (d == 0) return LineKind::kMalformed;
       r->cpu = cpu;
       r->flags = cpu_flags.substr(d);
