@@ -10,7 +10,7 @@ DEB_PACKAGES := cmake ninja-build g++ pkg-config \
   libeigen3-dev libsqlite3-dev libgtest-dev libgmock-dev libbenchmark-dev \
   libcli11-dev nlohmann-json3-dev libspdlog-dev liburing-dev clang libclang-rt-14-dev
 
-.PHONY: all deps configure build demo test bench uring-ref clean
+.PHONY: all deps configure build demo demo-live test bench uring-ref clean
 
 all: build
 
@@ -26,6 +26,9 @@ build: configure
 
 demo: build
 	@tools/demo.sh $(BUILD)
+
+demo-live: build
+	@tools/demo_live.sh $(BUILD)
 
 test: build
 	@ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)

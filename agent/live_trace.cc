@@ -117,8 +117,8 @@ std::string DiskOf(const std::string& path) {
   return slash != nullptr ? slash + 1 : target;
 }
 
-absl::StatusOr<std::unique_ptr<LiveTrace>> LiveTrace::Start(const std::set<std::string>& devices,
-                                                           CorrelatorOptions options) {
+absl::StatusOr<TracefsOptions> CaptureOptions(const std::set<std::string>& devices,
+                                              const std::vector<EventPair>& pairs) {
   TracefsOptions t;
   t.required = {"irq/irq_handler_entry", "irq/irq_handler_exit", "sched/sched_switch",
                 "sched/sched_waking"};
@@ -156,10 +156,10 @@ absl::StatusOr<std::unique_ptr<LiveTrace>> LiveTrace::Start(const std::set<std::
       t.events.push_back(e);
     }
   }
-  if (!options.pairs.empty()) {
+  if (!pairs.empty()) {
     auto root = TracefsInstance::MountPoint();
     if (!root.ok()) return root.status();
-    for (const auto& pair : options.pairs) {
+    for (const auto& pair : pairs) {
       for (const auto& name : {pair.start_event, pair.end_event}) {
         std::string found;
         for (const auto& system : ListDir(*root + "/events")) {
@@ -176,9 +176,16 @@ absl::StatusOr<std::unique_ptr<LiveTrace>> LiveTrace::Start(const std::set<std::
       }
     }
   }
+  return t;
+}
+
+absl::StatusOr<std::unique_ptr<LiveTrace>> LiveTrace::Start(const std::set<std::string>& devices,
+                                                           CorrelatorOptions options) {
+  auto t = CaptureOptions(devices, options.pairs);
+  if (!t.ok()) return t.status();
   std::unique_ptr<LiveTrace> live(new LiveTrace());
   live->devices_ = devices;
-  auto instance = TracefsInstance::Open(t);
+  auto instance = TracefsInstance::Open(*t);
   if (!instance.ok()) return instance.status();
   live->instance_ = std::move(*instance);
   Logger().info("tracing instance {}: events {}", live->instance_->path(),
@@ -205,15 +212,28 @@ LiveTrace::~LiveTrace() {
 void LiveTrace::ReadLoop() {
   std::vector<char> buffer(1 << 18);
   while (!stop_) {
-    auto n = instance_->Read(buffer.data(), buffer.size(), absl::Milliseconds(100));
-    if (!n.ok()) {
-      std::lock_guard<std::mutex> lock(mu_);
-      status_ = n.status();
-      cv_.notify_all();
-      return;
+    // trace_pipe hands out about a page per read: drain it, then pause.
+    // It also wakes its reader on every event, and the reader's own
+    // wake-ups are sched events: reading eagerly would feed on itself.
+    absl::Duration wait = absl::Milliseconds(100);
+    size_t total = 0;
+    while (!stop_) {
+      auto n = instance_->Read(buffer.data(), buffer.size(), wait);
+      if (!n.ok()) {
+        std::lock_guard<std::mutex> lock(mu_);
+        status_ = n.status();
+        cv_.notify_all();
+        return;
+      }
+      if (*n == 0) break;
+      Consume(absl::string_view(buffer.data(), *n));
+      total += *n;
+      wait = absl::ZeroDuration();
     }
-    if (*n == 0) continue;
-    Consume(absl::string_view(buffer.data(), *n));
+    if (total == 0) continue;
+    for (int i = 0; i < kGatherMs / 10 && !stop_; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
   }
 }
 

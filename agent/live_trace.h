@@ -59,6 +59,9 @@ class LiveTrace {
 
   // Most completion events held before new ones are dropped.
   static constexpr size_t kMaxQueued = 1 << 18;
+  // After draining trace_pipe the reader sleeps this long before reading
+  // again (the per-CPU buffers hold seconds of events at 10k requests/s).
+  static constexpr int kGatherMs = 50;
 
  private:
   LiveTrace() = default;
@@ -79,6 +82,12 @@ class LiveTrace {
   LiveTraceStats stats_;
   absl::Status status_;
 };
+
+// The events (and block filters) a capture of `devices` needs, including
+// the tracepoints of user-defined pairs. NotFound for a pair event this
+// kernel lacks.
+absl::StatusOr<TracefsOptions> CaptureOptions(const std::set<std::string>& devices,
+                                              const std::vector<EventPair>& pairs);
 
 // The block disks (with a device behind them: not loop, zram, dm), MMC hosts
 // and SPI devices of this machine.

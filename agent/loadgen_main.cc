@@ -10,6 +10,7 @@
 #include "common/version.h"
 
 int main(int argc, char** argv) {
+  spintune::BlockShutdownSignals();  // before any thread starts
   spintune::IoLoadOptions o;
   double seconds = 5;
   uint64_t file_mb = 64;

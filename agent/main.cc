@@ -45,6 +45,7 @@ void ListBoards() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  spintune::BlockShutdownSignals();  // before any thread starts
   Flags f;
   CLI::App app{"spintune-agent: measure a board's command completion times and stream them "
                "to spintune-tuner; apply the policy tables it pushes back."};

@@ -17,10 +17,16 @@ sigset_t WaitedSignals() {
 
 }  // namespace
 
-SignalWaiter::SignalWaiter(std::function<void(int)> on_signal)
-    : on_signal_(std::move(on_signal)) {
+void BlockShutdownSignals() {
   sigset_t set = WaitedSignals();
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  signal(SIGINT, SIG_DFL);
+  signal(SIGTERM, SIG_DFL);
+}
+
+SignalWaiter::SignalWaiter(std::function<void(int)> on_signal)
+    : on_signal_(std::move(on_signal)) {
+  BlockShutdownSignals();
   thread_ = std::thread([this] {
     sigset_t waited = WaitedSignals();
     while (true) {

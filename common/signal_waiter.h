@@ -1,9 +1,11 @@
 // SignalWaiter: turns SIGINT/SIGTERM into a callback on a normal thread.
 //
-// Construct it in main() before any other thread starts: it blocks the
-// signals in the calling thread (so every later thread inherits the mask) and
-// waits for them with sigwait() on its own thread. The callback runs at most
-// once per signal, on that thread, so it may take locks.
+// Call BlockShutdownSignals() first thing in main(), before any thread
+// starts (gRPC, a trace reader): every later thread inherits the mask, so
+// SIGINT/SIGTERM can only reach the SignalWaiter, which may be constructed
+// later, once there is something to stop. It waits with sigwait() on its own
+// thread; the callback runs once per signal, on that thread, so it may take
+// locks.
 #ifndef SPINTUNE_COMMON_SIGNAL_WAITER_H_
 #define SPINTUNE_COMMON_SIGNAL_WAITER_H_
 
@@ -11,6 +13,11 @@
 #include <thread>
 
 namespace spintune {
+
+// Blocks SIGINT and SIGTERM in the calling thread and restores their default
+// disposition: a shell starts background jobs with SIGINT ignored, and an
+// ignored signal would be discarded instead of reaching sigwait().
+void BlockShutdownSignals();
 
 class SignalWaiter {
  public:

@@ -12,6 +12,7 @@
 #include "tuner/tuner_server.h"
 
 int main(int argc, char** argv) {
+  spintune::BlockShutdownSignals();  // before any thread starts
   std::string listen = "127.0.0.1:50051";
   std::string db = "spintune.db";
   std::string objective = "balanced";
