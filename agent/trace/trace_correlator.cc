@@ -598,7 +598,10 @@ void TraceCorrelator::OnSwitch(const TraceRecord& r) {
     prev_state = sp == absl::string_view::npos ? head : head.substr(sp + 1);
   }
   if (prev > 0) {
-    if (!prev_state.empty() && prev_state[0] != 'R') {
+    // Waiting for a device is D (io_schedule, wait_for_completion) or S (an
+    // interruptible wait). I is an idle kernel thread: a kworker that issued
+    // a flush on someone's behalf and went idle is not that request's waiter.
+    if (!prev_state.empty() && (prev_state[0] == 'D' || prev_state[0] == 'S')) {
       blocked_since_[prev] = r.ts_ns;
     } else {
       blocked_since_.erase(prev);

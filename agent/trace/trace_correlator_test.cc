@@ -71,6 +71,27 @@ TEST(CorrelatorTest, BlockIrqPathEndsAtIrqEntryAndMeasuresWake) {
   EXPECT_EQ(*d.wake_ns, 40'000u);  // IRQ entry 10.000300 -> switch-in 10.000340
 }
 
+// A kworker that issued a flush on someone's behalf and went idle (I) is
+// not waiting for it: no wake latency is measured for it.
+TEST(CorrelatorTest, IdleKernelThreadIsNotAWaiter) {
+  auto c = Correlate({
+      "  kworker/1:1H-44 [001] ..... 3.000000: block_rq_issue: 254,0 FF 0 () 0 + 0 none,0,0 [k]",
+      "  kworker/1:1H-44 [001] d..2. 3.000005: sched_switch: prev_comm=kworker/1:1H prev_pid=44 "
+      "prev_prio=100 prev_state=I ==> next_comm=swapper/1 next_pid=0 next_prio=120",
+      "  <idle>-0 [001] d.h1. 3.000100: irq_handler_entry: irq=36 name=virtio1-req.0",
+      "  <idle>-0 [001] d.h1. 3.000102: irq_handler_exit: irq=36 ret=handled",
+      "  <idle>-0 [001] ..s1. 3.000104: block_rq_complete: 254,0 FF () 18446744073709551615 + 0 "
+      "none,0,0 [0]",
+      "  <idle>-0 [001] d..2. 3.009000: sched_switch: prev_comm=swapper/1 prev_pid=0 prev_prio=120 "
+      "prev_state=R ==> next_comm=kworker/1:1H next_pid=44 next_prio=100",
+  });
+  ASSERT_EQ(c->completions().size(), 1u);
+  EXPECT_EQ(c->completions()[0].opcode, 2u);
+  EXPECT_EQ(c->completions()[0].wait_ns, 100'000u);
+  ASSERT_EQ(c->dispatches().size(), 1u);
+  EXPECT_FALSE(c->dispatches()[0].wake_ns.has_value());
+}
+
 // MMC v4.7 layout (no blk_addr/tag), 4-character flags, completion and
 // wake-up inside the hard handler.
 TEST(CorrelatorTest, MmcV47HardIrqCompletion) {
