@@ -4,7 +4,6 @@
 # table; then per board the fitted table and a release header.
 set -euo pipefail
 BUILD=${1:-build}
-BIN_TUNER=$BUILD/tuner/spintune-tuner
 BIN_AGENT=$BUILD/agent/spintune-agent
 BIN_CLI=$BUILD/cli/spintune
 OUT=$BUILD/demo
@@ -16,17 +15,10 @@ rm -rf "$OUT"
 mkdir -p "$OUT"
 start=$(date +%s.%N)
 
-"$BIN_TUNER" --listen 127.0.0.1:0 --db "$OUT/spintune.db" >"$OUT/tuner.out" 2>"$OUT/tuner.log" &
-tuner_pid=$!
+. "$(dirname "$0")/lib.sh"
+start_tuner "$BUILD" "$OUT"
 cleanup() { kill "$tuner_pid" 2>/dev/null || true; }
 trap cleanup EXIT
-for _ in $(seq 100); do
-  grep -q "listening on" "$OUT/tuner.out" 2>/dev/null && break
-  kill -0 "$tuner_pid" 2>/dev/null || { cat "$OUT/tuner.log"; exit 1; }
-  sleep 0.1
-done
-addr=$(awk '/listening on/ {print $3}' "$OUT/tuner.out")
-[ -n "$addr" ] || { echo "demo: tuner did not start"; cat "$OUT/tuner.log"; exit 1; }
 echo "tuner listening on $addr, database $OUT/spintune.db"
 
 pids=()

@@ -6,7 +6,6 @@
 # the disk's opcodes with the measured platform costs.
 set -euo pipefail
 BUILD=${1:-build}
-BIN_TUNER=$BUILD/tuner/spintune-tuner
 BIN_AGENT=$BUILD/agent/spintune-agent
 BIN_LOAD=$BUILD/agent/spintune-loadgen
 BIN_CLI=$BUILD/cli/spintune
@@ -19,14 +18,11 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 rm -rf "$OUT"
 mkdir -p "$OUT"
-# The disk under /var/tmp, where the load goes (a partition's parent disk).
-src=$(findmnt -no SOURCE -T /var/tmp)
-disk=$(lsblk -no PKNAME "$src" 2>/dev/null | head -1 || true)
-[ -n "$disk" ] || disk=$(basename "$src")
+. "$(dirname "$0")/lib.sh"
+disk=$(disk_under /var/tmp)  # where the load goes
 agent_id="$(hostname)-live"
 
-"$BIN_TUNER" --listen 127.0.0.1:0 --db "$OUT/spintune.db" >"$OUT/tuner.out" 2>"$OUT/tuner.log" &
-tuner_pid=$!
+start_tuner "$BUILD" "$OUT"
 load_pid=""
 cleanup() {
   [ -n "$load_pid" ] && kill "$load_pid" 2>/dev/null || true
@@ -34,12 +30,6 @@ cleanup() {
   wait 2>/dev/null || true
 }
 trap cleanup EXIT
-for _ in $(seq 100); do
-  grep -q "listening on" "$OUT/tuner.out" 2>/dev/null && break
-  kill -0 "$tuner_pid" 2>/dev/null || { cat "$OUT/tuner.log"; exit 1; }
-  sleep 0.1
-done
-addr=$(awk '/listening on/ {print $3}' "$OUT/tuner.out")
 echo "tuner listening on $addr, database $OUT/spintune.db"
 echo "agent: live capture of $disk (probing this host's platform costs first)"
 

@@ -13,9 +13,8 @@ OUT=$BUILD/live-cpu-bench
 HZ=$(getconf CLK_TCK)
 [ "$(id -u)" -eq 0 ] || { echo "live_cpu_bench: needs root"; exit 1; }
 rm -rf "$OUT"; mkdir -p "$OUT"
-src=$(findmnt -no SOURCE -T /var/tmp)
-disk=$(lsblk -no PKNAME "$src" 2>/dev/null | head -1 || true)
-[ -n "$disk" ] || disk=$(basename "$src")
+. "$(dirname "$0")/lib.sh"
+disk=$(disk_under /var/tmp)
 cat >"$OUT/platform.json" <<'JSON'
 {"irq_cpu_ns": 8000, "irq_wake_ns": 60000, "poll_read_ns": 200,
  "timer_cpu_ns": 15000, "timer_wake_ns": 15000}
@@ -37,11 +36,8 @@ run_load() {
 
 read -r base_rps base_cpu < <(run_load)
 
-"$BUILD/tuner/spintune-tuner" --listen 127.0.0.1:0 --db "$OUT/spintune.db" >"$OUT/tuner.out" 2>"$OUT/tuner.log" &
-tuner_pid=$!
+start_tuner "$BUILD" "$OUT"
 trap 'kill $tuner_pid 2>/dev/null || true; kill ${agent_pid:-0} 2>/dev/null || true' EXIT
-for _ in $(seq 100); do grep -q "listening on" "$OUT/tuner.out" && break; sleep 0.1; done
-addr=$(awk '/listening on/ {print $3}' "$OUT/tuner.out")
 "$BUILD/agent/spintune-agent" --tuner "$addr" --source "tracefs:$disk" --platform "$OUT/platform.json" \
   --state-dir "" --batch-size 4096 >"$OUT/agent.log" 2>&1 &
 agent_pid=$!

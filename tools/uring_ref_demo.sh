@@ -23,13 +23,10 @@ if [ "$rc" -ne 0 ]; then cat "$OUT/measure.txt"; exit 1; fi
 echo "measured $(($(wc -l <"$OUT/samples.csv") - 1)) completions; platform estimate:"
 cat "$OUT/platform.json"
 
-"$BUILD/tuner/spintune-tuner" --listen 127.0.0.1:0 --db "$OUT/spintune.db" \
-  >"$OUT/tuner.out" 2>"$OUT/tuner.log" &
-tuner=$!
-cleanup() { kill "$tuner" 2>/dev/null || true; rm -f "/dev/shm/$SHM-uring0"; }
+. "$(dirname "$0")/lib.sh"
+start_tuner "$BUILD" "$OUT"
+cleanup() { kill "$tuner_pid" 2>/dev/null || true; rm -f "/dev/shm/$SHM-uring0"; }
 trap cleanup EXIT
-for _ in $(seq 100); do grep -q "listening on" "$OUT/tuner.out" && break; sleep 0.1; done
-addr=$(awk '/listening on/ {print $3}' "$OUT/tuner.out")
 "$BUILD/agent/spintune-agent" --tuner "$addr" --agent-id uring-ref \
   --source "csv:$OUT/samples.csv" --platform "$OUT/platform.json" \
   --sink "shm:$SHM-{device}" --state-dir "$OUT/state" --give-up-after 20 >"$OUT/agent.log" 2>&1
@@ -41,7 +38,7 @@ for mode in table block spin; do
   "$REF" "${args[@]}"
   echo
 done
-kill -INT "$tuner"
-wait "$tuner"
+kill -INT "$tuner_pid"
+wait "$tuner_pid"
 trap - EXIT
 rm -f "/dev/shm/$SHM-uring0" "$OUT/data.dat"

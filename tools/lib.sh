@@ -1,0 +1,26 @@
+# Shell helpers shared by the demo and benchmark scripts (sourced).
+
+# start_tuner BUILD OUT: starts spintune-tuner on a free loopback port with
+# the database OUT/spintune.db; sets tuner_pid and addr, or prints the
+# tuner's log and exits.
+start_tuner() {
+  local build=$1 out=$2
+  "$build/tuner/spintune-tuner" --listen 127.0.0.1:0 --db "$out/spintune.db" \
+    >"$out/tuner.out" 2>"$out/tuner.log" &
+  tuner_pid=$!
+  for _ in $(seq 100); do
+    grep -q "listening on" "$out/tuner.out" 2>/dev/null && break
+    kill -0 "$tuner_pid" 2>/dev/null || { cat "$out/tuner.log"; exit 1; }
+    sleep 0.1
+  done
+  addr=$(awk '/listening on/ {print $3}' "$out/tuner.out")
+  [ -n "$addr" ] || { echo "the tuner did not start:"; cat "$out/tuner.log"; exit 1; }
+}
+
+# disk_under PATH: the block disk holding PATH (a partition's parent disk).
+disk_under() {
+  local src pk
+  src=$(findmnt -no SOURCE -T "$1")
+  pk=$(lsblk -no PKNAME "$src" 2>/dev/null | head -1 || true)
+  echo "${pk:-$(basename "$src")}"
+}
