@@ -414,6 +414,14 @@ bool TraceCorrelator::OnMmc(const TraceRecord& r, bool start) {
     ParseNumber(FindField(p, "data_flags"), &data_flags);
     uint32_t opcode = static_cast<uint32_t>(cmd);
     if (cqe) opcode = (data_flags & 0x100) ? 47 : 46;  // EXECUTE_WRITE/READ_TASK
+    // A request pointer is reused only after its done event: a second start
+    // while one is pending is the core re-issuing the request after an error
+    // (cmd->retries), which emits no done for the failed try. The wait runs
+    // from the first try.
+    if (!cqe && pending_.count(key) != 0) {
+      ++stats_.retried;
+      return true;
+    }
     Start(key, r, opcode, blocks * block_size);
     return true;
   }

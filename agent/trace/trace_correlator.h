@@ -7,7 +7,8 @@
 //  - block_rq_issue -> block_rq_complete per (dev, sector), FIFO; flushes and
 //    passthrough per (dev, op); partial completions move the key forward;
 //    block_rq_requeue forgets the request; opcode = REQ_OP_* from rwbs;
-//  - mmc_request_start -> mmc_request_done per (host, request pointer), FIFO;
+//  - mmc_request_start -> mmc_request_done per (host, request pointer); a
+//    second start before the done is a retry and keeps the first;
 //    CQE requests (cmd_opcode 0, tag >= 0) per (host, tag) with opcode 46/47
 //    (EXECUTE_READ/WRITE_TASK); bytes = blocks x block size (the v4.15
 //    swapped block_size/blk_addr print is undone); errors from *_err;
@@ -100,6 +101,7 @@ struct CorrelatorStats {
   uint64_t flush_sequence_ends = 0;
   uint64_t evicted = 0;         // starts never ended, dropped to bound memory
   uint64_t requeued = 0;
+  uint64_t retried = 0;         // MMC requests re-issued before their done
   uint64_t malformed_payloads = 0;
   uint64_t other_events = 0;    // events the correlator does not use
 };

@@ -174,6 +174,28 @@ TEST(CorrelatorTest, MmcCqePairsOnTag) {
   EXPECT_EQ(c->completions()[1].wait_ns, 200'000u);
 }
 
+TEST(CorrelatorTest, MmcRetryKeepsTheFirstStart) {
+  auto c = Correlate({
+      "  a-1 [000] ..... 1.000000: mmc_request_start: mmc0: start struct mmc_request[c0de]: "
+      "cmd_opcode=17 blocks=1 block_size=512",
+      // The first try failed with retries left: no done, a second start.
+      "  a-1 [000] ..... 1.000300: mmc_request_start: mmc0: start struct mmc_request[c0de]: "
+      "cmd_opcode=17 blocks=1 block_size=512",
+      "  a-1 [000] ..... 1.000500: mmc_request_done: mmc0: end struct mmc_request[c0de]: "
+      "cmd_opcode=17 cmd_err=0 data_err=0",
+      // The pointer is reused by the next request.
+      "  a-1 [000] ..... 1.001000: mmc_request_start: mmc0: start struct mmc_request[c0de]: "
+      "cmd_opcode=13 blocks=0 block_size=0",
+      "  a-1 [000] ..... 1.001040: mmc_request_done: mmc0: end struct mmc_request[c0de]: "
+      "cmd_opcode=13 cmd_err=0",
+  });
+  ASSERT_EQ(c->completions().size(), 2u);
+  EXPECT_EQ(c->completions()[0].wait_ns, 500'000u);  // from the first try
+  EXPECT_EQ(c->completions()[1].opcode, 13u);
+  EXPECT_EQ(c->completions()[1].wait_ns, 40'000u);
+  EXPECT_EQ(c->stats().retried, 1u);
+}
+
 TEST(CorrelatorTest, MmcReusedPointerPairsFifo) {
   auto c = Correlate({
       "  a-1 [000] ..... 1.000000: mmc_request_start: mmc0: start struct mmc_request[c0de]: "
