@@ -219,7 +219,7 @@ void Agent::Impl::ReadLoop(Stream* stream) {
         std::lock_guard<std::mutex> lock(mu_);
         const auto& r = msg.rejected();
         Logger().error("tuner rejected seq={} code={}: {}", r.seq(), r.code(), r.message());
-        if (r.seq() != 0 && r.code() != static_cast<int>(grpc::StatusCode::UNAVAILABLE)) {
+        if (r.seq() != 0 && !r.retry()) {
           // Never resend a batch the tuner refused for its content.
           for (auto it = pending_.begin(); it != pending_.end(); ++it) {
             if (it->seq == r.seq()) {

@@ -295,6 +295,22 @@ absl::StatusOr<bool> Store::IngestBatch(int64_t target_id, const BatchDelta& bat
   return true;
 }
 
+absl::StatusOr<std::vector<PolicyKey>> Store::ListKeys(int64_t target_id) {
+  absl::MutexLock lock(&mu_);
+  SPINTUNE_ASSIGN_OR_RETURN(
+      auto q, db_->Prepare("SELECT cpu_class, device, opcode, size_class FROM keys "
+                           "WHERE target_id = ?1"));
+  q->Bind(1, target_id);
+  std::vector<PolicyKey> out;
+  while (true) {
+    SPINTUNE_ASSIGN_OR_RETURN(bool row, q->Step());
+    if (!row) break;
+    out.push_back({q->ColumnText(0), q->ColumnText(1), static_cast<uint32_t>(q->ColumnInt(2)),
+                   static_cast<uint32_t>(q->ColumnInt(3))});
+  }
+  return out;
+}
+
 absl::StatusOr<std::vector<KeyEvidence>> Store::LoadKeys(int64_t target_id) {
   absl::MutexLock lock(&mu_);
   SPINTUNE_ASSIGN_OR_RETURN(

@@ -104,6 +104,8 @@ class Store {
   // Evidence per key: the cumulative histogram, or, for a key whose
   // distribution changed (DetectChanges), the windows since the change.
   absl::StatusOr<std::vector<KeyEvidence>> LoadKeys(int64_t target_id);
+  // The target's keys, without their evidence.
+  absl::StatusOr<std::vector<PolicyKey>> ListKeys(int64_t target_id);
   // Compares each key's latest window (when it has >= min_recent samples)
   // with its evidence before it (models/change_detector.h); a key that
   // changed uses only windows from the latest on as evidence from now on.

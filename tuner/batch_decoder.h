@@ -15,7 +15,7 @@ namespace spintune {
 // Limits on what one agent may declare or send.
 inline constexpr int kMaxCpuClasses = 64;
 inline constexpr int kMaxDevices = 64;
-inline constexpr int kMaxCompletionsPerBatch = 1 << 20;
+inline constexpr int kMaxCompletionsPerBatch = 65536;  // the agent's --batch-size limit
 inline constexpr size_t kMaxNameBytes = 256;
 
 // Checks a Hello and converts it into a TargetRecord.

@@ -24,6 +24,9 @@ int main(int argc, char** argv) {
   double hysteresis = 0.02;
   uint64_t window_samples = 8192;
   double shutdown_deadline_s = 5;
+  uint64_t max_keys = 4096;
+  double max_agent_rate = 0;
+  int max_message_mb = 16;
   std::string log_level = "info";
 
   CLI::App app{"spintune-tuner: fit wait policies from agents' samples and push them back."};
@@ -57,6 +60,17 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--refit-samples", refit_samples, "Refit a target after this many new samples")
       ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--max-keys-per-target", max_keys,
+                 "Most keys (cpu class, device, opcode, size class) one target may have")
+      ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 20))
+      ->capture_default_str();
+  app.add_option("--max-agent-samples-per-second", max_agent_rate,
+                 "Completion samples per second one agent may send (0: no limit)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--max-message-mb", max_message_mb, "Largest message accepted, MiB")
+      ->check(CLI::Range(1, 256))
       ->capture_default_str();
   app.add_option("--shutdown-deadline", shutdown_deadline_s,
                  "Seconds open streams get to finish on SIGINT/SIGTERM")
@@ -92,6 +106,9 @@ int main(int argc, char** argv) {
   options.fit.hysteresis = hysteresis;
   options.store.window_samples = window_samples;
   options.refit_samples = refit_samples;
+  options.max_keys_per_target = max_keys;
+  options.max_agent_samples_per_second = max_agent_rate;
+  options.max_message_bytes = max_message_mb << 20;
 
   // Block signals before gRPC starts its threads.
   std::unique_ptr<spintune::TunerServer> server;
@@ -121,9 +138,10 @@ int main(int argc, char** argv) {
   const spintune::TunerCounters c = server->core()->counters();
   server->Shutdown(absl::Seconds(shutdown_deadline_s));
   spintune::Logger().info(
-      "stopped sessions={} batches={} duplicates={} rejected={} samples={} refits={} "
-      "versions={} pushes={} changes={}",
+      "stopped sessions={} batches={} duplicates={} rejected={} deferred={} over_limit={} "
+      "samples={} refits={} versions={} pushes={} changes={}",
       c.sessions, c.batches_ingested, c.batches_duplicate, c.batches_rejected,
+      c.batches_deferred, c.batches_over_limit,
       c.samples_ingested, c.refits, c.policy_versions, c.pushes, c.changes_detected);
   return 0;
 }

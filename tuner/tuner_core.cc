@@ -12,12 +12,13 @@
 namespace spintune {
 namespace {
 
-v1::TunerMessage RejectedMessage(uint64_t seq, const absl::Status& status) {
+v1::TunerMessage RejectedMessage(uint64_t seq, const absl::Status& status, bool retry = false) {
   v1::TunerMessage m;
   auto* r = m.mutable_rejected();
   r->set_seq(seq);
   r->set_code(static_cast<int>(status.code()));
   r->set_message(std::string(status.message()));
+  r->set_retry(retry);
   return m;
 }
 
@@ -120,6 +121,20 @@ void TunerCore::OnBatch(std::shared_ptr<SessionHandle> session, v1::SampleBatch 
                         std::function<void()> done) {
   Post([this, session, batch = std::move(batch), done = std::move(done)] {
     if (session->target_id == 0) return done();  // the hello failed
+    // A refused batch is resent later; refusing what follows it keeps the
+    // target's durable sequence numbers free of gaps.
+    auto defer = [&](const absl::Status& why) {
+      session->stalled = true;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        ++counters_.batches_deferred;
+      }
+      session->Send(RejectedMessage(batch.seq(), why, /*retry=*/true));
+    };
+    if (session->stalled) {
+      defer(absl::UnavailableError("an earlier batch of this stream was refused; reconnect"));
+      return done();
+    }
     auto delta = DecodeBatch(batch, session->hello);
     if (!delta.ok()) {
       {
@@ -129,16 +144,35 @@ void TunerCore::OnBatch(std::shared_ptr<SessionHandle> session, v1::SampleBatch 
       session->Send(RejectedMessage(batch.seq(), delta.status()));
       return done();
     }
+    if (absl::Status limit = CheckKeyLimit(*session, *delta); !limit.ok()) {
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        ++counters_.batches_over_limit;
+      }
+      session->Send(RejectedMessage(batch.seq(), limit));
+      return done();
+    }
+    if (absl::Status limit = CheckRate(*session, *delta); !limit.ok()) {
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        ++counters_.batches_over_limit;
+      }
+      defer(limit);  // the same batch is fine later
+      return done();
+    }
     auto ingested = store_->IngestBatch(session->target_id, *delta);
     if (!ingested.ok()) {
       Logger().error("ingest target={} seq={} failed: {}", session->target_id, batch.seq(),
                      ingested.status().ToString());
       // The agent keeps the batch and resends it on its next session.
-      absl::Status reply = absl::IsResourceExhausted(ingested.status())
-                               ? absl::ResourceExhaustedError("tuner storage is full")
-                               : absl::UnavailableError("tuner storage unavailable");
-      session->Send(RejectedMessage(batch.seq(), absl::UnavailableError(reply.message())));
+      defer(absl::UnavailableError(absl::IsResourceExhausted(ingested.status())
+                                       ? "tuner storage is full"
+                                       : "tuner storage unavailable"));
       return done();
+    }
+    for (const auto& k : delta->keys) {
+      known_keys_[session->target_id].insert(absl::StrCat(k.key.cpu_class, "|", k.key.device, "|",
+                                                          k.key.opcode, "|", k.key.size_class));
     }
     v1::TunerMessage ack;
     ack.mutable_batch_ack()->set_seq(batch.seq());
@@ -160,6 +194,54 @@ void TunerCore::OnBatch(std::shared_ptr<SessionHandle> session, v1::SampleBatch 
     }
     done();
   });
+}
+
+absl::Status TunerCore::CheckKeyLimit(SessionHandle& session, const BatchDelta& delta) {
+  auto known = known_keys_.find(session.target_id);
+  if (known == known_keys_.end()) {
+    auto keys = store_->ListKeys(session.target_id);
+    if (!keys.ok()) return absl::UnavailableError("tuner storage unavailable");
+    std::set<std::string> names;
+    for (const auto& k : *keys) {
+      names.insert(absl::StrCat(k.cpu_class, "|", k.device, "|", k.opcode, "|", k.size_class));
+    }
+    known = known_keys_.emplace(session.target_id, std::move(names)).first;
+  }
+  uint64_t added = 0;
+  for (const auto& k : delta.keys) {
+    if (known->second.count(absl::StrCat(k.key.cpu_class, "|", k.key.device, "|", k.key.opcode,
+                                         "|", k.key.size_class)) == 0) {
+      ++added;
+    }
+  }
+  if (known->second.size() + added > options_.max_keys_per_target) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "completions: the target would have ", known->second.size() + added,
+        " keys (cpu class, device, opcode, size class); the limit is ",
+        options_.max_keys_per_target, " (--max-keys-per-target)"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status TunerCore::CheckRate(SessionHandle& session, const BatchDelta& delta) {
+  const double rate = options_.max_agent_samples_per_second;
+  if (rate > 0) {
+    Bucket& b = rate_[session.hello.agent_id()];
+    const absl::Time now = absl::Now();
+    const double burst = 2 * rate;
+    b.tokens = b.refilled == absl::InfinitePast()
+                   ? burst
+                   : std::min(burst, b.tokens + rate * absl::ToDoubleSeconds(now - b.refilled));
+    b.refilled = now;
+    const double n = static_cast<double>(delta.completion_samples);
+    if (n > b.tokens) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "batch.completions: agent '", session.hello.agent_id(), "' is over its limit of ", rate,
+          " samples/s (--max-agent-samples-per-second); resend later"));
+    }
+    b.tokens -= n;
+  }
+  return absl::OkStatus();
 }
 
 void TunerCore::OnApplied(std::shared_ptr<SessionHandle> session, v1::PolicyApplied applied,

@@ -23,11 +23,13 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "policy/policy_builder.h"
 #include "spintune/v1/spintune.pb.h"
 #include "storage/store.h"
@@ -47,6 +49,10 @@ class SessionHandle {
   // Written and read only on the core's worker thread.
   int64_t target_id = 0;
   v1::Hello hello;
+  // Set when a batch could not be stored (storage full or failing) or was
+  // over the rate limit: every later batch of this stream is refused too, so
+  // the durable sequence numbers of a target never have a gap.
+  bool stalled = false;
 };
 
 struct TunerOptions {
@@ -58,13 +64,25 @@ struct TunerOptions {
   FitConfig fit;
   // Refit a target after this many new completion samples.
   uint64_t refit_samples = 4096;
+  // Most keys (cpu class, device, opcode, size class) one target may have;
+  // a batch that would add more is refused with RESOURCE_EXHAUSTED.
+  uint64_t max_keys_per_target = 4096;
+  // Completion samples per second one agent may send (0: no limit), with a
+  // burst of two seconds' worth; a batch over it is refused with
+  // RESOURCE_EXHAUSTED and the agent resends it after a backoff.
+  double max_agent_samples_per_second = 0;
+  // Largest message the server accepts (gRPC refuses bigger ones with
+  // RESOURCE_EXHAUSTED and ends that stream only).
+  int max_message_bytes = 16 << 20;
 };
 
 struct TunerCounters {
   uint64_t sessions = 0;
   uint64_t batches_ingested = 0;
   uint64_t batches_duplicate = 0;
-  uint64_t batches_rejected = 0;
+  uint64_t batches_rejected = 0;   // invalid content, never stored
+  uint64_t batches_deferred = 0;   // storage failing, rate or stall: resent later
+  uint64_t batches_over_limit = 0; // key cardinality or rate limit
   uint64_t samples_ingested = 0;
   uint64_t refits = 0;
   uint64_t policy_versions = 0;
@@ -117,8 +135,20 @@ class TunerCore {
   TunerCounters counters_;
   std::thread worker_;
 
+  // The key cardinality limit (refuse) and the agent's rate limit (resend
+  // later) for a decoded batch of `session`. RESOURCE_EXHAUSTED naming the
+  // limit's flag.
+  absl::Status CheckKeyLimit(SessionHandle& session, const BatchDelta& delta);
+  absl::Status CheckRate(SessionHandle& session, const BatchDelta& delta);
+
   // Worker-only state.
   std::map<int64_t, uint64_t> samples_since_fit_;
+  std::map<int64_t, std::set<std::string>> known_keys_;  // loaded on first use
+  struct Bucket {
+    double tokens = 0;
+    absl::Time refilled = absl::InfinitePast();
+  };
+  std::map<std::string, Bucket> rate_;  // per agent id
   std::map<int64_t, std::vector<std::weak_ptr<SessionHandle>>> sessions_;
 };
 

@@ -16,7 +16,7 @@ absl::StatusOr<std::unique_ptr<TunerServer>> TunerServer::Start(
   grpc::ServerBuilder builder;
   // Two servers on one fixed port must not both "succeed".
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
-  builder.SetMaxReceiveMessageSize(64 << 20);
+  builder.SetMaxReceiveMessageSize(options.max_message_bytes);
   builder.AddListeningPort(listen_address, grpc::InsecureServerCredentials(), &s->port_);
   builder.RegisterService(s->service_.get());
   s->server_ = builder.BuildAndStart();
