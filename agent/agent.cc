@@ -139,6 +139,7 @@ bool Agent::Impl::Write(Stream* stream, const v1::AgentMessage& message) {
 absl::Status Agent::Impl::ApplyTable(const v1::PolicyTable& wire) {
   auto table = PolicyTableFromProto(wire, hello_);
   if (!table.ok()) return table.status();
+  if (absl::Status s = CheckPolicyBounds(*table, options_.bounds); !s.ok()) return s;
   // Validate every device first, then write: a bad table changes nothing.
   std::vector<std::pair<std::string, std::string>> blobs;
   for (int i = 0; i < hello_.devices_size(); ++i) {

@@ -24,6 +24,7 @@
 #include "absl/time/time.h"
 #include "agent/policy_sink.h"
 #include "agent/sample_source.h"
+#include "policy/policy_bounds.h"
 
 namespace spintune {
 
@@ -48,6 +49,9 @@ struct AgentOptions {
   // kept). At start the agent re-applies it through the sink before it
   // connects, so a rebooted board runs its tuned table without the tuner.
   std::string state_dir;
+  // What this board allows a pushed table to ask for; a table beyond it is
+  // refused (reported to the tuner) and the last good table stays.
+  PolicyBounds bounds;
 };
 
 struct AgentStats {

@@ -30,6 +30,8 @@ struct Flags {
   std::vector<std::string> irq;
   std::vector<std::string> block_dev;
   bool probe = false;
+  uint64_t max_spin_ns = 0;
+  std::string allow_strategies;
   std::string state_dir = "/var/lib/spintune";
   double give_up_after_s = 0;
   std::string log_level = "info";
@@ -73,6 +75,12 @@ int main(int argc, char** argv) {
   app.add_option("--irq", f.irq, "DEVICE=IRQNAME: whose IRQ line it is (repeatable)");
   app.add_option("--block-dev", f.block_dev,
                  "MAJOR:MINOR=NAME: name the block devices of a replayed trace (repeatable)");
+  app.add_option("--max-spin-ns", f.max_spin_ns,
+                 "Refuse pushed tables that busy-wait longer than this (0: no local limit)")
+      ->capture_default_str();
+  app.add_option("--allow-strategies", f.allow_strategies,
+                 "Refuse pushed tables using other strategies (comma list of irq, spin, "
+                 "spin_then_irq, sleep_then_spin, poll_sleep; default: all)");
   app.add_flag("--probe", f.probe,
                "Measure this host's platform costs (IRQ handler and wake from a live trace "
                "of real I/O when root), print them and exit");
@@ -156,6 +164,15 @@ int main(int argc, char** argv) {
   }
 
   spintune::AgentOptions options;
+  options.bounds.max_spin_ns = f.max_spin_ns;
+  if (!f.allow_strategies.empty()) {
+    auto allowed = spintune::ParseStrategyList(f.allow_strategies);
+    if (!allowed.ok()) {
+      std::cerr << "spintune-agent: --allow-strategies: " << allowed.status().message() << "\n";
+      return 2;
+    }
+    options.bounds.allowed = *allowed;
+  }
   options.tuner_address = f.tuner;
   options.agent_id = f.agent_id;
   options.max_samples = f.max_samples;

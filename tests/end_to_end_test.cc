@@ -13,6 +13,7 @@
 #include "gtest/gtest.h"
 #include "policy/policy_blob.h"
 #include "policy/policy_json.h"
+#include "policy/policy_proto.h"
 #include "storage/store.h"
 #include "tests/testing/temp_dir.h"
 #include "tuner/tuner_server.h"
@@ -37,7 +38,8 @@ std::unique_ptr<TunerServer> StartTuner(const std::string& db, double hysteresis
 
 AgentStats RunAgent(const std::string& address, const std::string& board,
                     const std::string& agent_id, const std::string& sink,
-                    const std::string& record, uint64_t samples) {
+                    const std::string& record, uint64_t samples,
+                    const std::string& state_dir = "", PolicyBounds bounds = {}) {
   auto source = MakeSampleSource("sim:" + board, 7);
   EXPECT_TRUE(source.ok());
   auto policy_sink = MakePolicySink(sink, {"mmc0"});
@@ -49,6 +51,9 @@ AgentStats RunAgent(const std::string& address, const std::string& board,
   options.batch_size = 500;
   options.record_csv = record;
   options.give_up_after = absl::Seconds(20);
+  options.state_dir = state_dir;
+  options.bounds = bounds;
+  options.drain_timeout = absl::Seconds(10);
   Agent agent(options, std::move(*source), std::move(*policy_sink));
   absl::Status s = agent.Run();
   EXPECT_TRUE(s.ok()) << s;
@@ -120,6 +125,50 @@ TEST(EndToEnd, AppliedTableEqualsOfflineTuneOnTheSameSamples) {
   for (size_t i = 0; i < tuned->entries.size(); ++i) {
     EXPECT_EQ(tuned->entries[i].samples, stored->entries[i].samples) << i;
   }
+  tuner->Shutdown(absl::Seconds(2));
+}
+
+// The board's own bounds win over the tuner: a table beyond them is refused,
+// the tuner records why, and the last good table stays in force.
+TEST(EndToEnd, LocalBoundsRefuseATableAndTheLastGoodStays) {
+  testing::TempDir dir;
+  const std::string blob = dir.File("mmc0.bin");
+  const std::string state = dir.File("state");
+  // The last good table of this board: the IRQ path everywhere.
+  PolicyTable irq_table;
+  irq_table.version = 7;
+  irq_table.board = "litex-rocket-100mhz-slowcard";
+  PolicyEntry fallback;
+  fallback.key = {kAnyCpuClass, "mmc0", 0, 0};
+  fallback.fallback = true;
+  fallback.wait = WaitParams::Irq();
+  irq_table.entries.push_back(fallback);
+  v1::PolicyTable wire;
+  PolicyTableToProto(irq_table, &wire);
+  std::filesystem::create_directories(state);
+  ASSERT_TRUE(WriteFileAtomically(state + "/board-b.last-good.pb", wire.SerializeAsString()).ok());
+
+  // The tuner fits a table that spins; this board allows only the IRQ path.
+  auto tuner = StartTuner(dir.File("tuner.db"));
+  ASSERT_NE(tuner, nullptr);
+  PolicyBounds irq_only;
+  irq_only.allowed = {Strategy::kIrq};
+  const AgentStats stats = RunAgent(tuner->address(), "litex-rocket-100mhz-slowcard", "board-b",
+                                    "file:" + blob, "", 20000, state, irq_only);
+  EXPECT_EQ(stats.reapplied_version, 7u) << "the last good table was applied at start";
+  EXPECT_EQ(stats.applied_version, 7u) << "nothing else was applied";
+  auto applied = ReadFileToString(blob);
+  ASSERT_TRUE(applied.ok());
+  auto parsed = DecodePolicyBlob(*applied);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ((*parsed)->table.version, 7u) << "the blob in force is still the last good one";
+  auto store = Store::Open(dir.File("tuner.db"));
+  ASSERT_TRUE(store.ok());
+  auto target = (*store)->FindTarget("board-b");
+  ASSERT_TRUE(target.ok() && target->has_value());
+  EXPECT_GT((*target)->current_version, 0u);
+  EXPECT_NE((*target)->applied_error.find("is not allowed on this board"), std::string::npos)
+      << (*target)->applied_error;
   tuner->Shutdown(absl::Seconds(2));
 }
 
