@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "agent/batch_spool.h"
 #include "common/file_util.h"
 #include "common/logging.h"
 #include "common/version.h"
@@ -32,7 +33,12 @@ class Agent::Impl {
   absl::Status Run();
   void Stop() {
     std::lock_guard<std::mutex> lock(mu_);
-    if (!stop_) stop_deadline_ = absl::Now() + options_.drain_timeout;
+    // With a spool nothing is lost by stopping: give batches in flight a
+    // moment to be acknowledged, no more.
+    if (!stop_) {
+      stop_deadline_ = absl::Now() + (spool_ ? std::min(options_.drain_timeout, absl::Seconds(5))
+                                             : options_.drain_timeout);
+    }
     stop_ = true;
     cv_.notify_all();
   }
@@ -46,6 +52,23 @@ class Agent::Impl {
     uint64_t seq;
     v1::AgentMessage message;
   };
+  // Keeps `batch` until acknowledged: in memory and in the spool.
+  void Keep(v1::AgentMessage message);
+  // Forgets pending batches up to `seq` (acknowledged) or exactly `seq`.
+  void ForgetThrough(uint64_t seq);
+  void Forget(uint64_t seq);
+  // Draws and discards batches until the source has produced `batches`.
+  absl::Status FastForward(uint64_t batches);
+  // Live and paced sources keep measuring while the tuner is away.
+  bool ProducesDuringOutage() const {
+    return source_->live() || options_.samples_per_second > 0;
+  }
+  // When the next batch of a paced source is due.
+  absl::Time NextDue() const {
+    if (options_.samples_per_second <= 0) return absl::InfinitePast();
+    return pace_start_ + absl::Seconds(static_cast<double>(stats_.samples_generated) /
+                                       options_.samples_per_second);
+  }
   enum class SessionEnd { kFinished, kBroken, kStopped };
 
   absl::StatusOr<SessionEnd> RunSession();
@@ -56,9 +79,9 @@ class Agent::Impl {
   std::string LastGoodPath() const;
   void ReapplyLastGood();
   bool Write(Stream* stream, const v1::AgentMessage& message);
-  // Produces the next batch (seq = generated_seq_ + 1). Returns false at the
-  // end of the stream.
-  absl::StatusOr<bool> Produce(v1::AgentMessage* message, bool record);
+  // Produces the next batch (seq = generated_seq_ + 1) into pending_.
+  // Returns false when the source has nothing (now, or at its end).
+  absl::StatusOr<bool> Produce();
   absl::Status Record(const v1::SampleBatch& batch);
   // Stop() was called and everything in flight is acknowledged, or the
   // flush deadline passed.
@@ -86,34 +109,98 @@ class Agent::Impl {
   bool drained_ = false;
   bool source_done_ = false;
   uint64_t generated_seq_ = 0;
+  uint64_t source_batches_ = 0;  // batches drawn from the source, skipped ones included
   absl::Time pace_start_ = absl::Now();
-  std::deque<Pending> pending_;
+  std::deque<Pending> pending_;  // ordered by seq
+  size_t sent_count_ = 0;        // pending_ prefix written on the current session
+  std::unique_ptr<BatchSpool> spool_;
   AgentStats stats_;
 
   std::mutex write_mu_;
 };
 
-absl::StatusOr<bool> Agent::Impl::Produce(v1::AgentMessage* message, bool record) {
+absl::StatusOr<bool> Agent::Impl::Produce() {
   size_t want = options_.batch_size;
   if (options_.max_samples > 0) {
     want = std::min<uint64_t>(want, options_.max_samples - stats_.samples_generated);
   }
   if (want == 0) return false;
-  v1::SampleBatch* batch = message->mutable_batch();
+  v1::AgentMessage message;
+  v1::SampleBatch* batch = message.mutable_batch();
   auto got = source_->Fill(want, batch);
   if (!got.ok()) return got.status();
   if (*got == 0 && batch->dispatches().handler_ns_size() == 0) {
     if (source_->exhausted()) source_done_ = true;
-    message->Clear();
     return false;
   }
+  ++source_batches_;
   batch->set_seq(++generated_seq_);
   stats_.samples_generated += *got;
-  if (record && record_.is_open()) {
+  if (record_.is_open()) {
     absl::Status s = Record(*batch);
     if (!s.ok()) return s;
   }
+  Keep(std::move(message));
   return true;
+}
+
+absl::Status Agent::Impl::FastForward(uint64_t batches) {
+  while (source_batches_ < batches) {
+    v1::SampleBatch skipped;
+    size_t want = options_.batch_size;
+    if (options_.max_samples > 0) {
+      want = std::min<uint64_t>(want, options_.max_samples - stats_.samples_generated);
+    }
+    if (want == 0) break;
+    auto got = source_->Fill(want, &skipped);
+    if (!got.ok()) return got.status();
+    if (*got == 0 && skipped.dispatches().handler_ns_size() == 0) break;
+    ++source_batches_;
+    stats_.samples_generated += *got;
+  }
+  generated_seq_ = std::max(generated_seq_, source_batches_);
+  return absl::OkStatus();
+}
+
+void Agent::Impl::Keep(v1::AgentMessage message) {
+  const uint64_t seq = message.batch().seq();
+  if (spool_) {
+    // Batches written on this session may still be acknowledged: only the
+    // ones not sent yet may be dropped.
+    const uint64_t droppable_from = sent_count_ < pending_.size() ? pending_[sent_count_].seq : seq;
+    auto dropped = spool_->Append(message.batch(), droppable_from);
+    if (!dropped.ok()) {
+      Logger().warn("spool: {}; batch seq={} kept in memory only", dropped.status().message(), seq);
+    } else {
+      for (uint64_t d : *dropped) {
+        Logger().warn("spool full: dropped batch seq={}", d);
+        ++stats_.spool_dropped_batches;
+        for (const auto& p : pending_) {
+          if (p.seq == d) stats_.spool_dropped_samples += p.message.batch().completions().wait_ns_size();
+        }
+        Forget(d);
+      }
+    }
+  }
+  pending_.push_back({seq, std::move(message)});
+}
+
+void Agent::Impl::ForgetThrough(uint64_t seq) {
+  while (!pending_.empty() && pending_.front().seq <= seq) {
+    pending_.pop_front();
+    if (sent_count_ > 0) --sent_count_;
+  }
+  if (spool_) spool_->AckThrough(seq);
+}
+
+void Agent::Impl::Forget(uint64_t seq) {
+  for (size_t i = 0; i < pending_.size(); ++i) {
+    if (pending_[i].seq != seq) continue;
+    pending_.erase(pending_.begin() + static_cast<std::ptrdiff_t>(i));
+    if (i < sent_count_) --sent_count_;
+    break;
+  }
+  if (spool_) spool_->Remove(seq);
 }
 
 absl::Status Agent::Impl::Record(const v1::SampleBatch& batch) {
@@ -158,11 +245,7 @@ absl::Status Agent::Impl::ApplyTable(const v1::PolicyTable& wire) {
 }
 
 std::string Agent::Impl::LastGoodPath() const {
-  std::string name;
-  for (char ch : options_.agent_id) {
-    name.push_back(std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' ? ch : '_');
-  }
-  return options_.state_dir + "/" + name + ".last-good.pb";
+  return options_.state_dir + "/" + SafeFileName(options_.agent_id) + ".last-good.pb";
 }
 
 void Agent::Impl::ReapplyLastGood() {
@@ -209,8 +292,7 @@ void Agent::Impl::ReadLoop(Stream* stream) {
     switch (msg.msg_case()) {
       case v1::TunerMessage::kBatchAck: {
         std::lock_guard<std::mutex> lock(mu_);
-        const uint64_t seq = msg.batch_ack().seq();
-        while (!pending_.empty() && pending_.front().seq <= seq) pending_.pop_front();
+        ForgetThrough(msg.batch_ack().seq());
         ++stats_.batches_acked;
         if (msg.batch_ack().duplicate()) ++stats_.duplicate_acks;
         cv_.notify_all();
@@ -219,18 +301,17 @@ void Agent::Impl::ReadLoop(Stream* stream) {
       case v1::TunerMessage::kRejected: {
         std::lock_guard<std::mutex> lock(mu_);
         const auto& r = msg.rejected();
-        Logger().error("tuner rejected seq={} code={}: {}", r.seq(), r.code(), r.message());
         if (r.seq() != 0 && !r.retry()) {
           // Never resend a batch the tuner refused for its content.
-          for (auto it = pending_.begin(); it != pending_.end(); ++it) {
-            if (it->seq == r.seq()) {
-              pending_.erase(it);
-              break;
-            }
-          }
+          Logger().error("tuner refused seq={} code={}: {}", r.seq(), r.code(), r.message());
+          Forget(r.seq());
           ++stats_.batches_rejected;
         } else if (r.seq() != 0) {
-          broken_ = true;  // the tuner cannot persist now: reconnect and resend later
+          // Not stored now (storage, rate): reconnect after a backoff, resend.
+          Logger().warn("tuner deferred seq={} code={}: {}", r.seq(), r.code(), r.message());
+          broken_ = true;
+        } else {
+          Logger().error("tuner rejected a message code={}: {}", r.code(), r.message());
         }
         cv_.notify_all();
         break;
@@ -262,6 +343,10 @@ absl::StatusOr<Agent::Impl::SessionEnd> Agent::Impl::RunSession() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     hello_msg.mutable_hello()->set_applied_policy_version(stats_.applied_version);
+    if (spool_) {
+      hello_msg.mutable_hello()->set_spool_dropped_batches(spool_->dropped().batches);
+      hello_msg.mutable_hello()->set_spool_dropped_samples(spool_->dropped().samples);
+    }
   }
   v1::TunerMessage first;
   if (!stream->Write(hello_msg) || !stream->Read(&first) || !first.has_hello_ack()) {
@@ -278,38 +363,37 @@ absl::StatusOr<Agent::Impl::SessionEnd> Agent::Impl::RunSession() {
     return SessionEnd::kBroken;
   }
   const uint64_t durable = first.hello_ack().last_durable_seq();
-  std::vector<v1::AgentMessage> resend;
+  size_t resending = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
     session_established_ = true;
     broken_ = false;
     drained_ = false;
-    while (!pending_.empty() && pending_.front().seq <= durable) pending_.pop_front();
-    if (durable > generated_seq_ && source_->live()) {
-      // A restart of a live source: what the tuner holds is history; number
-      // the new samples after it.
-      generated_seq_ = durable;
-    } else if (durable > generated_seq_) {
-      // A restart: regenerate and skip what the tuner already holds.
-      Logger().info("resuming after seq={} (fast-forwarding the source)", durable);
-      while (generated_seq_ < durable) {
-        v1::AgentMessage skipped;
-        auto more = Produce(&skipped, /*record=*/false);
-        if (!more.ok()) return more.status();
-        if (!*more) break;
-      }
-    } else if (durable < generated_seq_ - pending_.size()) {
-      Logger().warn("tuner reports last durable seq={} below acknowledged seq={}", durable,
-                    generated_seq_ - pending_.size());
+    sent_count_ = 0;
+    if (spool_) spool_->ClearDropped();  // the tuner has recorded them
+    ForgetThrough(durable);
+    if (!source_->live() && source_batches_ < std::max(durable, generated_seq_)) {
+      // A restart of a deterministic source: regenerate and skip what the
+      // tuner and the spool already hold.
+      Logger().info("resuming after seq={} (fast-forwarding the source)",
+                    std::max(durable, generated_seq_));
+      absl::Status s = FastForward(std::max(durable, generated_seq_));
+      if (!s.ok()) return s;
     }
-    for (const auto& p : pending_) resend.push_back(p.message);
+    if (durable > generated_seq_) {
+      // Live: what the tuner holds is history; number new batches after it.
+      generated_seq_ = durable;
+    } else if (!pending_.empty() && durable + 1 < pending_.front().seq) {
+      Logger().warn("tuner's last durable seq={} is below the oldest batch kept (seq={})",
+                    durable, pending_.front().seq);
+    }
+    resending = pending_.size();
   }
   Logger().info("session up tuner={} last_durable_seq={} resending={} policy_version={}",
-                options_.tuner_address, durable, resend.size(),
+                options_.tuner_address, durable, resending,
                 first.hello_ack().current_policy_version());
   std::thread reader([this, s = stream.get()] { ReadLoop(s); });
   bool ok = true;
-  for (const auto& m : resend) ok = ok && Write(stream.get(), m);
 
   SessionEnd end = SessionEnd::kBroken;
   bool drain_sent = false;
@@ -321,18 +405,22 @@ absl::StatusOr<Agent::Impl::SessionEnd> Agent::Impl::RunSession() {
       end = SessionEnd::kStopped;
       break;
     }
-    if (!stop_ && !AllProduced() && pending_.size() < options_.max_unacked_batches) {
-      if (options_.samples_per_second > 0) {
-        const absl::Time due =
-            pace_start_ + absl::Seconds(static_cast<double>(stats_.samples_generated) /
-                                        options_.samples_per_second);
-        if (absl::Now() < due) {
-          cv_.wait_for(lock, absl::ToChronoMilliseconds(due - absl::Now()));
-          continue;
-        }
+    if (sent_count_ < pending_.size() && sent_count_ < options_.max_unacked_batches) {
+      // Resend what the tuner lacks, then new batches, in seq order.
+      v1::AgentMessage m = pending_[sent_count_].message;
+      ++sent_count_;
+      lock.unlock();
+      ok = Write(stream.get(), m);
+      continue;
+    }
+    if (!stop_ && !AllProduced() && sent_count_ == pending_.size() &&
+        pending_.size() < options_.max_unacked_batches) {
+      const absl::Time due = NextDue();
+      if (absl::Now() < due) {
+        cv_.wait_for(lock, absl::ToChronoMilliseconds(due - absl::Now()));
+        continue;
       }
-      v1::AgentMessage m;
-      auto more = Produce(&m, /*record=*/true);
+      auto more = Produce();
       if (!more.ok()) {
         lock.unlock();
         ctx.TryCancel();
@@ -343,11 +431,7 @@ absl::StatusOr<Agent::Impl::SessionEnd> Agent::Impl::RunSession() {
       if (!*more) {
         // A live source with nothing right now: let acks and Stop() in.
         if (!source_done_) cv_.wait_for(lock, std::chrono::milliseconds(20));
-        continue;
       }
-      pending_.push_back({m.batch().seq(), m});
-      lock.unlock();
-      ok = Write(stream.get(), m);
       continue;
     }
     if (!stop_ && AllProduced() && pending_.empty()) {
@@ -406,6 +490,24 @@ absl::Status Agent::Impl::Run() {
     }
   }
   ReapplyLastGood();
+  if (!options_.spool_dir.empty()) {
+    auto spool = BatchSpool::Open(options_.spool_dir, options_.spool_max_bytes);
+    if (!spool.ok()) return spool.status();
+    spool_ = std::move(*spool);
+    auto restored = spool_->LoadAll();
+    if (!restored.ok()) return restored.status();
+    for (auto& b : *restored) {
+      v1::AgentMessage m;
+      *m.mutable_batch() = std::move(b);
+      pending_.push_back({m.batch().seq(), std::move(m)});
+    }
+    generated_seq_ = spool_->max_seq();
+    stats_.restored_batches = pending_.size();
+    if (!pending_.empty()) {
+      Logger().info("spool {}: {} batches to resend (seq {}..{})", options_.spool_dir,
+                    pending_.size(), pending_.front().seq, pending_.back().seq);
+    }
+  }
   if (!options_.record_csv.empty()) {
     const bool existed = std::ifstream(options_.record_csv).good();
     record_.open(options_.record_csv, std::ios::app);
@@ -445,16 +547,36 @@ absl::Status Agent::Impl::Run() {
           "no session with ", options_.tuner_address, " for ",
           absl::FormatDuration(options_.give_up_after)));
     }
-    // Exponential backoff with +-20% jitter.
+    // Exponential backoff with +-20% jitter; live and paced sources keep
+    // measuring into the spool meanwhile.
     std::uniform_real_distribution<double> j(0.8, 1.2);
+    const absl::Time until = absl::Now() + backoff * j(jitter);
     std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait_for(lock, absl::ToChronoMilliseconds(backoff * j(jitter)),
-                 [this] { return StopNow(); });
+    while (!StopNow() && absl::Now() < until) {
+      if (!ProducesDuringOutage() || AllProduced() || stop_) {
+        cv_.wait_for(lock, absl::ToChronoMilliseconds(until - absl::Now()),
+                     [this] { return StopNow(); });
+        continue;
+      }
+      const absl::Time due = NextDue();
+      if (absl::Now() < due) {
+        cv_.wait_for(lock, absl::ToChronoMilliseconds(std::min(due, until) - absl::Now()));
+        continue;
+      }
+      auto more = Produce();
+      if (!more.ok()) return more.status();
+      if (!*more) cv_.wait_for(lock, std::chrono::milliseconds(20));
+    }
     if (StopNow()) break;
     backoff = std::min(backoff * 2, options_.max_backoff);
   }
   std::lock_guard<std::mutex> lock(mu_);
   if (!pending_.empty()) {
+    if (spool_) {
+      Logger().info("stopped with {} batches not acknowledged, kept in the spool {}",
+                    pending_.size(), options_.spool_dir);
+      return absl::OkStatus();
+    }
     return absl::UnavailableError(absl::StrCat("stopped with ", pending_.size(),
                                                " batches not acknowledged by the tuner"));
   }

@@ -3,13 +3,17 @@
 // acknowledges them.
 //
 // Delivery: batches carry sequence numbers 1, 2, ...; at most
-// max_unacked_batches are in flight; a batch leaves memory only when the
-// tuner acknowledges it (after it is durable). When the stream breaks the
-// agent reconnects with exponential backoff, learns the tuner's last durable
-// sequence number from HelloAck, drops what is durable and resends the rest.
-// After a restart with the same agent id, seed, source and batch size, a
-// deterministic source is fast-forwarded past the durable batches, so
-// nothing is counted twice and nothing is lost.
+// max_unacked_batches are in flight; a batch leaves the agent only when the
+// tuner acknowledges it (after it is durable). Unacknowledged batches are
+// kept in a bounded on-disk spool (spool_dir), so neither an outage nor an
+// agent restart loses them. When the stream breaks the agent reconnects
+// with exponential backoff, learns the tuner's last durable sequence number
+// from HelloAck, drops what is durable and resends the rest. Live and paced
+// sources keep measuring during an outage (into the spool; when it is full
+// the oldest batches are dropped and counted, and the tuner is told on
+// reconnect). After a restart with the same agent id, seed, source and batch
+// size, a deterministic source is fast-forwarded past what the tuner and the
+// spool hold, so nothing is counted twice and nothing is lost.
 //
 // Thread-safety: Run() once from one thread; Stop() from any thread.
 #ifndef SPINTUNE_AGENT_AGENT_H_
@@ -49,6 +53,10 @@ struct AgentOptions {
   // kept). At start the agent re-applies it through the sink before it
   // connects, so a rebooted board runs its tuned table without the tuner.
   std::string state_dir;
+  // Unacknowledged batches on disk (empty: in memory only, lost with the
+  // process), at most spool_max_bytes.
+  std::string spool_dir;
+  uint64_t spool_max_bytes = 64ull << 20;
   // What this board allows a pushed table to ask for; a table beyond it is
   // refused (reported to the tuner) and the last good table stays.
   PolicyBounds bounds;
@@ -63,6 +71,9 @@ struct AgentStats {
   uint64_t applied_version = 0;
   uint64_t tuner_total_samples = 0;  // from Drained
   uint64_t reapplied_version = 0;    // the last good table applied at start
+  uint64_t restored_batches = 0;     // found in the spool at start
+  uint64_t spool_dropped_batches = 0;  // dropped from a full spool (this run)
+  uint64_t spool_dropped_samples = 0;
 };
 
 class Agent {

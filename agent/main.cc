@@ -9,6 +9,7 @@
 #include "agent/agent.h"
 #include "agent/board_model.h"
 #include "agent/host_probe.h"
+#include "common/file_util.h"
 #include "common/logging.h"
 #include "common/signal_waiter.h"
 #include "common/version.h"
@@ -31,6 +32,8 @@ struct Flags {
   std::vector<std::string> block_dev;
   bool probe = false;
   uint64_t max_spin_ns = 0;
+  std::string spool_dir = "default";
+  uint64_t spool_max_mb = 64;
   std::string allow_strategies;
   std::string state_dir = "/var/lib/spintune";
   double give_up_after_s = 0;
@@ -103,6 +106,13 @@ int main(int argc, char** argv) {
   app.add_option("--record", f.record, "Append every sent completion sample to this CSV");
   app.add_option("--state-dir", f.state_dir,
                  "Keep the last good table here and re-apply it at start (empty: don't)")
+      ->capture_default_str();
+  app.add_option("--spool-dir", f.spool_dir,
+                 "Keep unacknowledged batches here across outages and restarts (default: "
+                 "STATE-DIR/spool-AGENT-ID; empty: memory only)");
+  app.add_option("--spool-max-mb", f.spool_max_mb,
+                 "Spool size limit; beyond it the oldest batches are dropped and reported")
+      ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 20))
       ->capture_default_str();
   app.add_option("--give-up-after", f.give_up_after_s,
                  "Exit with an error after this many seconds without a tuner (0: never)")
@@ -180,6 +190,14 @@ int main(int argc, char** argv) {
   options.record_csv = f.record;
   options.samples_per_second = f.rate;
   options.state_dir = f.state_dir;
+  if (f.spool_dir == "default") {
+    f.spool_dir.clear();
+    if (!f.state_dir.empty()) {
+      f.spool_dir = f.state_dir + "/spool-" + spintune::SafeFileName(f.agent_id);
+    }
+  }
+  options.spool_dir = f.spool_dir;
+  options.spool_max_bytes = f.spool_max_mb << 20;
   options.give_up_after = absl::Seconds(f.give_up_after_s);
   spintune::Agent agent(options, std::move(*source), std::move(*sink));
   spintune::SignalWaiter signals([&agent](int sig) {

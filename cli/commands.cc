@@ -162,6 +162,7 @@ absl::Status RunTargets(const Repository& repo, const std::string& format, std::
       ts.total_samples = t.total_samples();
       ts.current_version = t.current_policy_version();
       ts.applied_version = t.applied_policy_version();
+      ts.dropped_samples = t.dropped_samples();
       targets.push_back(std::move(ts));
     }
   } else {
@@ -176,15 +177,17 @@ absl::Status RunTargets(const Repository& repo, const std::string& format, std::
                          {"cpu_model", t.cpu_model},
                          {"total_samples", t.total_samples},
                          {"current_version", t.current_version},
-                         {"applied_version", t.applied_version}});
+                         {"applied_version", t.applied_version},
+                         {"dropped_samples", t.dropped_samples}});
     }
     out << json{{"targets", arr}}.dump(2) << "\n";
   } else {
     std::vector<std::vector<std::string>> rows = {
-        {"AGENT", "BOARD", "SAMPLES", "VERSION", "APPLIED"}};
+        {"AGENT", "BOARD", "SAMPLES", "VERSION", "APPLIED", "DROPPED"}};
     for (const auto& t : targets) {
       rows.push_back({t.agent_id, t.board, absl::StrCat(t.total_samples),
-                      absl::StrCat(t.current_version), absl::StrCat(t.applied_version)});
+                      absl::StrCat(t.current_version), absl::StrCat(t.applied_version),
+                      absl::StrCat(t.dropped_samples)});
     }
     out << RenderColumns(rows);
   }

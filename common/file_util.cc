@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -52,6 +53,14 @@ absl::Status WriteFileAtomically(const std::string& path, const std::string& byt
   ::close(dfd);
   if (rc != 0) return ErrnoError("cannot fsync directory", dir);
   return absl::OkStatus();
+}
+
+std::string SafeFileName(const std::string& name) {
+  std::string out;
+  for (char ch : name) {
+    out.push_back(std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' ? ch : '_');
+  }
+  return out;
 }
 
 absl::StatusOr<std::string> ReadFileToString(const std::string& path) {

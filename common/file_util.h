@@ -14,6 +14,10 @@ namespace spintune {
 // survives a crash. Unavailable (with the errno text) on failure.
 absl::Status WriteFileAtomically(const std::string& path, const std::string& bytes);
 
+// `name` with every character but letters, digits and '-' replaced by '_':
+// safe as one path component ("host/sim:x" -> "host_sim_x").
+std::string SafeFileName(const std::string& name);
+
 // The whole file. NotFound when it cannot be opened.
 absl::StatusOr<std::string> ReadFileToString(const std::string& path);
 

@@ -106,6 +106,11 @@ CREATE TABLE histogram_windows (
   PRIMARY KEY (key_id, window)
 ) WITHOUT ROWID;
 )sql",
+      // 3: what agents' spools dropped during outages.
+      R"sql(
+ALTER TABLE targets ADD COLUMN dropped_batches INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE targets ADD COLUMN dropped_samples INTEGER NOT NULL DEFAULT 0;
+)sql",
   };
   return kMigrations;
 }

@@ -88,7 +88,8 @@ absl::StatusOr<std::vector<TargetSummary>> Store::QueryTargets(const std::string
       db_->Prepare(absl::StrCat(
           "SELECT t.id, t.agent_id, t.board, t.cpu_model, t.total_samples, "
           "t.total_dispatch_samples, COALESCE((SELECT MAX(version) FROM policy_versions p "
-          "WHERE p.target_id = t.id), 0), t.applied_version, t.applied_error, t.last_seen "
+          "WHERE p.target_id = t.id), 0), t.applied_version, t.applied_error, t.last_seen, "
+          "t.dropped_samples "
           "FROM targets t ",
           where, " ORDER BY t.agent_id")));
   if (!arg.empty()) q->Bind(1, arg);
@@ -107,6 +108,7 @@ absl::StatusOr<std::vector<TargetSummary>> Store::QueryTargets(const std::string
     s.applied_version = U(q->ColumnInt(7));
     s.applied_error = q->ColumnText(8);
     s.last_seen = q->ColumnText(9);
+    s.dropped_samples = U(q->ColumnInt(10));
     out.push_back(std::move(s));
   }
   return out;
@@ -491,6 +493,15 @@ absl::StatusOr<std::optional<PolicyTable>> Store::LoadPolicy(int64_t target_id,
         absl::StrCat("stored policy version is unreadable: ", table.status().message()));
   }
   return std::optional<PolicyTable>(std::move(*table));
+}
+
+absl::Status Store::RecordSpoolDropped(int64_t target_id, uint64_t batches, uint64_t samples) {
+  absl::MutexLock lock(&mu_);
+  SPINTUNE_ASSIGN_OR_RETURN(
+      auto q, db_->Prepare("UPDATE targets SET dropped_batches = dropped_batches + ?2, "
+                           "dropped_samples = dropped_samples + ?3 WHERE id = ?1"));
+  q->Bind(1, target_id).Bind(2, static_cast<int64_t>(batches)).Bind(3, static_cast<int64_t>(samples));
+  return q->Run();
 }
 
 absl::Status Store::RecordApplied(int64_t target_id, uint64_t version,

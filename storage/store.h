@@ -56,6 +56,7 @@ struct TargetSummary {
   uint64_t applied_version = 0;
   std::string applied_error;
   std::string last_seen;
+  uint64_t dropped_samples = 0;  // reported by the agent's spool
 };
 
 struct DispatchRecord {
@@ -123,6 +124,8 @@ class Store {
   absl::Status UpdatePolicyEvidence(int64_t target_id, PolicyTable* table);
   // Version `version` (0: the latest); nullopt when there is none.
   absl::StatusOr<std::optional<PolicyTable>> LoadPolicy(int64_t target_id, uint64_t version);
+  // Adds what the agent's spool reported dropping.
+  absl::Status RecordSpoolDropped(int64_t target_id, uint64_t batches, uint64_t samples);
   // Records what the agent reported applying (error empty on success).
   absl::Status RecordApplied(int64_t target_id, uint64_t version, const std::string& error);
 

@@ -92,6 +92,19 @@ void TunerCore::OnHello(std::shared_ptr<SessionHandle> session, v1::Hello hello,
     if (!latest->has_value() && *durable == 0) {
       *latest = Predict(*id, *record);
     }
+    if (hello.spool_dropped_batches() > 0 || hello.spool_dropped_samples() > 0) {
+      Logger().warn("agent={} dropped {} batches ({} samples) from its full spool while the "
+                    "tuner was away",
+                    hello.agent_id(), hello.spool_dropped_batches(), hello.spool_dropped_samples());
+      absl::Status s = store_->RecordSpoolDropped(*id, hello.spool_dropped_batches(),
+                                                  hello.spool_dropped_samples());
+      if (!s.ok()) {
+        session->Fail(absl::UnavailableError("tuner storage unavailable"));
+        return done();
+      }
+      std::lock_guard<std::mutex> lock(mu_);
+      counters_.spool_dropped_samples += hello.spool_dropped_samples();
+    }
     session->target_id = *id;
     session->hello = hello;
     sessions_[*id].push_back(session);
@@ -406,6 +419,7 @@ void TunerCore::ListTargets(std::function<void(absl::StatusOr<v1::ListTargetsRes
       o->set_total_samples(t.total_samples);
       o->set_current_policy_version(t.current_version);
       o->set_applied_policy_version(t.applied_version);
+      o->set_dropped_samples(t.dropped_samples);
     }
     done(std::move(resp));
   });

@@ -89,6 +89,7 @@ struct TunerCounters {
   uint64_t pushes = 0;
   uint64_t changes_detected = 0;
   uint64_t predicted_tables = 0;
+  uint64_t spool_dropped_samples = 0;  // agents' reports
 };
 
 class TunerCore {
