@@ -159,6 +159,11 @@ absl::Status Agent::Impl::FastForward(uint64_t batches) {
     stats_.samples_generated += *got;
   }
   generated_seq_ = std::max(generated_seq_, source_batches_);
+  // A paced source continues at its rate from here, not from the start.
+  if (options_.samples_per_second > 0) {
+    pace_start_ = absl::Now() - absl::Seconds(static_cast<double>(stats_.samples_generated) /
+                                              options_.samples_per_second);
+  }
   return absl::OkStatus();
 }
 

@@ -1,5 +1,8 @@
 #include "storage/sqlite_db.h"
 
+#include <sys/statvfs.h>
+#include <unistd.h>
+
 #include <sqlite3.h>
 
 #include "absl/strings/str_cat.h"
@@ -68,6 +71,27 @@ bool Statement::ColumnIsNull(int c) const {
   return sqlite3_column_type(stmt_, c) == SQLITE_NULL;
 }
 
+namespace {
+
+// Why a database cannot be opened for writing, when the file system says so.
+std::string ReadOnlyHint(const std::string& path) {
+  if (path == ":memory:") return "";
+  const size_t slash = path.find_last_of('/');
+  const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash + 1);
+  struct statvfs fs;
+  if (statvfs(dir.c_str(), &fs) == 0 && (fs.f_flag & ST_RDONLY)) {
+    return "; the file system holding it is mounted read-only (the tuner writes the database "
+           "and its -wal and -shm files)";
+  }
+  if (access(dir.c_str(), W_OK) != 0 || (access(path.c_str(), F_OK) == 0 &&
+                                         access(path.c_str(), W_OK) != 0)) {
+    return "; the database or its directory is read-only for this user";
+  }
+  return "";
+}
+
+}  // namespace
+
 absl::StatusOr<std::unique_ptr<SqliteDb>> SqliteDb::Open(const std::string& path) {
   sqlite3* raw = nullptr;
   const int rc = sqlite3_open_v2(path.c_str(), &raw,
@@ -77,16 +101,19 @@ absl::StatusOr<std::unique_ptr<SqliteDb>> SqliteDb::Open(const std::string& path
   if (rc != SQLITE_OK) {
     std::string msg = raw ? sqlite3_errmsg(raw) : sqlite3_errstr(rc);
     sqlite3_close(raw);
-    return absl::UnavailableError(absl::StrCat("cannot open database ", path, ": ", msg));
+    return absl::UnavailableError(
+        absl::StrCat("cannot open database ", path, ": ", msg, ReadOnlyHint(path)));
   }
   std::unique_ptr<SqliteDb> db(new SqliteDb(raw, path));
   sqlite3_busy_timeout(raw, 10000);
   sqlite3_extended_result_codes(raw, 1);
   if (path != ":memory:") {
     auto mode = db->Prepare("PRAGMA journal_mode=WAL");
-    if (!mode.ok()) return mode.status();
-    auto row = (*mode)->Step();
-    if (!row.ok()) return row.status();
+    auto row = mode.ok() ? (*mode)->Step() : absl::StatusOr<bool>(mode.status());
+    if (!row.ok()) {
+      return absl::Status(row.status().code(),
+                          absl::StrCat(row.status().message(), ReadOnlyHint(path)));
+    }
     if (!*row || (*mode)->ColumnText(0) != "wal") {
       return absl::FailedPreconditionError(
           absl::StrCat(path, ": cannot switch the database to WAL mode"));

@@ -495,6 +495,25 @@ absl::StatusOr<std::optional<PolicyTable>> Store::LoadPolicy(int64_t target_id,
   return std::optional<PolicyTable>(std::move(*table));
 }
 
+void Store::ReclaimSpace() {
+  absl::MutexLock lock(&mu_);
+  db_->Exec("PRAGMA wal_checkpoint(TRUNCATE)").IgnoreError();
+}
+
+absl::Status Store::CheckIntegrity() {
+  absl::MutexLock lock(&mu_);
+  SPINTUNE_ASSIGN_OR_RETURN(auto q, db_->Prepare("PRAGMA integrity_check"));
+  std::string findings;
+  while (true) {
+    SPINTUNE_ASSIGN_OR_RETURN(bool row, q->Step());
+    if (!row) break;
+    const std::string line = q->ColumnText(0);
+    if (line != "ok") absl::StrAppend(&findings, line, "; ");
+  }
+  if (!findings.empty()) return absl::DataLossError("database integrity: " + findings);
+  return absl::OkStatus();
+}
+
 absl::Status Store::RecordSpoolDropped(int64_t target_id, uint64_t batches, uint64_t samples) {
   absl::MutexLock lock(&mu_);
   SPINTUNE_ASSIGN_OR_RETURN(

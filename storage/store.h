@@ -124,6 +124,12 @@ class Store {
   absl::Status UpdatePolicyEvidence(int64_t target_id, PolicyTable* table);
   // Version `version` (0: the latest); nullopt when there is none.
   absl::StatusOr<std::optional<PolicyTable>> LoadPolicy(int64_t target_id, uint64_t version);
+  // After a write failed for lack of space: checkpoints the WAL into the
+  // database and truncates it (SQLite only checkpoints after a successful
+  // commit, so a full disk would otherwise keep the WAL at its size).
+  void ReclaimSpace();
+  // PRAGMA integrity_check: OK, or DataLoss with SQLite's findings.
+  absl::Status CheckIntegrity();
   // Adds what the agent's spool reported dropping.
   absl::Status RecordSpoolDropped(int64_t target_id, uint64_t batches, uint64_t samples);
   // Records what the agent reported applying (error empty on success).

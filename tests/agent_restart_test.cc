@@ -18,11 +18,12 @@ constexpr uint64_t kSamples = 40000;
 constexpr uint64_t kBatch = 250;
 
 std::vector<std::string> AgentArgs(const std::string& address, const std::string& id,
-                                   bool paced) {
+                                   bool paced, const std::string& state_dir) {
   std::vector<std::string> args = {SPINTUNE_AGENT_BIN, "--tuner", address, "--agent-id", id,
                                    "--source", "sim:microwatt-100mhz", "--seed", "3",
                                    "--max-samples", std::to_string(kSamples), "--batch-size",
-                                   std::to_string(kBatch), "--give-up-after", "20"};
+                                   std::to_string(kBatch), "--give-up-after", "20",
+                                   "--state-dir", state_dir};
   if (paced) args.insert(args.end(), {"--rate", "40000"});
   return args;
 }
@@ -44,7 +45,7 @@ TEST(AgentRestart, KillNineAndRestartLosesAndDuplicatesNothing) {
 
   // Three kills at increasing points, then a run to the end.
   for (uint64_t kill_after : {4000, 15000, 30000}) {
-    const pid_t pid = testing::Spawn(AgentArgs(addr, "victim", true), dir.File("a.out"),
+    const pid_t pid = testing::Spawn(AgentArgs(addr, "victim", true, dir.File("state")), dir.File("a.out"),
                                      dir.File("a.err"));
     const absl::Time deadline = absl::Now() + absl::Seconds(30);
     while (StoredSamples(store->get(), "victim") < kill_after && absl::Now() < deadline) {
@@ -56,9 +57,9 @@ TEST(AgentRestart, KillNineAndRestartLosesAndDuplicatesNothing) {
     EXPECT_GE(stored, kill_after);
     EXPECT_LT(stored, kSamples) << "killed too late to test anything";
   }
-  testing::RunResult last = testing::Run(AgentArgs(addr, "victim", true), dir.path().string());
+  testing::RunResult last = testing::Run(AgentArgs(addr, "victim", true, dir.File("state")), dir.path().string());
   ASSERT_EQ(last.exit_code, 0) << last.err;
-  testing::RunResult ref = testing::Run(AgentArgs(addr, "reference", false), dir.path().string());
+  testing::RunResult ref = testing::Run(AgentArgs(addr, "reference", false, dir.File("state")), dir.path().string());
   ASSERT_EQ(ref.exit_code, 0) << ref.err;
 
   EXPECT_EQ(StoredSamples(store->get(), "victim"), kSamples);

@@ -123,7 +123,7 @@ TEST_F(Cli, TunerShutsDownOnSigtermWithAnAgentConnected) {
   ASSERT_FALSE(address.empty()) << testing::Slurp(dir_.File("tuner.err"));
   const pid_t agent = testing::Spawn(
       {SPINTUNE_AGENT_BIN, "--tuner", address, "--source", "sim:imx28-mxs-mmc", "--rate", "2000",
-       "--give-up-after", "1"},
+       "--give-up-after", "1", "--state-dir", dir_.File("state")},
       dir_.File("agent.out"), dir_.File("agent.err"));
   usleep(700'000);
   const absl::Time start = absl::Now();

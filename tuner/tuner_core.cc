@@ -84,8 +84,9 @@ void TunerCore::OnHello(std::shared_ptr<SessionHandle> session, v1::Hello hello,
     absl::StatusOr<std::optional<PolicyTable>> latest =
         id.ok() ? store_->LoadPolicy(*id, 0) : id.status();
     if (!durable.ok() || !latest.ok()) {
-      Logger().error("hello from agent={} failed: {}", hello.agent_id(),
-                     (!durable.ok() ? durable.status() : latest.status()).ToString());
+      const absl::Status why = !durable.ok() ? durable.status() : latest.status();
+      Logger().error("hello from agent={} failed: {}", hello.agent_id(), why.ToString());
+      if (absl::IsResourceExhausted(why)) store_->ReclaimSpace();
       session->Fail(absl::UnavailableError("tuner storage unavailable"));
       return done();
     }
@@ -177,6 +178,7 @@ void TunerCore::OnBatch(std::shared_ptr<SessionHandle> session, v1::SampleBatch 
     if (!ingested.ok()) {
       Logger().error("ingest target={} seq={} failed: {}", session->target_id, batch.seq(),
                      ingested.status().ToString());
+      if (absl::IsResourceExhausted(ingested.status())) store_->ReclaimSpace();
       // The agent keeps the batch and resends it on its next session.
       defer(absl::UnavailableError(absl::IsResourceExhausted(ingested.status())
                                        ? "tuner storage is full"
