@@ -8,7 +8,8 @@ BUILD_TYPE ?= Release
 DEB_PACKAGES := cmake ninja-build g++ pkg-config \
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc \
   libeigen3-dev libsqlite3-dev libgtest-dev libgmock-dev libbenchmark-dev \
-  libcli11-dev nlohmann-json3-dev libspdlog-dev liburing-dev clang libclang-rt-14-dev
+  libcli11-dev nlohmann-json3-dev libspdlog-dev liburing-dev clang libclang-rt-14-dev \
+  openssl libssl-dev
 
 .PHONY: all deps configure build demo demo-live test bench uring-ref clean
 

@@ -342,6 +342,7 @@ void Agent::Impl::ReadLoop(Stream* stream) {
 
 absl::StatusOr<Agent::Impl::SessionEnd> Agent::Impl::RunSession() {
   grpc::ClientContext ctx;
+  AddCallCredentials(options_.security, &ctx);
   auto stream = stub_->Session(&ctx);
   v1::AgentMessage hello_msg;
   *hello_msg.mutable_hello() = hello_;
@@ -524,9 +525,9 @@ absl::Status Agent::Impl::Run() {
   args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5000);
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
-  auto channel = grpc::CreateCustomChannel(options_.tuner_address,
-                                           grpc::InsecureChannelCredentials(), args);
-  stub_ = v1::Tuner::NewStub(channel);
+  auto channel = MakeChannel(options_.tuner_address, options_.security, args);
+  if (!channel.ok()) return channel.status();
+  stub_ = v1::Tuner::NewStub(*channel);
 
   absl::Duration backoff = options_.initial_backoff;
   absl::Time last_session = absl::Now();

@@ -29,11 +29,13 @@
 #include "agent/policy_sink.h"
 #include "agent/sample_source.h"
 #include "policy/policy_bounds.h"
+#include "proto/channel_security.h"
 
 namespace spintune {
 
 struct AgentOptions {
   std::string tuner_address;      // host:port
+  ClientSecurity security;        // TLS files and bearer token
   std::string agent_id;           // stable identity; REQUIRES: non-empty
   uint64_t max_samples = 0;       // stop after this many completions (0: never)
   size_t batch_size = 512;        // completions per batch

@@ -13,6 +13,7 @@
 #include "common/logging.h"
 #include "common/signal_waiter.h"
 #include "common/version.h"
+#include "proto/channel_security.h"
 
 namespace {
 
@@ -32,6 +33,8 @@ struct Flags {
   std::vector<std::string> block_dev;
   bool probe = false;
   uint64_t max_spin_ns = 0;
+  std::string token_file;
+  spintune::ClientSecurity security;
   std::string spool_dir = "default";
   uint64_t spool_max_mb = 64;
   std::string allow_strategies;
@@ -107,6 +110,11 @@ int main(int argc, char** argv) {
   app.add_option("--state-dir", f.state_dir,
                  "Keep the last good table here and re-apply it at start (empty: don't)")
       ->capture_default_str();
+  app.add_option("--token-file", f.token_file,
+                 "File holding this agent's bearer token (spintune tokens add)");
+  app.add_option("--tls-ca", f.security.ca, "CA certificate that signed the tuner's (enables TLS)");
+  app.add_option("--tls-cert", f.security.cert, "Client certificate for mutual TLS");
+  app.add_option("--tls-key", f.security.key, "Key of the client certificate");
   app.add_option("--spool-dir", f.spool_dir,
                  "Keep unacknowledged batches here across outages and restarts (default: "
                  "STATE-DIR/spool-AGENT-ID; empty: memory only)");
@@ -174,6 +182,15 @@ int main(int argc, char** argv) {
   }
 
   spintune::AgentOptions options;
+  options.security = f.security;
+  if (!f.token_file.empty()) {
+    auto token = spintune::ReadTokenFile(f.token_file);
+    if (!token.ok()) {
+      std::cerr << "spintune-agent: " << token.status().message() << "\n";
+      return 2;
+    }
+    options.security.token = *token;
+  }
   options.bounds.max_spin_ns = f.max_spin_ns;
   if (!f.allow_strategies.empty()) {
     auto allowed = spintune::ParseStrategyList(f.allow_strategies);

@@ -86,9 +86,10 @@ void PrintTable(const PolicyTable& t, const std::string& format, bool families,
 absl::StatusOr<PolicyTable> LoadStoredPolicy(const Repository& repo, const std::string& target,
                                              uint64_t version) {
   if (!repo.tuner.empty()) {
-    auto stub = v1::Tuner::NewStub(
-        grpc::CreateChannel(repo.tuner, grpc::InsecureChannelCredentials()));
+    SPINTUNE_ASSIGN_OR_RETURN(auto channel, MakeChannel(repo.tuner, repo.security));
+    auto stub = v1::Tuner::NewStub(channel);
     grpc::ClientContext ctx;
+    AddCallCredentials(repo.security, &ctx);
     ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
     v1::GetPolicyRequest req;
     req.set_agent_id(target);
@@ -147,13 +148,17 @@ absl::Status RunTargets(const Repository& repo, const std::string& format, std::
   SPINTUNE_RETURN_IF_ERROR(CheckFormat(format));
   std::vector<TargetSummary> targets;
   if (!repo.tuner.empty()) {
-    auto stub = v1::Tuner::NewStub(
-        grpc::CreateChannel(repo.tuner, grpc::InsecureChannelCredentials()));
+    SPINTUNE_ASSIGN_OR_RETURN(auto channel, MakeChannel(repo.tuner, repo.security));
+    auto stub = v1::Tuner::NewStub(channel);
     grpc::ClientContext ctx;
+    AddCallCredentials(repo.security, &ctx);
     ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
     v1::ListTargetsResponse resp;
     grpc::Status s = stub->ListTargets(&ctx, v1::ListTargetsRequest(), &resp);
-    if (!s.ok()) return absl::UnavailableError(absl::StrCat(repo.tuner, ": ", s.error_message()));
+    if (!s.ok()) {
+      return absl::Status(static_cast<absl::StatusCode>(s.error_code()),
+                          absl::StrCat(repo.tuner, ": ", s.error_message()));
+    }
     for (const auto& t : resp.targets()) {
       TargetSummary ts;
       ts.agent_id = t.agent_id();

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "proto/channel_security.h"
 
 namespace spintune {
 
@@ -32,6 +33,7 @@ absl::Status RunTune(const TuneFlags& flags, std::ostream& out);
 struct Repository {
   std::string db = "spintune.db";
   std::string tuner;
+  ClientSecurity security;  // for --tuner: TLS files and token
 };
 
 absl::Status RunTargets(const Repository& repo, const std::string& format, std::ostream& out);

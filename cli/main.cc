@@ -10,6 +10,7 @@
 
 #include "cli/commands.h"
 #include "cli/extract_command.h"
+#include "cli/tokens_command.h"
 #include "common/version.h"
 
 namespace {
@@ -17,7 +18,7 @@ namespace {
 int ExitCode(const absl::Status& s) {
   if (s.ok()) return 0;
   std::cerr << "spintune: " << s.message() << "\n";
-  return absl::IsInvalidArgument(s) || absl::IsNotFound(s) ? 2 : 1;
+  return absl::IsInvalidArgument(s) || absl::IsNotFound(s) || absl::IsAlreadyExists(s) ? 2 : 1;
 }
 
 }  // namespace
@@ -36,6 +37,11 @@ int main(int argc, char** argv) {
   spintune::Repository repo;
   app.add_option("--db", repo.db, "Tuner database file")->capture_default_str();
   app.add_option("--tuner", repo.tuner, "Ask a running tuner (host:port) instead of --db");
+  std::string token_file;
+  app.add_option("--token-file", token_file, "Admin bearer token for --tuner");
+  app.add_option("--tls-ca", repo.security.ca, "CA certificate of the tuner (TLS)");
+  app.add_option("--tls-cert", repo.security.cert, "Client certificate (mutual TLS)");
+  app.add_option("--tls-key", repo.security.key, "Key of the client certificate");
 
   spintune::TuneFlags tune;
   CLI::App* tune_cmd = app.add_subcommand(
@@ -116,10 +122,40 @@ int main(int argc, char** argv) {
   extract_cmd->add_option("--dispatch", extract.dispatch_csv, "IRQ dispatch samples CSV");
   extract_cmd->add_flag("--summary", extract.summary, "Per key and per IRQ line p50/p99");
 
+  spintune::TokensFlags tokens;
+  CLI::App* tokens_cmd = app.add_subcommand(
+      "tokens", "Manage the tuner's bearer tokens in its database (add, list, revoke)");
+  tokens_cmd->footer(
+      "Examples:\n"
+      "  spintune --db spintune.db tokens add board-7 --target board-7 -o board-7.token\n"
+      "  spintune --db spintune.db tokens add ops --admin\n"
+      "  spintune --db spintune.db tokens list\n"
+      "  spintune --db spintune.db tokens revoke board-7\n"
+      "A token is printed (or written) once; the database keeps only its SHA-256.");
+  tokens_cmd->add_option("ACTION", tokens.action, "add | list | revoke")
+      ->required()
+      ->check(CLI::IsMember({"add", "list", "revoke"}));
+  tokens_cmd->add_option("NAME", tokens.name, "Token name (add, revoke)");
+  tokens_cmd->add_option("--target", tokens.target, "add: the agent id the token may report for");
+  tokens_cmd->add_flag("--admin", tokens.admin, "add: an admin token (targets, policy RPCs)");
+  tokens_cmd->add_option("-o,--output", tokens.output, "add: write the token to this file (0600)");
+  tokens_cmd->add_option("--format", tokens.format, "list: table | json")->capture_default_str();
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
+  }
+  if (!token_file.empty()) {
+    auto token = spintune::ReadTokenFile(token_file);
+    if (!token.ok()) return ExitCode(token.status());
+    repo.security.token = *token;
+  }
+  if (*tokens_cmd) {
+    if (tokens.action != "list" && tokens.name.empty()) {
+      return ExitCode(absl::InvalidArgumentError("tokens " + tokens.action + ": NAME is required"));
+    }
+    return ExitCode(spintune::RunTokens(repo.db, tokens, std::cout));
   }
   if (*tune_cmd) return ExitCode(spintune::RunTune(tune, std::cout));
   if (*targets_cmd) return ExitCode(spintune::RunTargets(repo, targets_format, std::cout));

@@ -1,6 +1,7 @@
 #include "common/file_util.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cctype>
@@ -33,10 +34,11 @@ absl::Status WriteAll(int fd, const std::string& bytes, const std::string& path)
 
 }  // namespace
 
-absl::Status WriteFileAtomically(const std::string& path, const std::string& bytes) {
+absl::Status WriteFileAtomically(const std::string& path, const std::string& bytes, int mode) {
   const std::string tmp = absl::StrCat(path, ".tmp.", ::getpid());
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
   if (fd < 0) return ErrnoError("cannot create", tmp);
+  ::fchmod(fd, static_cast<mode_t>(mode));  // whatever the umask says
   absl::Status s = WriteAll(fd, bytes, tmp);
   if (s.ok() && ::fsync(fd) != 0) s = ErrnoError("cannot fsync", tmp);
   if (::close(fd) != 0 && s.ok()) s = ErrnoError("cannot close", tmp);

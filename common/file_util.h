@@ -12,7 +12,9 @@ namespace spintune {
 // directory, fsync, rename over `path`, fsync of the directory. Readers see
 // the old or the new content, never a mix; after return the new content
 // survives a crash. Unavailable (with the errno text) on failure.
-absl::Status WriteFileAtomically(const std::string& path, const std::string& bytes);
+// `mode`: the file's permissions (a token file wants 0600).
+absl::Status WriteFileAtomically(const std::string& path, const std::string& bytes,
+                                 int mode = 0644);
 
 // `name` with every character but letters, digits and '-' replaced by '_':
 // safe as one path component ("host/sim:x" -> "host_sim_x").

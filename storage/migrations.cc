@@ -111,6 +111,17 @@ CREATE TABLE histogram_windows (
 ALTER TABLE targets ADD COLUMN dropped_batches INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE targets ADD COLUMN dropped_samples INTEGER NOT NULL DEFAULT 0;
 )sql",
+      // 4: bearer tokens (SHA-256 of the token; the token itself is shown once).
+      R"sql(
+CREATE TABLE tokens (
+  name TEXT PRIMARY KEY,
+  sha256 TEXT NOT NULL UNIQUE,
+  target TEXT NOT NULL DEFAULT '',
+  admin INTEGER NOT NULL,
+  created_at TEXT NOT NULL,
+  revoked_at TEXT NOT NULL DEFAULT ''
+);
+)sql",
   };
   return kMigrations;
 }

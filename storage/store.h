@@ -59,6 +59,15 @@ struct TargetSummary {
   uint64_t dropped_samples = 0;  // reported by the agent's spool
 };
 
+// A bearer token as stored: its SHA-256, never the token.
+struct TokenRecord {
+  std::string name;
+  std::string target;  // the agent id it may report for ("" for admin tokens)
+  bool admin = false;
+  std::string created_at;
+  std::string revoked_at;  // "" while valid
+};
+
 struct DispatchRecord {
   std::string cpu_class;
   std::string device;
@@ -124,6 +133,18 @@ class Store {
   absl::Status UpdatePolicyEvidence(int64_t target_id, PolicyTable* table);
   // Version `version` (0: the latest); nullopt when there is none.
   absl::StatusOr<std::optional<PolicyTable>> LoadPolicy(int64_t target_id, uint64_t version);
+  // Creates a token called `name`, bound to `target` (an agent id) or admin
+  // (target empty), and returns it: 32 random bytes in hex after "st_"; only
+  // its SHA-256 is stored. AlreadyExists for a taken name; InvalidArgument
+  // for neither or both of target and admin.
+  absl::StatusOr<std::string> AddToken(const std::string& name, const std::string& target,
+                                       bool admin);
+  absl::StatusOr<std::vector<TokenRecord>> ListTokens();
+  // NotFound for an unknown name; a revoked token stays listed.
+  absl::Status RevokeToken(const std::string& name);
+  // The valid (not revoked) token, or NotFound.
+  absl::StatusOr<TokenRecord> LookupToken(const std::string& token);
+
   // After a write failed for lack of space: checkpoints the WAL into the
   // database and truncates it (SQLite only checkpoints after a successful
   // commit, so a full disk would otherwise keep the WAL at its size).

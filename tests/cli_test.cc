@@ -1,6 +1,9 @@
 // The binaries' command lines: --help, wrong flags, and bad input files give
 // one clear error line and exit code 2.
 #include <algorithm>
+#include <filesystem>
+
+#include "nlohmann/json.hpp"
 
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
@@ -195,6 +198,53 @@ TEST_F(Cli, AgentExplainsMissingPlatformForReplay) {
                         dir_.path().string());
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("--platform"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace spintune
+
+namespace spintune {
+namespace {
+
+TEST_F(Cli, TokensAddListRevoke) {
+  const std::string db = dir_.File("t.db");
+  auto add = testing::Run({SPINTUNE_CLI_BIN, "--db", db, "tokens", "add", "b1", "--target", "board-1"},
+                          dir_.path().string());
+  ASSERT_EQ(add.exit_code, 0) << add.err;
+  EXPECT_EQ(add.out.rfind("st_", 0), 0u) << add.out;
+  EXPECT_EQ(add.out.size(), 3 + 64 + 1);
+  auto to_file = testing::Run({SPINTUNE_CLI_BIN, "--db", db, "tokens", "add", "ops", "--admin",
+                               "-o", dir_.File("ops.token")},
+                              dir_.path().string());
+  ASSERT_EQ(to_file.exit_code, 0) << to_file.err;
+  EXPECT_EQ(testing::Slurp(dir_.File("ops.token")).rfind("st_", 0), 0u);
+  EXPECT_EQ(std::filesystem::status(dir_.File("ops.token")).permissions() &
+                std::filesystem::perms::others_read,
+            std::filesystem::perms::none);
+  EXPECT_EQ(testing::Run({SPINTUNE_CLI_BIN, "--db", db, "tokens", "revoke", "b1"},
+                         dir_.path().string())
+                .exit_code,
+            0);
+  auto list = testing::Run({SPINTUNE_CLI_BIN, "--db", db, "tokens", "list", "--format", "json"},
+                           dir_.path().string());
+  ASSERT_EQ(list.exit_code, 0) << list.err;
+  auto j = nlohmann::json::parse(list.out);
+  ASSERT_EQ(j["tokens"].size(), 2u);
+  EXPECT_EQ(j["tokens"][0]["name"], "b1");
+  EXPECT_NE(j["tokens"][0]["revoked_at"], "");
+  EXPECT_EQ(j["tokens"][1]["admin"], true);
+  EXPECT_EQ(list.out.find("st_"), std::string::npos) << "tokens are never shown again";
+  // Bad input: exit code 2 and one line.
+  for (const std::vector<std::string>& bad :
+       {std::vector<std::string>{"tokens", "add", "x"},
+        std::vector<std::string>{"tokens", "add", "ops", "--admin"},
+        std::vector<std::string>{"tokens", "revoke", "nobody"},
+        std::vector<std::string>{"tokens", "add"}, std::vector<std::string>{"tokens", "frob"}}) {
+    std::vector<std::string> args = {SPINTUNE_CLI_BIN, "--db", db};
+    args.insert(args.end(), bad.begin(), bad.end());
+    auto r = testing::Run(args, dir_.path().string());
+    EXPECT_EQ(r.exit_code, 2) << bad[1] << " " << r.err;
+  }
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include "CLI/CLI.hpp"
 #include "common/logging.h"
 #include "common/signal_waiter.h"
+#include "proto/channel_security.h"
 #include "common/version.h"
 #include "models/cost_model.h"
 #include "tuner/tuner_server.h"
@@ -27,6 +28,8 @@ int main(int argc, char** argv) {
   uint64_t max_keys = 4096;
   double max_agent_rate = 0;
   int max_message_mb = 16;
+  bool require_tokens = false;
+  spintune::ServerTls tls;
   std::string log_level = "info";
 
   CLI::App app{"spintune-tuner: fit wait policies from agents' samples and push them back."};
@@ -34,6 +37,8 @@ int main(int argc, char** argv) {
       "Examples:\n"
       "  spintune-tuner --listen 127.0.0.1:0 --db /tmp/spintune.db\n"
       "  spintune-tuner --listen 0.0.0.0:50051 --objective latency --max-spin-ns 200000\n"
+      "  spintune-tuner --listen 0.0.0.0:50051 --tls-cert tuner.pem --tls-key tuner.key \\\n"
+      "      --tls-client-ca agents-ca.pem --require-tokens\n"
       "Exit codes: 0 ok, 1 runtime failure, 2 usage or bad input.");
   app.set_version_flag("--version", spintune::Version());
   app.add_option("--listen", listen, "Address to listen on (port 0: any free port)")
@@ -72,6 +77,13 @@ int main(int argc, char** argv) {
   app.add_option("--max-message-mb", max_message_mb, "Largest message accepted, MiB")
       ->check(CLI::Range(1, 256))
       ->capture_default_str();
+  app.add_option("--tls-cert", tls.cert, "Server certificate (PEM; enables TLS)");
+  app.add_option("--tls-key", tls.key, "Server private key (PEM)");
+  app.add_option("--tls-client-ca", tls.client_ca,
+                 "Require client certificates signed by this CA (mutual TLS)");
+  app.add_flag("--require-tokens", require_tokens,
+               "Every call needs a bearer token from `spintune tokens add` (agents: their "
+               "target's; admin RPCs: an admin token)");
   app.add_option("--shutdown-deadline", shutdown_deadline_s,
                  "Seconds open streams get to finish on SIGINT/SIGTERM")
       ->capture_default_str();
@@ -109,6 +121,18 @@ int main(int argc, char** argv) {
   options.max_keys_per_target = max_keys;
   options.max_agent_samples_per_second = max_agent_rate;
   options.max_message_bytes = max_message_mb << 20;
+  options.require_tokens = require_tokens;
+  options.tls = tls;
+  if (!spintune::IsLoopbackAddress(listen)) {
+    if (tls.cert.empty()) {
+      spintune::Logger().warn("listening on {} without TLS: samples and tables travel in clear "
+                              "text (--tls-cert/--tls-key)", listen);
+    }
+    if (!require_tokens) {
+      spintune::Logger().warn("listening on {} without --require-tokens: any agent can report "
+                              "for any target and read every table", listen);
+    }
+  }
 
   // Block signals before gRPC starts its threads.
   std::unique_ptr<spintune::TunerServer> server;

@@ -66,6 +66,15 @@ void TunerCore::WorkerLoop() {
   }
 }
 
+void TunerCore::CountRefusedCall(bool authenticated) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++(authenticated ? counters_.permission_denied : counters_.unauthenticated);
+}
+
+absl::StatusOr<TokenRecord> TunerCore::Authenticate(const std::string& token) {
+  return store_->LookupToken(token);
+}
+
 TunerCounters TunerCore::counters() const {
   std::lock_guard<std::mutex> lock(mu_);
   return counters_;

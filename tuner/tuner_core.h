@@ -31,6 +31,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "policy/policy_builder.h"
+#include "proto/channel_security.h"
 #include "spintune/v1/spintune.pb.h"
 #include "storage/store.h"
 
@@ -74,6 +75,10 @@ struct TunerOptions {
   // Largest message the server accepts (gRPC refuses bigger ones with
   // RESOURCE_EXHAUSTED and ends that stream only).
   int max_message_bytes = 16 << 20;
+  // Every call must carry a valid bearer token (spintune tokens): an agent's
+  // token binds it to its target, admin RPCs need an admin token.
+  bool require_tokens = false;
+  ServerTls tls;  // no cert: plaintext
 };
 
 struct TunerCounters {
@@ -90,6 +95,8 @@ struct TunerCounters {
   uint64_t changes_detected = 0;
   uint64_t predicted_tables = 0;
   uint64_t spool_dropped_samples = 0;  // agents' reports
+  uint64_t unauthenticated = 0;        // calls without a valid token
+  uint64_t permission_denied = 0;      // valid token, wrong target or not admin
 };
 
 class TunerCore {
@@ -100,6 +107,7 @@ class TunerCore {
 
   // Session events, in stream order. `done` runs on the worker when the
   // event has been handled.
+  void CountRefusedCall(bool authenticated);
   void OnHello(std::shared_ptr<SessionHandle> session, v1::Hello hello,
                std::function<void()> done);
   void OnBatch(std::shared_ptr<SessionHandle> session, v1::SampleBatch batch,
@@ -114,6 +122,10 @@ class TunerCore {
                  std::function<void(absl::StatusOr<v1::GetPolicyResponse>)> done);
 
   TunerCounters counters() const;
+  // The valid token `token` (thread-safe, blocking on SQLite; not on the
+  // worker). NotFound for an unknown or revoked token.
+  absl::StatusOr<TokenRecord> Authenticate(const std::string& token);
+  const TunerOptions& options() const { return options_; }
 
  private:
   TunerCore(TunerOptions options, std::unique_ptr<Store> store);

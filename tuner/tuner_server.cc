@@ -17,7 +17,8 @@ absl::StatusOr<std::unique_ptr<TunerServer>> TunerServer::Start(
   // Two servers on one fixed port must not both "succeed".
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.SetMaxReceiveMessageSize(options.max_message_bytes);
-  builder.AddListeningPort(listen_address, grpc::InsecureServerCredentials(), &s->port_);
+  SPINTUNE_ASSIGN_OR_RETURN(auto credentials, MakeServerCredentials(options.tls));
+  builder.AddListeningPort(listen_address, credentials, &s->port_);
   builder.RegisterService(s->service_.get());
   s->server_ = builder.BuildAndStart();
   if (!s->server_ || s->port_ == 0) {

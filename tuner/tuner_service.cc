@@ -3,6 +3,7 @@
 #include <deque>
 #include <mutex>
 
+#include "absl/strings/str_cat.h"
 #include "common/logging.h"
 
 namespace spintune {
@@ -105,8 +106,19 @@ class SessionState final : public SessionHandle {
 class SessionReactor final
     : public grpc::ServerBidiReactor<v1::AgentMessage, v1::TunerMessage> {
  public:
-  SessionReactor(TunerCore* core, std::string peer)
-      : core_(core), peer_(std::move(peer)), state_(std::make_shared<SessionState>(this)) {
+  // `refusal` not OK: the call is refused before anything is read.
+  // `bound_target` not empty: the only agent id this stream may report for.
+  SessionReactor(TunerCore* core, std::string peer, const grpc::Status& refusal,
+                 std::string bound_target, std::string token_name)
+      : core_(core),
+        peer_(std::move(peer)),
+        bound_target_(std::move(bound_target)),
+        token_name_(std::move(token_name)),
+        state_(std::make_shared<SessionState>(this)) {
+    if (!refusal.ok()) {
+      Finish(refusal);
+      return;
+    }
     StartRead(&request_);
   }
 
@@ -121,6 +133,14 @@ class SessionReactor final
       case v1::AgentMessage::kHello:
         if (seen_hello_) return state_->Fail(absl::FailedPreconditionError("second hello"));
         seen_hello_ = true;
+        if (!bound_target_.empty() && request_.hello().agent_id() != bound_target_) {
+          core_->CountRefusedCall(/*authenticated=*/true);
+          Logger().warn("refused {}: token '{}' reporting as '{}'", peer_, token_name_,
+                        request_.hello().agent_id());
+          return state_->Fail(absl::PermissionDeniedError(
+              absl::StrCat("token '", token_name_, "' is for target '", bound_target_,
+                           "', not '", request_.hello().agent_id(), "'")));
+        }
         state_->JobStarted();
         core_->OnHello(state_, std::move(*request_.mutable_hello()), done);
         break;
@@ -159,6 +179,8 @@ class SessionReactor final
  private:
   TunerCore* core_;
   std::string peer_;
+  std::string bound_target_;
+  std::string token_name_;
   std::shared_ptr<SessionState> state_;
   v1::AgentMessage request_;
   bool seen_hello_ = false;  // reactions run one at a time per stream
@@ -189,15 +211,45 @@ void SessionState::Pump() {
 
 }  // namespace
 
+TunerService::Caller TunerService::Authorize(grpc::CallbackServerContext* context,
+                                            bool admin_rpc) {
+  Caller c;
+  if (!core_->options().require_tokens) return c;
+  const std::string token = BearerToken(*context);
+  if (token.empty()) {
+    c.refusal = grpc::Status(grpc::UNAUTHENTICATED,
+                             "this tuner requires a bearer token (--token-file)");
+  } else if (auto record = core_->Authenticate(token); !record.ok()) {
+    c.refusal = grpc::Status(grpc::UNAUTHENTICATED, "unknown or revoked token");
+  } else {
+    c.token_name = record->name;
+    if (admin_rpc && !record->admin) {
+      c.refusal = grpc::Status(grpc::PERMISSION_DENIED,
+                               absl::StrCat("token '", record->name, "' is not an admin token"));
+    }
+    if (!record->admin) c.bound_target = record->target;
+  }
+  if (!c.refusal.ok()) {
+    core_->CountRefusedCall(c.refusal.error_code() == grpc::PERMISSION_DENIED);
+    Logger().warn("refused {}: {}", context->peer(), c.refusal.error_message());
+  }
+  return c;
+}
+
 grpc::ServerBidiReactor<v1::AgentMessage, v1::TunerMessage>* TunerService::Session(
     grpc::CallbackServerContext* context) {
-  return new SessionReactor(core_, context->peer());
+  Caller c = Authorize(context, /*admin_rpc=*/false);
+  return new SessionReactor(core_, context->peer(), c.refusal, c.bound_target, c.token_name);
 }
 
 grpc::ServerUnaryReactor* TunerService::ListTargets(grpc::CallbackServerContext* context,
                                                     const v1::ListTargetsRequest*,
                                                     v1::ListTargetsResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  if (Caller c = Authorize(context, /*admin_rpc=*/true); !c.refusal.ok()) {
+    reactor->Finish(c.refusal);
+    return reactor;
+  }
   core_->ListTargets([reactor, response](absl::StatusOr<v1::ListTargetsResponse> r) {
     if (r.ok()) *response = std::move(*r);
     reactor->Finish(ToGrpcStatus(r.status()));
@@ -209,6 +261,10 @@ grpc::ServerUnaryReactor* TunerService::GetPolicy(grpc::CallbackServerContext* c
                                                   const v1::GetPolicyRequest* request,
                                                   v1::GetPolicyResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  if (Caller c = Authorize(context, /*admin_rpc=*/true); !c.refusal.ok()) {
+    reactor->Finish(c.refusal);
+    return reactor;
+  }
   core_->GetPolicy(*request, [reactor, response](absl::StatusOr<v1::GetPolicyResponse> r) {
     if (r.ok()) *response = std::move(*r);
     reactor->Finish(ToGrpcStatus(r.status()));

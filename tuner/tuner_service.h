@@ -1,4 +1,7 @@
-// TunerService: the gRPC face of TunerCore (callback API). One
+// TunerService: the gRPC face of TunerCore (callback API). With
+// TunerOptions::require_tokens every call needs a valid bearer token: no or
+// an unknown/revoked token is UNAUTHENTICATED; an agent token used for
+// another target's hello, or for an admin RPC, is PERMISSION_DENIED. One
 // SessionReactor per agent stream holds all per-stream state; reactions only
 // post work to the core and never block; every stream ends in exactly one
 // Finish(). The only conversion from absl::Status to grpc::Status is here.
@@ -32,6 +35,14 @@ class TunerService final : public v1::Tuner::CallbackService {
                                       v1::GetPolicyResponse* response) override;
 
  private:
+  // Who is calling, when the tuner requires tokens.
+  struct Caller {
+    grpc::Status refusal;      // not OK: refuse the call with it
+    std::string bound_target;  // an agent token's target ("" for admin)
+    std::string token_name;
+  };
+  Caller Authorize(grpc::CallbackServerContext* context, bool admin_rpc);
+
   TunerCore* core_;
 };
 
