@@ -51,6 +51,7 @@ class Agent::Impl {
   struct Pending {
     uint64_t seq;
     v1::AgentMessage message;
+    absl::Time sent_at = absl::InfinitePast();  // written on the current session
   };
   // Keeps `batch` until acknowledged: in memory and in the spool.
   void Keep(v1::AgentMessage message);
@@ -191,7 +192,12 @@ void Agent::Impl::Keep(v1::AgentMessage message) {
 }
 
 void Agent::Impl::ForgetThrough(uint64_t seq) {
+  const absl::Time now = absl::Now();
   while (!pending_.empty() && pending_.front().seq <= seq) {
+    if (pending_.front().sent_at != absl::InfinitePast()) {
+      stats_.ack_latency.Record(
+          static_cast<uint64_t>(absl::ToInt64Nanoseconds(now - pending_.front().sent_at)));
+    }
     pending_.pop_front();
     if (sent_count_ > 0) --sent_count_;
   }
@@ -376,6 +382,7 @@ absl::StatusOr<Agent::Impl::SessionEnd> Agent::Impl::RunSession() {
     broken_ = false;
     drained_ = false;
     sent_count_ = 0;
+    for (auto& p : pending_) p.sent_at = absl::InfinitePast();  // latency is per session
     if (spool_) spool_->ClearDropped();  // the tuner has recorded them
     ForgetThrough(durable);
     if (!source_->live() && source_batches_ < std::max(durable, generated_seq_)) {
@@ -414,6 +421,7 @@ absl::StatusOr<Agent::Impl::SessionEnd> Agent::Impl::RunSession() {
     if (sent_count_ < pending_.size() && sent_count_ < options_.max_unacked_batches) {
       // Resend what the tuner lacks, then new batches, in seq order.
       v1::AgentMessage m = pending_[sent_count_].message;
+      pending_[sent_count_].sent_at = absl::Now();
       ++sent_count_;
       lock.unlock();
       ok = Write(stream.get(), m);

@@ -28,6 +28,7 @@
 #include "absl/time/time.h"
 #include "agent/policy_sink.h"
 #include "agent/sample_source.h"
+#include "models/latency_histogram.h"
 #include "policy/policy_bounds.h"
 #include "proto/channel_security.h"
 
@@ -76,6 +77,8 @@ struct AgentStats {
   uint64_t restored_batches = 0;     // found in the spool at start
   uint64_t spool_dropped_batches = 0;  // dropped from a full spool (this run)
   uint64_t spool_dropped_samples = 0;
+  // Batch written -> its ack received, per acknowledged batch (ns).
+  LatencyHistogram ack_latency;
 };
 
 class Agent {

@@ -271,33 +271,50 @@ absl::Status Store::MergeDispatch(int64_t target_id, const DispatchRecord& delta
 }
 
 absl::StatusOr<bool> Store::IngestBatch(int64_t target_id, const BatchDelta& batch) {
+  SPINTUNE_ASSIGN_OR_RETURN(auto ingested, IngestBatches({{target_id, &batch}}));
+  return ingested[0];
+}
+
+absl::StatusOr<std::vector<bool>> Store::IngestBatches(
+    const std::vector<std::pair<int64_t, const BatchDelta*>>& batches) {
   absl::MutexLock lock(&mu_);
   Transaction tx(db_.get());
   SPINTUNE_RETURN_IF_ERROR(tx.Begin());
   SPINTUNE_ASSIGN_OR_RETURN(
       auto mark, db_->Prepare("INSERT INTO ingested VALUES (?1, ?2, ?3, ?4, ?5) "
                               "ON CONFLICT DO NOTHING"));
-  mark->Bind(1, target_id).Bind(2, I(batch.seq)).Bind(3, I(batch.completion_samples));
-  mark->Bind(4, I(batch.dispatch_samples)).Bind(5, NowRfc3339());
-  SPINTUNE_RETURN_IF_ERROR(mark->Run());
-  if (db_->Changes() == 0) return false;  // duplicate: the transaction rolls back
   SPINTUNE_ASSIGN_OR_RETURN(auto total,
                             db_->Prepare("SELECT total_samples FROM targets WHERE id = ?1"));
-  total->Bind(1, target_id);
-  SPINTUNE_ASSIGN_OR_RETURN(bool found, total->Step());
-  if (!found) return absl::NotFoundError(absl::StrCat("no target with id ", target_id));
-  const uint64_t window = U(total->ColumnInt(0)) / options_.window_samples;
-  for (const auto& k : batch.keys) SPINTUNE_RETURN_IF_ERROR(MergeKey(target_id, window, k));
-  for (const auto& d : batch.dispatch) SPINTUNE_RETURN_IF_ERROR(MergeDispatch(target_id, d));
   SPINTUNE_ASSIGN_OR_RETURN(
       auto totals, db_->Prepare("UPDATE targets SET total_samples = total_samples + ?2, "
                                 "total_dispatch_samples = total_dispatch_samples + ?3, "
                                 "last_seen = ?4 WHERE id = ?1"));
-  totals->Bind(1, target_id).Bind(2, I(batch.completion_samples));
-  totals->Bind(3, I(batch.dispatch_samples)).Bind(4, NowRfc3339());
-  SPINTUNE_RETURN_IF_ERROR(totals->Run());
+  const std::string now = NowRfc3339();
+  std::vector<bool> out;
+  for (const auto& [target_id, batch] : batches) {
+    mark->Reset();
+    mark->Bind(1, target_id).Bind(2, I(batch->seq)).Bind(3, I(batch->completion_samples));
+    mark->Bind(4, I(batch->dispatch_samples)).Bind(5, now);
+    SPINTUNE_RETURN_IF_ERROR(mark->Run());
+    if (db_->Changes() == 0) {  // a duplicate: changes nothing
+      out.push_back(false);
+      continue;
+    }
+    total->Reset();
+    total->Bind(1, target_id);
+    SPINTUNE_ASSIGN_OR_RETURN(bool found, total->Step());
+    if (!found) return absl::NotFoundError(absl::StrCat("no target with id ", target_id));
+    const uint64_t window = U(total->ColumnInt(0)) / options_.window_samples;
+    for (const auto& k : batch->keys) SPINTUNE_RETURN_IF_ERROR(MergeKey(target_id, window, k));
+    for (const auto& d : batch->dispatch) SPINTUNE_RETURN_IF_ERROR(MergeDispatch(target_id, d));
+    totals->Reset();
+    totals->Bind(1, target_id).Bind(2, I(batch->completion_samples));
+    totals->Bind(3, I(batch->dispatch_samples)).Bind(4, now);
+    SPINTUNE_RETURN_IF_ERROR(totals->Run());
+    out.push_back(true);
+  }
   SPINTUNE_RETURN_IF_ERROR(tx.Commit());
-  return true;
+  return out;
 }
 
 absl::StatusOr<std::vector<PolicyKey>> Store::ListKeys(int64_t target_id) {

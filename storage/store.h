@@ -110,6 +110,11 @@ class Store {
   // Ingests `batch` atomically. Returns true when ingested, false when this
   // (target, seq) was already ingested (nothing changes then).
   absl::StatusOr<bool> IngestBatch(int64_t target_id, const BatchDelta& batch);
+  // Several batches (of any targets) in one transaction, one commit: for
+  // each, true when ingested, false when a duplicate. All or none are
+  // stored.
+  absl::StatusOr<std::vector<bool>> IngestBatches(
+      const std::vector<std::pair<int64_t, const BatchDelta*>>& batches);
 
   // Evidence per key: the cumulative histogram, or, for a key whose
   // distribution changed (DetectChanges), the windows since the change.

@@ -7,7 +7,7 @@
 set -euo pipefail
 BUILD=${1:-build}
 BIN_AGENT=$BUILD/agent/spintune-agent
-BIN_LOAD=$BUILD/agent/spintune-loadgen
+BIN_LOAD=$BUILD/agent/spintune-ioload
 BIN_CLI=$BUILD/cli/spintune
 OUT=$BUILD/demo-live
 SAMPLES=${SPINTUNE_LIVE_SAMPLES:-60000}
@@ -44,7 +44,7 @@ for _ in $(seq 200); do
 done
 echo "load: O_DIRECT reads and writes of 4-256 KiB plus fdatasync on /var/tmp, until the agent has $SAMPLES samples"
 "$BIN_LOAD" --file /var/tmp/spintune-demo-live.bin --duration 300 --threads 2 \
-  --sizes 4096,16384,65536,262144 --write-share 0.3 --fsync-every 16 >"$OUT/loadgen.log" 2>&1 &
+  --sizes 4096,16384,65536,262144 --write-share 0.3 --fsync-every 16 >"$OUT/ioload.log" 2>&1 &
 load_pid=$!
 if ! wait "$agent_pid"; then
   echo "demo-live: the agent failed:"; cat "$OUT/agent.log"; exit 1
@@ -52,7 +52,7 @@ fi
 kill -INT "$load_pid" 2>/dev/null || true
 wait "$load_pid" 2>/dev/null || true
 load_pid=""
-cat "$OUT/loadgen.log"
+cat "$OUT/ioload.log"
 echo
 sed -n '/host probe:/,/timer_wake_ns/p' "$OUT/agent.log" | sed 's/^[0-9T:.-]* info agent: //'
 grep -o "done samples=.*" "$OUT/agent.log" | sed 's/^/agent /'

@@ -23,7 +23,7 @@ JSON
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 # Runs the load; prints "achieved_rps load_cpu_percent".
 run_load() {
-  "$BUILD/agent/spintune-loadgen" --file /var/tmp/spintune-cpu-bench.bin --duration "$SECS" \
+  "$BUILD/agent/spintune-ioload" --file /var/tmp/spintune-cpu-bench.bin --duration "$SECS" \
     --threads 4 --sizes 4096 --write-share 0.2 --fsync-every 0 --rate "$RATE" \
     >"$OUT/load.out" 2>&1 &
   local pid=$!
@@ -50,7 +50,7 @@ agent_cpu=$(echo "($a1 - $a0) / $HZ / ($aw1 - $aw0) * 100" | bc -l)
 samples=$(grep -o "done samples=[0-9]*" "$OUT/agent.log" | cut -d= -f2)
 
 printf "live agent CPU at %s requests/s on %s (%s s per run, 4 threads of 4 KiB O_DIRECT I/O)\n" "$RATE" "$disk" "$SECS"
-printf "%-28s %14s %16s %18s\n" "run" "requests/s" "loadgen CPU %" "agent CPU % (1 core)"
+printf "%-28s %14s %16s %18s\n" "run" "requests/s" "ioload CPU %" "agent CPU % (1 core)"
 printf "%-28s %14s %16.1f %18s\n" "load alone" "$base_rps" "$base_cpu" "-"
 printf "%-28s %14s %16.1f %18.1f\n" "load + live agent" "$traced_rps" "$traced_cpu" "$agent_cpu"
 printf "agent samples sent: %s\n" "$samples"

@@ -26,6 +26,7 @@ int main(int argc, char** argv) {
   uint64_t window_samples = 8192;
   double shutdown_deadline_s = 5;
   uint64_t max_keys = 4096;
+  double min_refit_interval_s = 1.0;
   double max_agent_rate = 0;
   int max_message_mb = 16;
   bool require_tokens = false;
@@ -65,6 +66,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--refit-samples", refit_samples, "Refit a target after this many new samples")
       ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--min-refit-interval", min_refit_interval_s,
+                 "Seconds between two refits of one target (a drain refits at once)")
+      ->check(CLI::Range(0.0, 3600.0))
       ->capture_default_str();
   app.add_option("--max-keys-per-target", max_keys,
                  "Most keys (cpu class, device, opcode, size class) one target may have")
@@ -119,6 +124,7 @@ int main(int argc, char** argv) {
   options.store.window_samples = window_samples;
   options.refit_samples = refit_samples;
   options.max_keys_per_target = max_keys;
+  options.min_refit_interval = absl::Seconds(min_refit_interval_s);
   options.max_agent_samples_per_second = max_agent_rate;
   options.max_message_bytes = max_message_mb << 20;
   options.require_tokens = require_tokens;

@@ -48,21 +48,32 @@ TunerCore::~TunerCore() {
 
 void TunerCore::Post(std::function<void()> job) {
   std::lock_guard<std::mutex> lock(mu_);
-  jobs_.push_back(std::move(job));
+  jobs_.push_back(Job{std::move(job), nullptr, {}, nullptr});
   cv_.notify_one();
 }
 
 void TunerCore::WorkerLoop() {
+  constexpr size_t kMaxGroupBatches = 64;
+  constexpr int kMaxGroupSamples = 1 << 18;
   while (true) {
-    std::function<void()> job;
+    std::vector<Job> group;
     {
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait(lock, [this] { return stopping_ || !jobs_.empty(); });
       if (jobs_.empty()) return;  // stopping, queue drained
-      job = std::move(jobs_.front());
-      jobs_.pop_front();
+      int samples = 0;
+      do {
+        samples += jobs_.front().batch.completions().wait_ns_size();
+        group.push_back(std::move(jobs_.front()));
+        jobs_.pop_front();
+      } while (group.front().session && !jobs_.empty() && jobs_.front().session &&
+               group.size() < kMaxGroupBatches && samples < kMaxGroupSamples);
     }
-    job();
+    if (group.front().session) {
+      IngestGroup(group);
+    } else {
+      group.front().run();
+    }
   }
 }
 
@@ -142,82 +153,108 @@ void TunerCore::OnHello(std::shared_ptr<SessionHandle> session, v1::Hello hello,
 
 void TunerCore::OnBatch(std::shared_ptr<SessionHandle> session, v1::SampleBatch batch,
                         std::function<void()> done) {
-  Post([this, session, batch = std::move(batch), done = std::move(done)] {
-    if (session->target_id == 0) return done();  // the hello failed
-    // A refused batch is resent later; refusing what follows it keeps the
-    // target's durable sequence numbers free of gaps.
-    auto defer = [&](const absl::Status& why) {
-      session->stalled = true;
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        ++counters_.batches_deferred;
-      }
-      session->Send(RejectedMessage(batch.seq(), why, /*retry=*/true));
-    };
-    if (session->stalled) {
-      defer(absl::UnavailableError("an earlier batch of this stream was refused; reconnect"));
-      return done();
-    }
-    auto delta = DecodeBatch(batch, session->hello);
-    if (!delta.ok()) {
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        ++counters_.batches_rejected;
-      }
-      session->Send(RejectedMessage(batch.seq(), delta.status()));
-      return done();
-    }
-    if (absl::Status limit = CheckKeyLimit(*session, *delta); !limit.ok()) {
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        ++counters_.batches_over_limit;
-      }
-      session->Send(RejectedMessage(batch.seq(), limit));
-      return done();
-    }
-    if (absl::Status limit = CheckRate(*session, *delta); !limit.ok()) {
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        ++counters_.batches_over_limit;
-      }
-      defer(limit);  // the same batch is fine later
-      return done();
-    }
-    auto ingested = store_->IngestBatch(session->target_id, *delta);
-    if (!ingested.ok()) {
-      Logger().error("ingest target={} seq={} failed: {}", session->target_id, batch.seq(),
-                     ingested.status().ToString());
-      if (absl::IsResourceExhausted(ingested.status())) store_->ReclaimSpace();
-      // The agent keeps the batch and resends it on its next session.
-      defer(absl::UnavailableError(absl::IsResourceExhausted(ingested.status())
-                                       ? "tuner storage is full"
-                                       : "tuner storage unavailable"));
-      return done();
-    }
-    for (const auto& k : delta->keys) {
-      known_keys_[session->target_id].insert(absl::StrCat(k.key.cpu_class, "|", k.key.device, "|",
-                                                          k.key.opcode, "|", k.key.size_class));
-    }
-    v1::TunerMessage ack;
-    ack.mutable_batch_ack()->set_seq(batch.seq());
-    ack.mutable_batch_ack()->set_duplicate(!*ingested);
-    session->Send(std::move(ack));
+  std::lock_guard<std::mutex> lock(mu_);
+  jobs_.push_back(Job{nullptr, std::move(session), std::move(batch), std::move(done)});
+  cv_.notify_one();
+}
+
+void TunerCore::IngestGroup(std::vector<Job>& jobs) {
+  // A refused batch is resent later; refusing what follows it on its stream
+  // keeps the target's durable sequence numbers free of gaps.
+  auto defer = [this](Job& job, const absl::Status& why) {
+    job.session->stalled = true;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      if (*ingested) {
+      ++counters_.batches_deferred;
+    }
+    job.session->Send(RejectedMessage(job.batch.seq(), why, /*retry=*/true));
+  };
+  auto refuse = [this](Job& job, const absl::Status& why, uint64_t TunerCounters::*counter) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++(counters_.*counter);
+    }
+    job.session->Send(RejectedMessage(job.batch.seq(), why));
+  };
+  std::vector<size_t> accepted;  // indexes into jobs
+  std::vector<BatchDelta> deltas(jobs.size());
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    Job& job = jobs[i];
+    SessionHandle& session = *job.session;
+    if (session.target_id == 0) continue;  // the hello failed
+    if (session.stalled) {
+      defer(job, absl::UnavailableError("an earlier batch of this stream was refused; reconnect"));
+      continue;
+    }
+    auto delta = DecodeBatch(job.batch, session.hello);
+    if (!delta.ok()) {
+      refuse(job, delta.status(), &TunerCounters::batches_rejected);
+      continue;
+    }
+    if (absl::Status limit = CheckKeyLimit(session, *delta); !limit.ok()) {
+      refuse(job, limit, &TunerCounters::batches_over_limit);
+      continue;
+    }
+    if (absl::Status limit = CheckRate(session, *delta); !limit.ok()) {
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        ++counters_.batches_over_limit;
+      }
+      defer(job, limit);  // the same batch is fine later
+      continue;
+    }
+    deltas[i] = std::move(*delta);
+    accepted.push_back(i);
+  }
+  std::vector<std::pair<int64_t, const BatchDelta*>> to_store;
+  for (size_t i : accepted) to_store.emplace_back(jobs[i].session->target_id, &deltas[i]);
+  absl::StatusOr<std::vector<bool>> ingested = std::vector<bool>();
+  if (!to_store.empty()) ingested = store_->IngestBatches(to_store);
+  if (!ingested.ok()) {
+    Logger().error("ingest of {} batches failed: {}", to_store.size(),
+                   ingested.status().ToString());
+    if (absl::IsResourceExhausted(ingested.status())) store_->ReclaimSpace();
+    // The agents keep the batches and resend them on their next session.
+    const absl::Status why = absl::UnavailableError(
+        absl::IsResourceExhausted(ingested.status()) ? "tuner storage is full"
+                                                     : "tuner storage unavailable");
+    for (size_t i : accepted) defer(jobs[i], why);
+    accepted.clear();
+  }
+  std::set<int64_t> refit;
+  for (size_t n = 0; n < accepted.size(); ++n) {
+    Job& job = jobs[accepted[n]];
+    const BatchDelta& delta = deltas[accepted[n]];
+    const bool stored = (*ingested)[n];
+    for (const auto& k : delta.keys) {
+      known_keys_[job.session->target_id].insert(absl::StrCat(
+          k.key.cpu_class, "|", k.key.device, "|", k.key.opcode, "|", k.key.size_class));
+    }
+    v1::TunerMessage ack;
+    ack.mutable_batch_ack()->set_seq(job.batch.seq());
+    ack.mutable_batch_ack()->set_duplicate(!stored);
+    job.session->Send(std::move(ack));
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stored) {
         ++counters_.batches_ingested;
-        counters_.samples_ingested += delta->completion_samples;
+        counters_.samples_ingested += delta.completion_samples;
       } else {
         ++counters_.batches_duplicate;
       }
     }
-    if (*ingested) {
-      uint64_t& since = samples_since_fit_[session->target_id];
-      since += delta->completion_samples;
-      if (since >= options_.refit_samples) Refit(session->target_id, /*force=*/false);
+    if (stored) {
+      uint64_t& since = samples_since_fit_[job.session->target_id];
+      since += delta.completion_samples;
+      auto last = last_refit_.find(job.session->target_id);
+      if (since >= options_.refit_samples &&
+          (last == last_refit_.end() || absl::Now() - last->second >= options_.min_refit_interval)) {
+        refit.insert(job.session->target_id);
+      }
     }
-    done();
-  });
+  }
+  for (int64_t target : refit) Refit(target, /*force=*/false);
+  for (auto& job : jobs) job.done();
 }
 
 absl::Status TunerCore::CheckKeyLimit(SessionHandle& session, const BatchDelta& delta) {
@@ -339,6 +376,7 @@ std::optional<PolicyTable> TunerCore::Predict(int64_t target_id, const TargetRec
 
 void TunerCore::Refit(int64_t target_id, bool force) {
   samples_since_fit_[target_id] = 0;
+  last_refit_[target_id] = absl::Now();
   auto changed = store_->DetectChanges(target_id, options_.change);
   if (!changed.ok()) {
     Logger().error("drift detection for target={} failed: {}", target_id,

@@ -2,6 +2,10 @@
 // worker thread. gRPC reactions post work here and never block; the worker
 // validates, persists, refits and answers through SessionHandle::Send().
 //
+// Batches waiting back to back in the queue are stored in one SQLite
+// transaction (group commit: one fsync for many batches, each still
+// acknowledged only after that commit).
+//
 // Per target it counts samples ingested since the last fit and refits when
 // TunerOptions::refit_samples have arrived (and on Drain). Before a refit it
 // runs drift detection (Store::DetectChanges); the fit then keeps each key's
@@ -63,8 +67,11 @@ struct TunerOptions {
   // its earlier evidence; a changed key is refitted on what came after.
   ChangeTest change;
   FitConfig fit;
-  // Refit a target after this many new completion samples.
+  // Refit a target after this many new completion samples, but not more
+  // often than min_refit_interval (a refit holds up ingest; a drain refits
+  // at once).
   uint64_t refit_samples = 4096;
+  absl::Duration min_refit_interval = absl::ZeroDuration();
   // Most keys (cpu class, device, opcode, size class) one target may have;
   // a batch that would add more is refused with RESOURCE_EXHAUSTED.
   uint64_t max_keys_per_target = 4096;
@@ -128,9 +135,19 @@ class TunerCore {
   const TunerOptions& options() const { return options_; }
 
  private:
+  // A queued unit of work: a batch (grouped with the batches after it) or
+  // anything else.
+  struct Job {
+    std::function<void()> run;
+    std::shared_ptr<SessionHandle> session;  // batch jobs
+    v1::SampleBatch batch;
+    std::function<void()> done;
+  };
   TunerCore(TunerOptions options, std::unique_ptr<Store> store);
   void Post(std::function<void()> job);
   void WorkerLoop();
+  // Checks, stores in one transaction and acknowledges consecutive batches.
+  void IngestGroup(std::vector<Job>& jobs);
   // Worker-only helpers.
   void Refit(int64_t target_id, bool force);
   // Cold start: a predicted table for a target without samples or policy,
@@ -143,7 +160,7 @@ class TunerCore {
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<std::function<void()>> jobs_;
+  std::deque<Job> jobs_;
   bool stopping_ = false;
   TunerCounters counters_;
   std::thread worker_;
@@ -156,6 +173,7 @@ class TunerCore {
 
   // Worker-only state.
   std::map<int64_t, uint64_t> samples_since_fit_;
+  std::map<int64_t, absl::Time> last_refit_;
   std::map<int64_t, std::set<std::string>> known_keys_;  // loaded on first use
   struct Bucket {
     double tokens = 0;

@@ -1,4 +1,4 @@
-// spintune-loadgen: the bundled disk load of `make demo-live` and of the
+// spintune-ioload: the bundled disk load of `make demo-live` and of the
 // live tests: O_DIRECT reads and writes of several sizes plus fsyncs on a
 // scratch file (agent/io_load.h).
 #include <iostream>
@@ -14,9 +14,9 @@ int main(int argc, char** argv) {
   spintune::IoLoadOptions o;
   double seconds = 5;
   uint64_t file_mb = 64;
-  CLI::App app{"spintune-loadgen: O_DIRECT reads and writes of several sizes plus fsyncs on a "
+  CLI::App app{"spintune-ioload: O_DIRECT reads and writes of several sizes plus fsyncs on a "
                "scratch file, for measuring a disk with spintune-agent --source tracefs."};
-  app.footer("Example: spintune-loadgen --file /var/tmp/load.bin --duration 10 --threads 4\n"
+  app.footer("Example: spintune-ioload --file /var/tmp/load.bin --duration 10 --threads 4\n"
              "Exit codes: 0 ok, 1 I/O failure, 2 usage.");
   app.set_version_flag("--version", spintune::Version());
   app.add_option("--file", o.path, "Scratch file (created; removed afterwards)")
@@ -54,11 +54,11 @@ int main(int argc, char** argv) {
   spintune::SignalWaiter signals([&stop](int) { stop = true; });
   auto r = spintune::RunIoLoad(o, &stop);
   if (!r.ok()) {
-    std::cerr << "spintune-loadgen: " << r.status().message() << "\n";
+    std::cerr << "spintune-ioload: " << r.status().message() << "\n";
     return absl::IsInvalidArgument(r.status()) ? 2 : 1;
   }
   std::cout << absl::StrFormat(
-      "loadgen: %d reads, %d writes, %d fsyncs, %.1f MiB in %.2f s (%.0f requests/s)\n", r->reads,
+      "ioload: %d reads, %d writes, %d fsyncs, %.1f MiB in %.2f s (%.0f requests/s)\n", r->reads,
       r->writes, r->fsyncs, static_cast<double>(r->bytes) / (1 << 20), r->seconds,
       static_cast<double>(r->reads + r->writes + r->fsyncs) / r->seconds);
   return 0;

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Tuner ingest under many agents (docs/benchmarks.md): for each run a fresh
+# tuner (fresh SQLite file) and spintune-loadgen with N simulated agents;
+# prints samples/s, batches/s, batch ack latency p50/p99 and the tuner's peak
+# resident memory (VmHWM).
+# Usage: tools/ingest_bench.sh [BUILD]
+set -euo pipefail
+BUILD=${1:-build}
+OUT=$BUILD/ingest-bench
+. "$(dirname "$0")/lib.sh"
+
+run() {  # AGENTS SAMPLES_PER_AGENT BATCH
+  rm -rf "$OUT"; mkdir -p "$OUT"
+  start_tuner "$BUILD" "$OUT"
+  local json
+  json=$("$BUILD/bench/spintune-loadgen" --tuner "$addr" --agents "$1" --samples-per-agent "$2" \
+    --batch-size "$3" --format json)
+  local hwm
+  hwm=$(awk '/VmHWM/ {print $2}' "/proc/$tuner_pid/status")
+  kill -INT "$tuner_pid"; wait "$tuner_pid" || true
+  python3 - "$json" "$hwm" <<'PY'
+import json, sys
+r = json.loads(sys.argv[1]); hwm = int(sys.argv[2])
+assert r["samples_stored"] == r["samples"] and r["failed_agents"] == 0, r
+print(f'{r["agents"]:>6} {r["batch_size"]:>6} {r["samples"]:>10} {r["seconds"]:>8.2f} '
+      f'{r["samples_per_second"]:>12.0f} {r["batches"]/r["seconds"]:>10.0f} '
+      f'{r["ack_p50_ms"]:>10.1f} {r["ack_p99_ms"]:>10.1f} {hwm/1024:>10.1f}')
+PY
+}
+
+printf "%6s %6s %10s %8s %12s %10s %10s %10s %10s\n" agents batch samples seconds \
+  samples/s batches/s "ack p50 ms" "ack p99 ms" "tuner MiB"
+run 200 10000 512
+for batch in 64 256 1024 4096; do run 50 20000 "$batch"; done
