@@ -1,0 +1,30 @@
+// libFuzzer target: arbitrary bytes as each JSON input the tools read: a
+// policy table (`spintune header --json`, profiles), a platform file
+// (`--platform`) and user-defined event pairs (`--pairs`).
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+
+#include "agent/trace/trace_correlator.h"
+#include "policy/platform_json.h"
+#include "policy/policy_json.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string text(reinterpret_cast<const char*>(data), size);
+  auto table = spintune::ParsePolicyJson(text);
+  if (table.ok()) {
+    // What parses must survive a round trip.
+    auto again = spintune::ParsePolicyJson(spintune::PolicyTableToJson(*table).dump());
+    if (!again.ok()) __builtin_trap();
+  }
+  (void)spintune::ParseEventPairs(text);
+  static const std::string path = "/dev/shm/spintune-fuzz-" + std::to_string(getpid()) + ".json";
+  FILE* f = std::fopen(path.c_str(), "wb");
+  if (f == nullptr) return 0;
+  std::fwrite(data, 1, size, f);
+  std::fclose(f);
+  (void)spintune::ReadPlatformFile(path);
+  return 0;
+}
