@@ -16,7 +16,7 @@ int main(int argc, char** argv) {
   uint64_t file_mb = 64;
   CLI::App app{"spintune-ioload: O_DIRECT reads and writes of several sizes plus fsyncs on a "
                "scratch file, for measuring a disk with spintune-agent --source tracefs."};
-  app.footer("Example: spintune-ioload --file /var/tmp/load.bin --duration 10 --threads 4\n"
+  app.footer("Examples:\n  spintune-ioload --file /var/tmp/load.bin --duration 10 --threads 4\n"
              "Exit codes: 0 ok, 1 I/O failure, 2 usage.");
   app.set_version_flag("--version", spintune::Version());
   app.add_option("--file", o.path, "Scratch file (created; removed afterwards)")

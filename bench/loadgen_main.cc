@@ -61,7 +61,11 @@ int main(int argc, char** argv) {
   app.add_option("--tls-ca", security.ca, "CA certificate of the tuner (TLS)");
   app.add_option("--give-up-after", give_up_s, "Seconds an agent waits for a tuner")
       ->capture_default_str();
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
   if (!token_file.empty()) {
     auto token = spintune::ReadTokenFile(token_file);
     if (!token.ok()) {

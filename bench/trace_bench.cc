@@ -295,7 +295,11 @@ int main(int argc, char** argv) {
                  "Root: instead, measure the live reader's CPU (text vs binary) for this many "
                  "seconds per mode");
   app.add_option("--rate", rate, "Requests/s of the load for --reader-cost")->capture_default_str();
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
 
   if (reader_seconds > 0) {
     std::cout << absl::StrFormat(

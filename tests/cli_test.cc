@@ -38,7 +38,12 @@ class Cli : public ::testing::Test {
 };
 
 TEST_F(Cli, EveryBinaryHasHelpAndRejectsWrongFlags) {
-  for (const char* bin : {SPINTUNE_CLI_BIN, SPINTUNE_AGENT_BIN, SPINTUNE_TUNER_BIN}) {
+  std::vector<const char*> bins = {SPINTUNE_CLI_BIN, SPINTUNE_AGENT_BIN, SPINTUNE_TUNER_BIN,
+                                   SPINTUNE_IOLOAD_BIN};
+#ifdef SPINTUNE_LOADGEN_BIN
+  bins.push_back(SPINTUNE_LOADGEN_BIN);
+#endif
+  for (const char* bin : bins) {
     auto help = testing::Run({bin, "--help"}, dir_.path().string());
     EXPECT_EQ(help.exit_code, 0) << bin;
     EXPECT_NE(help.out.find("Examples:"), std::string::npos) << bin;
