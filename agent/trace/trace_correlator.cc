@@ -622,6 +622,7 @@ void TraceCorrelator::OnSwitch(const TraceRecord& r) {
 
 bool TraceCorrelator::Process(const TraceRecord& r) {
   ++stats_.records;
+  stats_.last_ts_ns = r.ts_ns;
   ExpireWakes(r.ts_ns);
   // The woken waiter is running when it switches in, or, when the trace has
   // no switch into it (an idle CPU picking it up), at its first own event.
