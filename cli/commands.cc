@@ -12,6 +12,7 @@
 #include "common/status_macros.h"
 #include "common/version.h"
 #include "policy/header_writer.h"
+#include "policy/policy_blob.h"
 #include "policy/policy_builder.h"
 #include "policy/platform_json.h"
 #include "policy/policy_json.h"
@@ -207,22 +208,33 @@ absl::Status RunPolicy(const Repository& repo, const std::string& target, uint64
   return absl::OkStatus();
 }
 
-absl::Status RunHeader(const Repository& repo, const HeaderFlags& flags, std::ostream& out) {
-  if (flags.target.empty() == flags.json_file.empty()) {
-    return absl::InvalidArgumentError("give either a TARGET or --json FILE");
+absl::StatusOr<PolicyTable> LoadTable(const Repository& repo, const TableSource& source) {
+  const int given = !source.target.empty() + !source.json_file.empty() + !source.profile.empty();
+  if (given != 1) {
+    return absl::InvalidArgumentError("give exactly one of TARGET, --json FILE or --profile NAME");
   }
-  PolicyTable table;
-  if (!flags.json_file.empty()) {
-    SPINTUNE_ASSIGN_OR_RETURN(std::string text, ReadFileToString(flags.json_file));
+  if (!source.json_file.empty()) {
+    SPINTUNE_ASSIGN_OR_RETURN(std::string text, ReadFileToString(source.json_file));
     auto parsed = ParsePolicyJson(text);
     if (!parsed.ok()) {
       return absl::InvalidArgumentError(
-          absl::StrCat(flags.json_file, ": ", parsed.status().message()));
+          absl::StrCat(source.json_file, ": ", parsed.status().message()));
     }
-    table = std::move(*parsed);
-  } else {
-    SPINTUNE_ASSIGN_OR_RETURN(table, LoadStoredPolicy(repo, flags.target, flags.version));
+    return std::move(*parsed);
   }
+  if (!source.profile.empty()) {
+    if (!repo.tuner.empty()) {
+      return absl::InvalidArgumentError("profiles live in the database: use --db, not --tuner");
+    }
+    SPINTUNE_ASSIGN_OR_RETURN(auto store, Store::Open(repo.db));
+    SPINTUNE_ASSIGN_OR_RETURN(Profile p, store->LoadProfile(source.profile));
+    return std::move(p.table);
+  }
+  return LoadStoredPolicy(repo, source.target, source.version);
+}
+
+absl::Status RunHeader(const Repository& repo, const HeaderFlags& flags, std::ostream& out) {
+  SPINTUNE_ASSIGN_OR_RETURN(PolicyTable table, LoadTable(repo, flags.source));
   HeaderOptions options;
   options.tool_version = Version();
   SPINTUNE_ASSIGN_OR_RETURN(std::string header, GenerateCHeader(table, options));
@@ -231,6 +243,26 @@ absl::Status RunHeader(const Repository& repo, const HeaderFlags& flags, std::os
     return absl::OkStatus();
   }
   return WriteFileAtomically(flags.output, header);
+}
+
+absl::Status RunBlob(const Repository& repo, const BlobFlags& flags, std::ostream& out) {
+  if (flags.output.empty()) return absl::InvalidArgumentError("blob: -o FILE is required");
+  SPINTUNE_ASSIGN_OR_RETURN(PolicyTable table, LoadTable(repo, flags.source));
+  std::string device = flags.device;
+  if (device.empty()) {
+    if (table.devices.size() != 1) {
+      std::string names;
+      for (const auto& d : table.devices) absl::StrAppend(&names, names.empty() ? "" : ", ", d.name);
+      return absl::InvalidArgumentError(
+          absl::StrCat("the table has devices ", names, ": pick one with --device"));
+    }
+    device = table.devices[0].name;
+  }
+  SPINTUNE_ASSIGN_OR_RETURN(std::string blob, EncodePolicyBlob(table, device));
+  SPINTUNE_RETURN_IF_ERROR(WriteFileAtomically(flags.output, blob));
+  out << "wrote " << blob.size() << " bytes for device " << device << " (table version "
+      << table.version << ") to " << flags.output << "\n";
+  return absl::OkStatus();
 }
 
 }  // namespace spintune

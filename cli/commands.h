@@ -9,6 +9,8 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "policy/policy_table.h"
 #include "proto/channel_security.h"
 
 namespace spintune {
@@ -40,13 +42,30 @@ absl::Status RunTargets(const Repository& repo, const std::string& format, std::
 absl::Status RunPolicy(const Repository& repo, const std::string& target, uint64_t version,
                        const std::string& format, bool families, std::ostream& out);
 
+// Where a command takes one policy table from: exactly one of a stored
+// target (with a version, 0: latest), a policy JSON file or a profile.
+struct TableSource {
+  std::string target;
+  uint64_t version = 0;
+  std::string json_file;
+  std::string profile;
+};
+absl::StatusOr<PolicyTable> LoadTable(const Repository& repo, const TableSource& source);
+
 struct HeaderFlags {
-  std::string target;     // stored target (agent id), or
-  std::string json_file;  // a policy JSON file
-  uint64_t version = 0;   // 0: latest
-  std::string output;     // "-" or empty: stdout
+  TableSource source;
+  std::string output;  // "-" or empty: stdout
 };
 absl::Status RunHeader(const Repository& repo, const HeaderFlags& flags, std::ostream& out);
+
+// The binary blob of one device (docs/policy-format.md), as a sink hands it
+// to a driver.
+struct BlobFlags {
+  TableSource source;
+  std::string device;
+  std::string output;  // required: the blob is binary
+};
+absl::Status RunBlob(const Repository& repo, const BlobFlags& flags, std::ostream& out);
 
 }  // namespace spintune
 

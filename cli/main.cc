@@ -10,10 +10,18 @@
 
 #include "cli/commands.h"
 #include "cli/extract_command.h"
+#include "cli/profiles_command.h"
 #include "cli/tokens_command.h"
 #include "common/version.h"
 
 namespace {
+
+void AddTableSource(CLI::App* cmd, spintune::TableSource* source) {
+  cmd->add_option("TARGET", source->target, "Agent id of a stored target");
+  cmd->add_option("--version", source->version, "Table version of TARGET (default: latest)");
+  cmd->add_option("--json", source->json_file, "Policy JSON file instead of a target");
+  cmd->add_option("--profile", source->profile, "Stored profile instead of a target");
+}
 
 int ExitCode(const absl::Status& s) {
   if (s.ok()) return 0;
@@ -98,11 +106,57 @@ int main(int argc, char** argv) {
   header_cmd->footer(
       "Examples:\n"
       "  spintune --db spintune.db header board-1 -o spintune_board1.h\n"
+      "  spintune --db spintune.db header --profile rocket-v2 -o spintune_board1.h\n"
       "  spintune header --json policy.json -o table.h");
-  header_cmd->add_option("TARGET", header.target, "Agent id of a stored target");
-  header_cmd->add_option("--json", header.json_file, "Policy JSON file instead of a target");
-  header_cmd->add_option("--version", header.version, "Table version (default: latest)");
+  AddTableSource(header_cmd, &header.source);
   header_cmd->add_option("-o,--output", header.output, "Output file (default: stdout)");
+
+  spintune::BlobFlags blob;
+  CLI::App* blob_cmd = app.add_subcommand(
+      "blob", "Write the binary policy blob of one device (what a driver parses)");
+  blob_cmd->footer(
+      "Examples:\n"
+      "  spintune --db spintune.db blob board-1 --device mmc0 -o mmc0.spt\n"
+      "  spintune --db spintune.db blob --profile rocket-v2 --device mmc0 -o mmc0.spt");
+  AddTableSource(blob_cmd, &blob.source);
+  blob_cmd->add_option("--device", blob.device, "Device (default: the table's only device)");
+  blob_cmd->add_option("-o,--output", blob.output, "Output file")->required();
+
+  spintune::ProfilesFlags profiles;
+  CLI::App* profiles_cmd = app.add_subcommand(
+      "profiles", "Named snapshots of tables and evidence: save, list, show, diff, export, "
+                  "import, rollback, delete");
+  profiles_cmd->footer(
+      "Examples:\n"
+      "  spintune --db spintune.db profiles save rocket-v1 --target board-1 --note 'driver 1.0'\n"
+      "  spintune --db spintune.db profiles list\n"
+      "  spintune --db spintune.db profiles show rocket-v1\n"
+      "  spintune --db spintune.db profiles diff rocket-v1 rocket-v2\n"
+      "  spintune --db spintune.db profiles export rocket-v1 -o rocket-v1.json\n"
+      "  spintune --db other.db profiles import rocket-v1.json --name rocket-v1-lab\n"
+      "  spintune --db spintune.db profiles rollback board-1 --to rocket-v1   (or --to 3)\n"
+      "  spintune --db spintune.db profiles rollback board-1 --unpin\n"
+      "  spintune --db spintune.db profiles delete rocket-v1\n"
+      "The file format is in docs/profiles.md.");
+  profiles_cmd
+      ->add_option("ACTION", profiles.action,
+                   "save | list | show | diff | export | import | rollback | delete")
+      ->required()
+      ->check(CLI::IsMember(
+          {"save", "list", "show", "diff", "export", "import", "rollback", "delete"}));
+  profiles_cmd->add_option("NAME", profiles.name,
+                           "Profile (save, show, diff A, export, delete), FILE (import) or "
+                           "TARGET (rollback)");
+  profiles_cmd->add_option("OTHER", profiles.other, "diff: profile B");
+  profiles_cmd->add_option("--target", profiles.target, "save: agent id of the target");
+  profiles_cmd->add_option("--version", profiles.version, "save: policy version (default: latest)");
+  profiles_cmd->add_option("--note", profiles.note, "save: free text kept with the profile");
+  profiles_cmd->add_option("-o,--output", profiles.output, "export: file ('-': stdout)");
+  profiles_cmd->add_option("--name", profiles.rename, "import: store under this name");
+  profiles_cmd->add_option("--to", profiles.to, "rollback: a version number or a profile name");
+  profiles_cmd->add_flag("--unpin", profiles.unpin, "rollback: let the tuner refit again");
+  profiles_cmd->add_option("--format", profiles.format, "list, show, diff: table | json")
+      ->capture_default_str();
 
   spintune::ExtractFlags extract;
   CLI::App* extract_cmd = app.add_subcommand(
@@ -165,6 +219,14 @@ int main(int argc, char** argv) {
                             std::cout));
   }
   if (*header_cmd) return ExitCode(spintune::RunHeader(repo, header, std::cout));
+  if (*blob_cmd) return ExitCode(spintune::RunBlob(repo, blob, std::cout));
+  if (*profiles_cmd) {
+    if (!repo.tuner.empty()) {
+      return ExitCode(absl::InvalidArgumentError(
+          "profiles live in the tuner's database: run on its host with --db"));
+    }
+    return ExitCode(spintune::RunProfiles(repo.db, profiles, std::cout));
+  }
   if (*extract_cmd) {
     extract.progress = isatty(2) && std::getenv("NO_COLOR") == nullptr;
     return ExitCode(spintune::RunExtract(extract, std::cout, std::cerr));

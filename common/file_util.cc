@@ -65,13 +65,20 @@ std::string SafeFileName(const std::string& name) {
   return out;
 }
 
-absl::StatusOr<std::string> ReadFileToString(const std::string& path) {
+absl::StatusOr<std::string> ReadFileToString(const std::string& path, uint64_t max_bytes) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open: ", std::strerror(errno)));
-  std::stringstream ss;
-  ss << in.rdbuf();
+  std::string text;
+  char buf[1 << 16];
+  while (in.read(buf, sizeof(buf)) || in.gcount() > 0) {
+    text.append(buf, static_cast<size_t>(in.gcount()));
+    if (text.size() > max_bytes) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ": larger than ", max_bytes, " bytes"));
+    }
+  }
   if (in.bad()) return absl::UnavailableError(absl::StrCat(path, ": read error"));
-  return ss.str();
+  return text;
 }
 
 }  // namespace spintune

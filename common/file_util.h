@@ -2,6 +2,7 @@
 #ifndef SPINTUNE_COMMON_FILE_UTIL_H_
 #define SPINTUNE_COMMON_FILE_UTIL_H_
 
+#include <cstdint>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -20,8 +21,10 @@ absl::Status WriteFileAtomically(const std::string& path, const std::string& byt
 // safe as one path component ("host/sim:x" -> "host_sim_x").
 std::string SafeFileName(const std::string& name);
 
-// The whole file. NotFound when it cannot be opened.
-absl::StatusOr<std::string> ReadFileToString(const std::string& path);
+// The whole file. NotFound when it cannot be opened, InvalidArgument when it
+// is larger than `max_bytes`.
+absl::StatusOr<std::string> ReadFileToString(const std::string& path,
+                                             uint64_t max_bytes = uint64_t{1} << 40);
 
 }  // namespace spintune
 

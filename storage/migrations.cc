@@ -122,6 +122,22 @@ CREATE TABLE tokens (
   revoked_at TEXT NOT NULL DEFAULT ''
 );
 )sql",
+      // 5: named profiles (docs/profiles.md) and pinned (rolled back) targets.
+      R"sql(
+CREATE TABLE profiles (
+  name TEXT PRIMARY KEY,
+  target TEXT NOT NULL,
+  source_version INTEGER NOT NULL,
+  created_at TEXT NOT NULL,
+  note TEXT NOT NULL,
+  tool_version TEXT NOT NULL,
+  parent TEXT NOT NULL,
+  samples INTEGER NOT NULL,
+  keys INTEGER NOT NULL,
+  profile_json TEXT NOT NULL
+);
+ALTER TABLE targets ADD COLUMN pinned_version INTEGER NOT NULL DEFAULT 0;
+)sql",
   };
   return kMigrations;
 }

@@ -24,6 +24,7 @@
 #include "models/latency_histogram.h"
 #include "policy/policy_builder.h"
 #include "policy/policy_table.h"
+#include "storage/profile.h"
 #include "storage/sqlite_db.h"
 
 namespace spintune {
@@ -57,6 +58,9 @@ struct TargetSummary {
   std::string applied_error;
   std::string last_seen;
   uint64_t dropped_samples = 0;  // reported by the agent's spool
+  // A rolled-back table is pinned: the tuner keeps fitting but stores and
+  // pushes no new version until it is unpinned (0: not pinned).
+  uint64_t pinned_version = 0;
 };
 
 // A bearer token as stored: its SHA-256, never the token.
@@ -66,13 +70,6 @@ struct TokenRecord {
   bool admin = false;
   std::string created_at;
   std::string revoked_at;  // "" while valid
-};
-
-struct DispatchRecord {
-  std::string cpu_class;
-  std::string device;
-  LatencyHistogram handler;  // irq_handler_entry -> exit
-  LatencyHistogram wake;     // hardware completion -> waiter running
 };
 
 // Everything one batch adds.
@@ -138,6 +135,25 @@ class Store {
   absl::Status UpdatePolicyEvidence(int64_t target_id, PolicyTable* table);
   // Version `version` (0: the latest); nullopt when there is none.
   absl::StatusOr<std::optional<PolicyTable>> LoadPolicy(int64_t target_id, uint64_t version);
+  // Stores `table` as the target's next version and pins the target to it
+  // (rollback); sets table->version, table->fitted_at and origin "rollback".
+  absl::StatusOr<uint64_t> AppendPinnedVersion(int64_t target_id, PolicyTable* table);
+  // Lets the tuner store and push fitted versions again.
+  absl::Status Unpin(int64_t target_id);
+
+  // Profiles (storage/profile.h). SaveProfile: AlreadyExists for a taken
+  // name, InvalidArgument for an invalid one; stores all or nothing.
+  absl::Status SaveProfile(const Profile& profile);
+  absl::StatusOr<std::vector<ProfileInfo>> ListProfiles();
+  // NotFound for an unknown name.
+  absl::StatusOr<Profile> LoadProfile(const std::string& name);
+  absl::Status DeleteProfile(const std::string& name);
+  // A snapshot of the target's policy version `version` (0: latest) with
+  // its current evidence, named `name` (not stored). NotFound when the
+  // target has no such version.
+  absl::StatusOr<Profile> SnapshotProfile(int64_t target_id, uint64_t version,
+                                          const std::string& name);
+
   // Creates a token called `name`, bound to `target` (an agent id) or admin
   // (target empty), and returns it: 32 random bytes in hex after "st_"; only
   // its SHA-256 is stored. AlreadyExists for a taken name; InvalidArgument
@@ -150,6 +166,9 @@ class Store {
   // The valid (not revoked) token, or NotFound.
   absl::StatusOr<TokenRecord> LookupToken(const std::string& token);
 
+  // Changes whenever another connection (another process) committed to
+  // the database since the last call (PRAGMA data_version).
+  absl::StatusOr<int64_t> DataVersion();
   // After a write failed for lack of space: checkpoints the WAL into the
   // database and truncates it (SQLite only checkpoints after a successful
   // commit, so a full disk would otherwise keep the WAL at its size).
@@ -164,6 +183,8 @@ class Store {
  private:
   Store(std::unique_ptr<SqliteDb> db, StoreOptions options)
       : options_(options), db_(std::move(db)) {}
+  absl::StatusOr<uint64_t> AppendVersion(int64_t target_id, PolicyTable* table, bool pin)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status MergeKey(int64_t target_id, uint64_t window, const KeyEvidence& delta)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status MergeDispatch(int64_t target_id, const DispatchRecord& delta)

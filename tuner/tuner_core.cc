@@ -55,11 +55,22 @@ void TunerCore::Post(std::function<void()> job) {
 void TunerCore::WorkerLoop() {
   constexpr size_t kMaxGroupBatches = 64;
   constexpr int kMaxGroupSamples = 1 << 18;
+  absl::Time last_external_check = absl::Now();
   while (true) {
     std::vector<Job> group;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [this] { return stopping_ || !jobs_.empty(); });
+      // Once a second, busy or not: look for versions stored by another
+      // process (a rollback by `spintune profiles`).
+      const bool work = cv_.wait_for(lock, std::chrono::seconds(1),
+                                     [this] { return stopping_ || !jobs_.empty(); });
+      if (absl::Now() - last_external_check > absl::Seconds(1)) {
+        last_external_check = absl::Now();
+        lock.unlock();
+        PushExternalVersions();
+        continue;
+      }
+      if (!work) continue;
       if (jobs_.empty()) return;  // stopping, queue drained
       int samples = 0;
       do {
@@ -142,6 +153,7 @@ void TunerCore::OnHello(std::shared_ptr<SessionHandle> session, v1::Hello hello,
                   "applied={}",
                   hello.agent_id(), hello.target().board(), *id, *durable, current,
                   hello.applied_policy_version());
+    pushed_version_[*id] = std::max(pushed_version_[*id], current);
     if (current != 0 && current != hello.applied_policy_version()) {
       v1::TunerMessage update;
       PolicyTableToProto(**latest, update.mutable_policy()->mutable_table());
@@ -401,6 +413,12 @@ void TunerCore::Refit(int64_t target_id, bool force) {
   uint64_t total = 0;
   for (const auto& k : *keys) total += k.histogram.total_count();
   if (!force && total < options_.fit.min_samples) return;
+  auto summary = store_->FindTarget(target->agent_id);
+  if (summary.ok() && summary->has_value() && (*summary)->pinned_version != 0) {
+    Logger().debug("target={} is pinned to version {}: no refit", target_id,
+                   (*summary)->pinned_version);
+    return;
+  }
   auto latest = store_->LoadPolicy(target_id, 0);
   if (!latest.ok()) {
     Logger().error("refit target={}: {}", target_id, latest.status().ToString());
@@ -439,7 +457,24 @@ void TunerCore::Refit(int64_t target_id, bool force) {
   Push(target_id, *table);
 }
 
+void TunerCore::PushExternalVersions() {
+  auto data_version = store_->DataVersion();
+  if (!data_version.ok() || *data_version == data_version_) return;
+  data_version_ = *data_version;
+  for (const auto& [target_id, list] : sessions_) {
+    if (list.empty()) continue;
+    auto latest = store_->LoadPolicy(target_id, 0);
+    if (!latest.ok() || !latest->has_value()) continue;
+    auto pushed = pushed_version_.find(target_id);
+    if (pushed != pushed_version_.end() && pushed->second >= (*latest)->version) continue;
+    Logger().info("target={} policy version={} ({}) stored by another process: pushing",
+                  target_id, (*latest)->version, (*latest)->origin);
+    Push(target_id, **latest);
+  }
+}
+
 void TunerCore::Push(int64_t target_id, const PolicyTable& table) {
+  pushed_version_[target_id] = std::max(pushed_version_[target_id], table.version);
   v1::TunerMessage m;
   PolicyTableToProto(table, m.mutable_policy()->mutable_table());
   auto& list = sessions_[target_id];

@@ -12,7 +12,9 @@
 // wait unless the new one is cheaper by FitConfig::hysteresis. A refit whose
 // decisions equal the stored latest version only refreshes that version's
 // evidence; a different table becomes a new version and is pushed to every
-// live session of the target.
+// live session of the target. A pinned target (rolled back with `spintune
+// profiles rollback`) is not refitted; a version another process stored is
+// noticed within a second and pushed.
 //
 // Thread-safety: all public methods are thread-safe and non-blocking
 // (except Create() and the destructor, which joins the worker).
@@ -154,6 +156,9 @@ class TunerCore {
   // from the other targets' evidence. Returns it when one was stored.
   std::optional<PolicyTable> Predict(int64_t target_id, const TargetRecord& target);
   void Push(int64_t target_id, const PolicyTable& table);
+  // Pushes a target's latest version when another process (spintune
+  // profiles rollback) stored one since it was last pushed.
+  void PushExternalVersions();
 
   const TunerOptions options_;
   std::unique_ptr<Store> store_;
@@ -181,6 +186,8 @@ class TunerCore {
   };
   std::map<std::string, Bucket> rate_;  // per agent id
   std::map<int64_t, std::vector<std::weak_ptr<SessionHandle>>> sessions_;
+  std::map<int64_t, uint64_t> pushed_version_;  // highest version pushed per target
+  int64_t data_version_ = 0;                    // Store::DataVersion() last seen
 };
 
 }  // namespace spintune

@@ -1,0 +1,68 @@
+#include "policy/policy_diff.h"
+
+#include <map>
+#include <tuple>
+
+namespace spintune {
+
+const char* DiffKindName(DiffKind kind) {
+  switch (kind) {
+    case DiffKind::kSame:
+      return "same";
+    case DiffKind::kChanged:
+      return "changed";
+    case DiffKind::kOnlyA:
+      return "only_a";
+    case DiffKind::kOnlyB:
+      return "only_b";
+  }
+  return "?";
+}
+
+PolicyDiff DiffPolicyTables(const PolicyTable& a, const PolicyTable& b) {
+  // Fallback entries sort after the device's keys, as in SortEntries().
+  using Slot = std::tuple<std::string, bool, std::string, uint32_t, uint32_t>;
+  auto slot = [](const PolicyEntry& e) {
+    return Slot{e.key.device, e.fallback, e.key.cpu_class, e.key.opcode, e.key.size_class};
+  };
+  std::map<Slot, KeyDiff> rows;
+  for (const PolicyEntry& e : a.entries) {
+    KeyDiff& d = rows[slot(e)];
+    d.key = e.key;
+    d.fallback = e.fallback;
+    d.a = e;
+  }
+  for (const PolicyEntry& e : b.entries) {
+    KeyDiff& d = rows[slot(e)];
+    d.key = e.key;
+    d.fallback = e.fallback;
+    d.b = e;
+  }
+  PolicyDiff diff;
+  for (auto& [unused, d] : rows) {
+    if (d.a && d.b) {
+      d.kind = d.a->wait == d.b->wait ? DiffKind::kSame : DiffKind::kChanged;
+      d.cost_delta_ns = d.b->expected_cost_ns - d.a->expected_cost_ns;
+    } else {
+      d.kind = d.a ? DiffKind::kOnlyA : DiffKind::kOnlyB;
+    }
+    switch (d.kind) {
+      case DiffKind::kSame:
+        ++diff.same;
+        break;
+      case DiffKind::kChanged:
+        ++diff.changed;
+        break;
+      case DiffKind::kOnlyA:
+        ++diff.only_a;
+        break;
+      case DiffKind::kOnlyB:
+        ++diff.only_b;
+        break;
+    }
+    diff.keys.push_back(std::move(d));
+  }
+  return diff;
+}
+
+}  // namespace spintune
