@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "policy/samples_csv.h"
+#include "cli/report_writer.h"
 #include "cli/table_format.h"
 #include "common/file_util.h"
 #include "common/status_macros.h"
@@ -262,6 +263,42 @@ absl::Status RunBlob(const Repository& repo, const BlobFlags& flags, std::ostrea
   SPINTUNE_RETURN_IF_ERROR(WriteFileAtomically(flags.output, blob));
   out << "wrote " << blob.size() << " bytes for device " << device << " (table version "
       << table.version << ") to " << flags.output << "\n";
+  return absl::OkStatus();
+}
+
+absl::Status RunReport(const Repository& repo, const ReportFlags& flags, std::ostream& out) {
+  if (flags.target.empty() == flags.profile.empty()) {
+    return absl::InvalidArgumentError("report: give either --target AGENT or --profile NAME");
+  }
+  if (flags.output.empty()) return absl::InvalidArgumentError("report: -o FILE is required");
+  if (!repo.tuner.empty()) {
+    return absl::InvalidArgumentError("report reads the database (evidence): use --db, not --tuner");
+  }
+  SPINTUNE_ASSIGN_OR_RETURN(auto store, Store::Open(repo.db));
+  Profile profile;
+  if (!flags.profile.empty()) {
+    SPINTUNE_ASSIGN_OR_RETURN(profile, store->LoadProfile(flags.profile));
+  } else {
+    SPINTUNE_ASSIGN_OR_RETURN(auto summary, store->FindTarget(flags.target));
+    if (!summary) {
+      return absl::NotFoundError(absl::StrCat(repo.db, ": no target '", flags.target,
+                                              "' (spintune targets lists them)"));
+    }
+    auto snapshot = store->SnapshotProfile(summary->id, flags.version, "");
+    if (absl::IsNotFound(snapshot.status())) {
+      return absl::NotFoundError(
+          absl::StrCat("target '", flags.target, "': ", snapshot.status().message()));
+    }
+    SPINTUNE_RETURN_IF_ERROR(snapshot.status());
+    profile = std::move(*snapshot);
+  }
+  ReportOptions options;
+  options.generated_at = NowRfc3339();
+  options.tool_version = Version();
+  const std::string html = RenderHtmlReport(profile, options);
+  SPINTUNE_RETURN_IF_ERROR(WriteFileAtomically(flags.output, html));
+  out << "wrote " << flags.output << ": " << profile.keys.size() << " keys, "
+      << profile.dispatch.size() << " IRQ dispatch charts, " << html.size() / 1024 << " KiB\n";
   return absl::OkStatus();
 }
 

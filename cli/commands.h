@@ -67,6 +67,16 @@ struct BlobFlags {
 };
 absl::Status RunBlob(const Repository& repo, const BlobFlags& flags, std::ostream& out);
 
+// `spintune report`: the HTML report (cli/report_writer.h) of a stored
+// target's table (with its current evidence) or of a profile.
+struct ReportFlags {
+  std::string target;
+  uint64_t version = 0;
+  std::string profile;
+  std::string output;
+};
+absl::Status RunReport(const Repository& repo, const ReportFlags& flags, std::ostream& out);
+
 }  // namespace spintune
 
 #endif  // SPINTUNE_CLI_COMMANDS_H_

@@ -158,6 +158,21 @@ int main(int argc, char** argv) {
   profiles_cmd->add_option("--format", profiles.format, "list, show, diff: table | json")
       ->capture_default_str();
 
+  spintune::ReportFlags report;
+  CLI::App* report_cmd = app.add_subcommand(
+      "report", "One self-contained HTML page showing why each wait was chosen");
+  report_cmd->footer(
+      "Per key: the completion-time CDF with the chosen threshold, the expected cost over\n"
+      "thresholds for every strategy family with the driver default; per CPU class the IRQ\n"
+      "handler and wake-up distributions; a summary sorted by expected saving.\n"
+      "Examples:\n"
+      "  spintune --db spintune.db report --target board-1 -o board-1.html\n"
+      "  spintune --db spintune.db report --profile rocket-v1 -o rocket-v1.html");
+  report_cmd->add_option("--target", report.target, "Agent id of a stored target");
+  report_cmd->add_option("--version", report.version, "Table version of --target (default: latest)");
+  report_cmd->add_option("--profile", report.profile, "A stored profile instead");
+  report_cmd->add_option("-o,--output", report.output, "HTML file to write")->required();
+
   spintune::ExtractFlags extract;
   CLI::App* extract_cmd = app.add_subcommand(
       "extract", "Completion and IRQ dispatch samples from a kernel trace capture");
@@ -219,6 +234,7 @@ int main(int argc, char** argv) {
                             std::cout));
   }
   if (*header_cmd) return ExitCode(spintune::RunHeader(repo, header, std::cout));
+  if (*report_cmd) return ExitCode(spintune::RunReport(repo, report, std::cout));
   if (*blob_cmd) return ExitCode(spintune::RunBlob(repo, blob, std::cout));
   if (*profiles_cmd) {
     if (!repo.tuner.empty()) {

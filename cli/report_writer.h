@@ -1,0 +1,34 @@
+// RenderHtmlReport: one self-contained HTML page (inline CSS and SVG, no
+// scripts, nothing fetched at view time) that shows why a profile's table
+// is what it is:
+//   - a summary table of every entry sorted by expected saving per request;
+//   - per key one chart of two panels: the completion-time CDF on a log
+//     axis with the chosen threshold (and the driver default's) marked, and
+//     the expected cost per request over thresholds for every strategy
+//     family, with the chosen wait and the driver's default marked;
+//   - per CPU class and device the IRQ handler and wake-up distributions
+//     with the declared irq_cpu_ns / irq_wake_ns marked.
+// Curves are evaluated exactly (EvaluateWait) at thresholds drawn from the
+// key's own samples; only the drawing thins them out.
+//
+// Pure function; thread-safe.
+#ifndef SPINTUNE_CLI_REPORT_WRITER_H_
+#define SPINTUNE_CLI_REPORT_WRITER_H_
+
+#include <string>
+
+#include "storage/profile.h"
+
+namespace spintune {
+
+struct ReportOptions {
+  std::string title;         // default: "spintune report: <target>"
+  std::string generated_at;  // RFC 3339
+  std::string tool_version;
+};
+
+std::string RenderHtmlReport(const Profile& profile, const ReportOptions& options);
+
+}  // namespace spintune
+
+#endif  // SPINTUNE_CLI_REPORT_WRITER_H_
