@@ -5,6 +5,7 @@
 #include <mutex>
 
 #include "CLI/CLI.hpp"
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include "common/logging.h"
 #include "common/signal_waiter.h"
 #include "proto/channel_security.h"
@@ -14,6 +15,9 @@
 
 int main(int argc, char** argv) {
   spintune::BlockShutdownSignals();  // before any thread starts
+  // Server reflection (grpc.reflection.v1alpha) on every server built here,
+  // so grpcurl and other generic clients can list and call the services.
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   std::string listen = "127.0.0.1:50051";
   std::string db = "spintune.db";
   std::string objective = "balanced";
@@ -92,6 +96,10 @@ int main(int argc, char** argv) {
   app.add_option("--shutdown-deadline", shutdown_deadline_s,
                  "Seconds open streams get to finish on SIGINT/SIGTERM")
       ->capture_default_str();
+  std::string metrics_listen;
+  app.add_option("--metrics-listen", metrics_listen,
+                 "Serve Prometheus metrics at http://ADDR/metrics (e.g. 127.0.0.1:9464; "
+                 "port 0: any free port)");
   app.add_option("--log-level", log_level, "trace|debug|info|warn|error|off")
       ->capture_default_str();
   try {
@@ -157,8 +165,18 @@ int main(int argc, char** argv) {
     return 1;
   }
   server = std::move(*started);
-  // The bound address on stdout, alone on its line, for scripts.
+  // The bound addresses on stdout, each alone on its line, for scripts.
   std::cout << "listening on " << server->address() << std::endl;
+  if (!metrics_listen.empty()) {
+    auto metrics = server->StartMetrics(metrics_listen);
+    if (!metrics.ok()) {
+      std::cerr << "spintune-tuner: " << metrics.status().message() << "\n";
+      server->Shutdown(absl::Seconds(1));
+      return absl::IsInvalidArgument(metrics.status()) ? 2 : 1;
+    }
+    std::cout << "metrics on http://" << *metrics << "/metrics" << std::endl;
+    spintune::Logger().info("metrics on http://{}/metrics", *metrics);
+  }
   spintune::Logger().info("listening on {} db={} objective={} max_spin_ns={}", server->address(),
                           db, options.fit.objective_name, max_spin_ns);
   {

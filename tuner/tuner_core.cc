@@ -88,6 +88,23 @@ void TunerCore::WorkerLoop() {
   }
 }
 
+void TunerCore::OnSessionEnd(std::shared_ptr<SessionHandle> session) {
+  Post([this, session = std::move(session)] {
+    if (session->target_id == 0) return;  // never said hello successfully
+    std::lock_guard<std::mutex> lock(mu_);
+    --counters_.active_sessions;
+  });
+}
+
+void TunerCore::ObserveIngestLatency(absl::Duration d) {
+  const double seconds = absl::ToDoubleSeconds(d);
+  for (size_t i = 0; i < kIngestLatencyBoundsSeconds.size(); ++i) {
+    if (seconds <= kIngestLatencyBoundsSeconds[i]) ++counters_.ingest_latency_buckets[i];
+  }
+  counters_.ingest_latency_sum_seconds += seconds;
+  ++counters_.ingest_latency_count;
+}
+
 void TunerCore::CountRefusedCall(bool authenticated) {
   std::lock_guard<std::mutex> lock(mu_);
   ++(authenticated ? counters_.permission_denied : counters_.unauthenticated);
@@ -143,6 +160,7 @@ void TunerCore::OnHello(std::shared_ptr<SessionHandle> session, v1::Hello hello,
     {
       std::lock_guard<std::mutex> lock(mu_);
       ++counters_.sessions;
+      ++counters_.active_sessions;
     }
     v1::TunerMessage ack;
     ack.mutable_hello_ack()->set_last_durable_seq(*durable);
@@ -248,6 +266,7 @@ void TunerCore::IngestGroup(std::vector<Job>& jobs) {
     job.session->Send(std::move(ack));
     {
       std::lock_guard<std::mutex> lock(mu_);
+      ObserveIngestLatency(absl::Now() - job.received);
       if (stored) {
         ++counters_.batches_ingested;
         counters_.samples_ingested += delta.completion_samples;

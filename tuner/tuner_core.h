@@ -21,7 +21,9 @@
 #ifndef SPINTUNE_TUNER_TUNER_CORE_H_
 #define SPINTUNE_TUNER_TUNER_CORE_H_
 
+#include <array>
 #include <condition_variable>
+#include <limits>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -106,7 +108,18 @@ struct TunerCounters {
   uint64_t spool_dropped_samples = 0;  // agents' reports
   uint64_t unauthenticated = 0;        // calls without a valid token
   uint64_t permission_denied = 0;      // valid token, wrong target or not admin
+  uint64_t active_sessions = 0;        // streams that said hello and are still open
+  // Batch receipt to acknowledgement (after the commit), cumulative counts
+  // per upper bound kIngestLatencyBoundsSeconds[i]; the last is +Inf.
+  std::array<uint64_t, 14> ingest_latency_buckets{};
+  double ingest_latency_sum_seconds = 0;
+  uint64_t ingest_latency_count = 0;
 };
+
+// Upper bounds of the ingest latency histogram (seconds), +Inf last.
+inline constexpr std::array<double, 14> kIngestLatencyBoundsSeconds = {
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5,
+    std::numeric_limits<double>::infinity()};
 
 class TunerCore {
  public:
@@ -124,6 +137,8 @@ class TunerCore {
   void OnApplied(std::shared_ptr<SessionHandle> session, v1::PolicyApplied applied,
                  std::function<void()> done);
   void OnDrain(std::shared_ptr<SessionHandle> session, std::function<void()> done);
+  // The stream ended (any way).
+  void OnSessionEnd(std::shared_ptr<SessionHandle> session);
 
   // Admin requests; `done` runs on the worker.
   void ListTargets(std::function<void(absl::StatusOr<v1::ListTargetsResponse>)> done);
@@ -144,7 +159,9 @@ class TunerCore {
     std::shared_ptr<SessionHandle> session;  // batch jobs
     v1::SampleBatch batch;
     std::function<void()> done;
+    absl::Time received = absl::Now();
   };
+  void ObserveIngestLatency(absl::Duration d);  // REQUIRES: mu_ held
   TunerCore(TunerOptions options, std::unique_ptr<Store> store);
   void Post(std::function<void()> job);
   void WorkerLoop();

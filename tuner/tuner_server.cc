@@ -1,9 +1,13 @@
 #include "tuner/tuner_server.h"
 
 #include <grpcpp/grpcpp.h>
+#include <grpcpp/health_check_service_interface.h>
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "spintune/v1/spintune.grpc.pb.h"
+#include "tuner/metrics_http_server.h"
+#include "tuner/tuner_metrics.h"
 #include "tuner/tuner_service.h"
 
 namespace spintune {
@@ -13,6 +17,7 @@ absl::StatusOr<std::unique_ptr<TunerServer>> TunerServer::Start(
   std::unique_ptr<TunerServer> s(new TunerServer());
   SPINTUNE_ASSIGN_OR_RETURN(s->core_, TunerCore::Create(options));
   s->service_ = std::make_unique<TunerService>(s->core_.get());
+  grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
   // Two servers on one fixed port must not both "succeed".
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
@@ -26,7 +31,20 @@ absl::StatusOr<std::unique_ptr<TunerServer>> TunerServer::Start(
   }
   const size_t colon = listen_address.rfind(':');
   s->address_ = absl::StrCat(listen_address.substr(0, colon), ":", s->port_);
+  if (auto* health = s->server_->GetHealthCheckService()) {
+    health->SetServingStatus(true);
+    health->SetServingStatus(v1::Tuner::service_full_name(), true);
+  }
   return s;
+}
+
+absl::StatusOr<std::string> TunerServer::StartMetrics(const std::string& address) {
+  TunerCore* core = core_.get();
+  SPINTUNE_ASSIGN_OR_RETURN(
+      metrics_, MetricsHttpServer::Start(address, [core] {
+        return RenderPrometheusText(core->counters());
+      }));
+  return metrics_->address();
 }
 
 TunerServer::~TunerServer() {
@@ -35,9 +53,11 @@ TunerServer::~TunerServer() {
 
 void TunerServer::Shutdown(absl::Duration deadline) {
   if (!server_) return;
+  if (auto* health = server_->GetHealthCheckService()) health->Shutdown();
   server_->Shutdown(absl::ToChronoTime(absl::Now() + deadline));
   server_->Wait();
   server_.reset();
+  metrics_.reset();
   core_.reset();  // finishes queued work
 }
 

@@ -1,5 +1,7 @@
 // TunerServer: a running tuner: the store and core, the gRPC server with the
-// Tuner service, bound to an address (port 0 picks a free port).
+// Tuner service and the standard health service (grpc.health.v1; "" and
+// "spintune.v1.Tuner" are SERVING until shutdown), bound to an address (port
+// 0 picks a free port), and optionally the metrics endpoint.
 //
 // Thread-safety: Start() once; Shutdown() once, from any thread.
 #ifndef SPINTUNE_TUNER_TUNER_SERVER_H_
@@ -19,6 +21,7 @@ class Server;
 namespace spintune {
 
 class TunerService;
+class MetricsHttpServer;
 
 class TunerServer {
  public:
@@ -32,6 +35,10 @@ class TunerServer {
   int port() const { return port_; }
   TunerCore* core() { return core_.get(); }
 
+  // Serves the counters in Prometheus text format on `address`
+  // (tuner/metrics_http_server.h). Returns the bound address.
+  absl::StatusOr<std::string> StartMetrics(const std::string& address);
+
   // Stops accepting, cancels streams still open after `deadline`, waits for
   // every call to finish, then drains the core.
   void Shutdown(absl::Duration deadline);
@@ -43,6 +50,7 @@ class TunerServer {
   std::unique_ptr<TunerCore> core_;
   std::unique_ptr<TunerService> service_;
   std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<MetricsHttpServer> metrics_;
   std::string address_;
   int port_ = 0;
 };

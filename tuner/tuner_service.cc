@@ -173,6 +173,7 @@ class SessionReactor final
 
   void OnDone() override {
     state_->Detach();
+    if (seen_hello_) core_->OnSessionEnd(state_);
     delete this;
   }
 

@@ -1,0 +1,71 @@
+#include "tuner/tuner_metrics.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace spintune {
+namespace {
+
+void Metric(std::string* out, const char* name, const char* type, const char* help,
+            uint64_t value) {
+  absl::StrAppend(out, "# HELP ", name, " ", help, "\n# TYPE ", name, " ", type, "\n", name, " ",
+                  value, "\n");
+}
+
+}  // namespace
+
+std::string RenderPrometheusText(const TunerCounters& c) {
+  std::string out;
+  Metric(&out, "spintune_tuner_sessions_total", "counter", "Agent sessions opened (hello accepted).",
+         c.sessions);
+  Metric(&out, "spintune_tuner_sessions_active", "gauge", "Agent sessions open now.",
+         c.active_sessions);
+  Metric(&out, "spintune_tuner_batches_ingested_total", "counter",
+         "Sample batches stored (acknowledged after the commit).", c.batches_ingested);
+  Metric(&out, "spintune_tuner_batches_deduplicated_total", "counter",
+         "Batches already stored (same agent and sequence), acknowledged as duplicates.",
+         c.batches_duplicate);
+  Metric(&out, "spintune_tuner_samples_ingested_total", "counter",
+         "Completion samples stored.", c.samples_ingested);
+  Metric(&out, "spintune_tuner_refits_total", "counter", "Policy table refits.", c.refits);
+  Metric(&out, "spintune_tuner_policy_versions_total", "counter",
+         "New policy table versions stored (fitted).", c.policy_versions);
+  Metric(&out, "spintune_tuner_pushes_total", "counter",
+         "Policy tables pushed to agent sessions.", c.pushes);
+  Metric(&out, "spintune_tuner_changes_detected_total", "counter",
+         "Keys whose completion-time distribution changed (drift).", c.changes_detected);
+  Metric(&out, "spintune_tuner_predicted_tables_total", "counter",
+         "Cold-start tables predicted for new targets.", c.predicted_tables);
+  Metric(&out, "spintune_tuner_spool_dropped_samples_total", "counter",
+         "Samples agents reported dropping from a full spool.", c.spool_dropped_samples);
+  absl::StrAppend(&out,
+                  "# HELP spintune_tuner_rejected_total Messages and calls refused, by reason.\n"
+                  "# TYPE spintune_tuner_rejected_total counter\n");
+  const std::pair<const char*, uint64_t> reasons[] = {
+      {"invalid", c.batches_rejected},
+      {"deferred", c.batches_deferred},
+      {"over_limit", c.batches_over_limit},
+      {"unauthenticated", c.unauthenticated},
+      {"permission_denied", c.permission_denied}};
+  for (const auto& [reason, n] : reasons) {
+    absl::StrAppend(&out, "spintune_tuner_rejected_total{reason=\"", reason, "\"} ", n, "\n");
+  }
+  absl::StrAppend(&out,
+                  "# HELP spintune_tuner_ingest_latency_seconds Batch receipt to acknowledgement "
+                  "(after the SQLite commit).\n"
+                  "# TYPE spintune_tuner_ingest_latency_seconds histogram\n");
+  for (size_t i = 0; i < kIngestLatencyBoundsSeconds.size(); ++i) {
+    const double le = kIngestLatencyBoundsSeconds[i];
+    absl::StrAppend(&out, "spintune_tuner_ingest_latency_seconds_bucket{le=\"",
+                    std::isinf(le) ? std::string("+Inf") : absl::StrFormat("%g", le), "\"} ",
+                    c.ingest_latency_buckets[i], "\n");
+  }
+  absl::StrAppend(&out, "spintune_tuner_ingest_latency_seconds_sum ",
+                  absl::StrFormat("%.6f", c.ingest_latency_sum_seconds), "\n",
+                  "spintune_tuner_ingest_latency_seconds_count ", c.ingest_latency_count, "\n");
+  return out;
+}
+
+}  // namespace spintune
