@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "CLI/CLI.hpp"
+#include "nlohmann/json.hpp"
 #include "agent/agent.h"
 #include "agent/board_model.h"
 #include "agent/host_probe.h"
@@ -41,13 +42,28 @@ struct Flags {
   std::string state_dir = "/var/lib/spintune";
   double give_up_after_s = 0;
   std::string log_level = "info";
+  std::string log_format = "text";
   bool list_boards = false;
+  std::string format = "table";
 };
 
-void ListBoards() {
+int ListBoards(const std::string& format) {
+  if (format == "json") {
+    nlohmann::json boards = nlohmann::json::array();
+    for (const auto& b : spintune::BoardCatalog()) {
+      boards.push_back({{"name", b.name}, {"summary", b.summary}, {"source", b.sources}});
+    }
+    std::cout << nlohmann::json{{"boards", boards}}.dump(2) << "\n";
+    return 0;
+  }
+  if (format != "table") {
+    std::cerr << "spintune-agent: --format: table or json\n";
+    return 2;
+  }
   for (const auto& b : spintune::BoardCatalog()) {
     std::cout << b.name << "\n    " << b.summary << "\n    source: " << b.sources << "\n";
   }
+  return 0;
 }
 
 }  // namespace
@@ -67,6 +83,10 @@ int main(int argc, char** argv) {
       "      --sink file:/tmp/spintune-{device}.bin --max-samples 20000\n"
       "Exit codes: 0 ok, 1 runtime failure, 2 usage or bad input.");
   app.set_version_flag("--version", spintune::Version());
+  // Any long option may come from a TOML file (docs/configuration.md);
+  // the command line overrides it.
+  app.set_config("--config", "", "Read options from this TOML file (flags override it)");
+  app.allow_config_extras(CLI::config_extras_mode::error);  // a typo is an error
   app.add_option("--tuner", f.tuner, "Tuner address host:port")->capture_default_str();
   app.add_option("--agent-id", f.agent_id,
                  "Stable identity of this agent (default: HOSTNAME/SOURCE)");
@@ -125,18 +145,19 @@ int main(int argc, char** argv) {
   app.add_option("--give-up-after", f.give_up_after_s,
                  "Exit with an error after this many seconds without a tuner (0: never)")
       ->capture_default_str();
+  app.add_option("--log-format", f.log_format, "text | json (one object per line)")
+      ->capture_default_str();
   app.add_option("--log-level", f.log_level, "trace|debug|info|warn|error|off")
       ->capture_default_str();
   app.add_flag("--list-boards", f.list_boards, "List the simulated boards and exit");
+  app.add_option("--format", f.format, "--list-boards output: table | json")
+      ->capture_default_str();
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
   }
-  if (f.list_boards) {
-    ListBoards();
-    return 0;
-  }
+  if (f.list_boards) return ListBoards(f.format);
   if (f.probe) {
     if (!f.source.empty()) {
       std::cerr << "spintune-agent: --probe runs alone (a tracefs source without --platform "
@@ -150,7 +171,7 @@ int main(int argc, char** argv) {
     std::cerr << "spintune-agent: --source is required (e.g. sim:microwatt-100mhz)\n";
     return 2;
   }
-  absl::Status s = spintune::InitLogging("agent", f.log_level);
+  absl::Status s = spintune::InitLogging("agent", f.log_level, f.log_format);
   if (!s.ok()) {
     std::cerr << "spintune-agent: " << s.message() << "\n";
     return 2;

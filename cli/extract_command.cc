@@ -1,5 +1,7 @@
 #include "cli/extract_command.h"
 
+#include "nlohmann/json.hpp"
+
 #include <fstream>
 #include <map>
 #include <tuple>
@@ -24,6 +26,9 @@ const char* PathName(TracePath p) {
 
 absl::Status RunExtract(const ExtractFlags& flags, std::ostream& out, std::ostream& err) {
   if (flags.trace.empty()) return absl::InvalidArgumentError("--trace is required");
+  if (flags.format != "table" && flags.format != "json") {
+    return absl::InvalidArgumentError("--format: table or json");
+  }
   if (flags.completions_csv.empty() && flags.dispatch_csv.empty() && !flags.summary) {
     return absl::InvalidArgumentError(
         "nothing to do: give --completions OUT.csv, --dispatch OUT.csv and/or --summary");
@@ -96,7 +101,26 @@ absl::Status RunExtract(const ExtractFlags& flags, std::ostream& out, std::ostre
     err << "lines not used:\n" << reader->skipped().Summary();
   }
   SPINTUNE_RETURN_IF_ERROR(reader->CheckUsable());
-  if (flags.summary) {
+  if (flags.summary && flags.format == "json") {
+    nlohmann::json k = nlohmann::json::array(), q = nlohmann::json::array();
+    for (const auto& [key, h] : keys) {
+      k.push_back({{"device", std::get<0>(key)}, {"opcode", std::get<1>(key)},
+                   {"size_class", std::get<2>(key)}, {"count", h.total_count()},
+                   {"p50_ns", h.QuantileNs(0.5)}, {"p99_ns", h.QuantileNs(0.99)}});
+    }
+    for (const auto& [name, h] : irqs) {
+      nlohmann::json line = {{"irq", name}, {"count", h.first.total_count()},
+                             {"handler_p50_ns", h.first.QuantileNs(0.5)},
+                             {"handler_p99_ns", h.first.QuantileNs(0.99)},
+                             {"wakes", h.second.total_count()}};
+      if (!h.second.empty()) {
+        line["wake_p50_ns"] = h.second.QuantileNs(0.5);
+        line["wake_p99_ns"] = h.second.QuantileNs(0.99);
+      }
+      q.push_back(std::move(line));
+    }
+    out << nlohmann::json{{"keys", k}, {"irq_lines", q}}.dump(2) << "\n";
+  } else if (flags.summary) {
     std::vector<std::vector<std::string>> rows = {{"DEVICE", "OPCODE", "SIZE", "COUNT", "P50", "P99"}};
     for (const auto& [k, h] : keys) {
       rows.push_back({std::get<0>(k), absl::StrCat(std::get<1>(k)), FormatSizeClass(std::get<2>(k)),

@@ -18,6 +18,7 @@ struct ExtractFlags {
   std::string completions_csv;     // device,opcode,bytes,wait_ns,path,error,cpu
   std::string dispatch_csv;        // cpu,irq,device,handler_ns,wake_ns
   bool summary = false;
+  std::string format = "table";    // of the summary: table | json
   bool progress = false;           // progress lines on stderr
 };
 

@@ -190,6 +190,8 @@ int main(int argc, char** argv) {
   extract_cmd->add_option("--completions", extract.completions_csv, "Completion samples CSV");
   extract_cmd->add_option("--dispatch", extract.dispatch_csv, "IRQ dispatch samples CSV");
   extract_cmd->add_flag("--summary", extract.summary, "Per key and per IRQ line p50/p99");
+  extract_cmd->add_option("--format", extract.format, "Summary format: table | json")
+      ->capture_default_str();
 
   spintune::TokensFlags tokens;
   CLI::App* tokens_cmd = app.add_subcommand(

@@ -1,6 +1,7 @@
 // Process-wide logging on stderr through spdlog.
 //
-// Log lines are "<time> <level> <component>: message key=value ...". Call
+// Log lines are "<time> <level> <component>: message key=value ..." or JSON
+// objects (InitLogging). Call
 // InitLogging() once from main(); afterwards Logger() is thread-safe.
 #ifndef SPINTUNE_COMMON_LOGGING_H_
 #define SPINTUNE_COMMON_LOGGING_H_
@@ -24,8 +25,11 @@ struct fmt::formatter<absl::string_view> : fmt::formatter<fmt::string_view> {
 
 namespace spintune {
 
-// `level` is one of trace, debug, info, warn, error, off.
-absl::Status InitLogging(absl::string_view component, absl::string_view level);
+// `level` is one of trace, debug, info, warn, error, off. `format` "text"
+// gives "<local time> <level> <component>: message key=value ..."; "json"
+// one object per line: {"time" (UTC), "level", "component", "msg"}.
+absl::Status InitLogging(absl::string_view component, absl::string_view level,
+                         absl::string_view format = "text");
 // The process logger (a stderr logger at "info" before InitLogging()).
 spdlog::logger& Logger();
 

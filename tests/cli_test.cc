@@ -254,3 +254,139 @@ TEST_F(Cli, TokensAddListRevoke) {
 
 }  // namespace
 }  // namespace spintune
+
+namespace spintune {
+namespace {
+
+TEST_F(Cli, DataOutputsHaveAJsonFormat) {
+  auto summary = testing::Run({SPINTUNE_CLI_BIN, "extract", "--trace", kFixture, "--summary",
+                               "--block-dev", "254:0=vda", "--format", "json"},
+                              dir_.path().string());
+  ASSERT_EQ(summary.exit_code, 0) << summary.err;
+  const auto j = nlohmann::json::parse(summary.out);
+  ASSERT_FALSE(j["keys"].empty());
+  EXPECT_EQ(j["keys"][0]["device"], "vda");
+  uint64_t total = 0;
+  for (const auto& k : j["keys"]) total += k["count"].get<uint64_t>();
+  EXPECT_EQ(total, 83u);
+  EXPECT_EQ(j["irq_lines"][0]["count"], 83);
+
+  auto boards = testing::Run({SPINTUNE_AGENT_BIN, "--list-boards", "--format", "json"},
+                             dir_.path().string());
+  ASSERT_EQ(boards.exit_code, 0) << boards.err;
+  const auto b = nlohmann::json::parse(boards.out)["boards"];
+  EXPECT_GE(b.size(), 8u);
+  EXPECT_EQ(testing::Run({SPINTUNE_AGENT_BIN, "--list-boards", "--format", "yaml"},
+                         dir_.path().string())
+                .exit_code,
+            2);
+  for (const std::vector<std::string>& args :
+       std::vector<std::vector<std::string>>{{"targets"}, {"profiles", "list"}, {"tokens", "list"}}) {
+    std::vector<std::string> argv = {SPINTUNE_CLI_BIN, "--db", dir_.File("empty.db")};
+    argv.insert(argv.end(), args.begin(), args.end());
+    argv.insert(argv.end(), {"--format", "json"});
+    auto r = testing::Run(argv, dir_.path().string());
+    ASSERT_EQ(r.exit_code, 0) << args[0] << ": " << r.err;
+    EXPECT_TRUE(nlohmann::json::parse(r.out).is_object()) << args[0];
+  }
+}
+
+TEST_F(Cli, TunerAndAgentReadAConfigFileThatFlagsOverride) {
+  Write(dir_.File("tuner.toml"), "# the tuner\nlisten = \"127.0.0.1:0\"\ndb = \"" +
+                                     dir_.File("from-file.db") +
+                                     "\"\nobjective = \"latency\"\nrefit-samples = 1000\n");
+  const pid_t tuner = testing::Spawn(
+      {SPINTUNE_TUNER_BIN, "--config", dir_.File("tuner.toml"), "--db", dir_.File("from-flag.db")},
+      dir_.File("tuner.out"), dir_.File("tuner.err"));
+  std::string address;
+  for (int i = 0; i < 200 && address.empty(); ++i) {
+    const std::string out = testing::Slurp(dir_.File("tuner.out"));
+    const size_t at = out.find("listening on ");
+    if (at != std::string::npos && out.find('\n', at) != std::string::npos) {
+      address = out.substr(at + 13, out.find('\n', at) - at - 13);
+    }
+    usleep(25'000);
+  }
+  ASSERT_FALSE(address.empty()) << testing::Slurp(dir_.File("tuner.err"));
+  Write(dir_.File("agent.toml"), "tuner = \"" + address +
+                                     "\"\nsource = \"sim:imx28-mxs-mmc\"\nmax-samples = 3000\n"
+                                     "agent-id = \"from-file\"\nstate-dir = \"" +
+                                     dir_.File("state") + "\"\n");
+  auto agent = testing::Run({SPINTUNE_AGENT_BIN, "--config", dir_.File("agent.toml"),
+                             "--agent-id", "from-flag"},
+                            dir_.path().string());
+  EXPECT_EQ(agent.exit_code, 0) << agent.err;
+  kill(tuner, SIGTERM);
+  EXPECT_EQ(testing::WaitExit(tuner), 0);
+  const std::string log = testing::Slurp(dir_.File("tuner.err"));
+  EXPECT_NE(log.find("objective=latency"), std::string::npos) << "from the file: " << log;
+  EXPECT_TRUE(std::filesystem::exists(dir_.File("from-flag.db"))) << "the flag wins";
+  EXPECT_FALSE(std::filesystem::exists(dir_.File("from-file.db")));
+  auto targets = testing::Run(
+      {SPINTUNE_CLI_BIN, "--db", dir_.File("from-flag.db"), "targets", "--format", "json"},
+      dir_.path().string());
+  ASSERT_EQ(targets.exit_code, 0);
+  const auto t = nlohmann::json::parse(targets.out)["targets"];
+  ASSERT_EQ(t.size(), 1u);
+  EXPECT_EQ(t[0]["agent_id"], "from-flag");
+  EXPECT_EQ(t[0]["total_samples"], 3000);
+
+  // A misspelt key or a missing file is a usage error.
+  Write(dir_.File("typo.toml"), "refit-sample = 10\n");
+  auto typo = testing::Run({SPINTUNE_TUNER_BIN, "--config", dir_.File("typo.toml")},
+                           dir_.path().string());
+  EXPECT_EQ(typo.exit_code, 2);
+  EXPECT_NE(typo.err.find("refit-sample"), std::string::npos) << typo.err;
+  EXPECT_EQ(testing::Run({SPINTUNE_AGENT_BIN, "--config", dir_.File("none.toml")},
+                         dir_.path().string())
+                .exit_code,
+            2);
+}
+
+}  // namespace
+}  // namespace spintune
+
+namespace spintune {
+namespace {
+
+TEST_F(Cli, EverySubcommandHasHelpWithExamples) {
+  for (const char* sub : {"tune", "targets", "policy", "header", "blob", "profiles", "report",
+                          "extract", "tokens"}) {
+    auto help = testing::Run({SPINTUNE_CLI_BIN, sub, "--help"}, dir_.path().string());
+    EXPECT_EQ(help.exit_code, 0) << sub;
+    EXPECT_NE(help.out.find("Example"), std::string::npos) << sub << ": " << help.out;
+    auto wrong = testing::Run({SPINTUNE_CLI_BIN, sub, "--no-such-flag"}, dir_.path().string());
+    EXPECT_EQ(wrong.exit_code, 2) << sub;
+  }
+}
+
+TEST_F(Cli, JsonLogsAreOneObjectPerLine) {
+  const std::string db = dir_.File("quote\"d.db");  // a message with a quote in it
+  const pid_t tuner = testing::Spawn({SPINTUNE_TUNER_BIN, "--listen", "127.0.0.1:0", "--db", db,
+                                      "--log-format", "json"},
+                                     dir_.File("tuner.out"), dir_.File("tuner.err"));
+  for (int i = 0; i < 200 && testing::Slurp(dir_.File("tuner.out")).empty(); ++i) usleep(25'000);
+  kill(tuner, SIGTERM);
+  ASSERT_EQ(testing::WaitExit(tuner), 0);
+  std::ifstream in(dir_.File("tuner.err"));
+  int lines = 0;
+  bool saw_db = false;
+  for (std::string line; std::getline(in, line); ++lines) {
+    const auto j = nlohmann::json::parse(line, nullptr, false);
+    ASSERT_FALSE(j.is_discarded()) << line;
+    EXPECT_EQ(j["component"], "tuner");
+    EXPECT_TRUE(j["level"] == "info" || j["level"] == "warning") << line;
+    EXPECT_EQ(j["time"].get<std::string>().back(), 'Z');
+    saw_db = saw_db || j["msg"].get<std::string>().find("db=" + db) != std::string::npos;
+  }
+  EXPECT_GE(lines, 3);
+  EXPECT_TRUE(saw_db);
+  auto bad = testing::Run({SPINTUNE_AGENT_BIN, "--log-format", "xml", "--tuner", "127.0.0.1:1",
+                           "--source", "sim:imx28-mxs-mmc", "--state-dir", dir_.File("st")},
+                          dir_.path().string());
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("unknown log format 'xml'"), std::string::npos) << bad.err;
+}
+
+}  // namespace
+}  // namespace spintune

@@ -36,6 +36,7 @@ int main(int argc, char** argv) {
   bool require_tokens = false;
   spintune::ServerTls tls;
   std::string log_level = "info";
+  std::string log_format = "text";
 
   CLI::App app{"spintune-tuner: fit wait policies from agents' samples and push them back."};
   app.footer(
@@ -46,6 +47,10 @@ int main(int argc, char** argv) {
       "      --tls-client-ca agents-ca.pem --require-tokens\n"
       "Exit codes: 0 ok, 1 runtime failure, 2 usage or bad input.");
   app.set_version_flag("--version", spintune::Version());
+  // Any long option may come from a TOML file (docs/configuration.md);
+  // the command line overrides it.
+  app.set_config("--config", "", "Read options from this TOML file (flags override it)");
+  app.allow_config_extras(CLI::config_extras_mode::error);  // a typo is an error
   app.add_option("--listen", listen, "Address to listen on (port 0: any free port)")
       ->capture_default_str();
   app.add_option("--db", db, "SQLite database file (created if missing)")->capture_default_str();
@@ -100,6 +105,8 @@ int main(int argc, char** argv) {
   app.add_option("--metrics-listen", metrics_listen,
                  "Serve Prometheus metrics at http://ADDR/metrics (e.g. 127.0.0.1:9464; "
                  "port 0: any free port)");
+  app.add_option("--log-format", log_format, "text | json (one object per line)")
+      ->capture_default_str();
   app.add_option("--log-level", log_level, "trace|debug|info|warn|error|off")
       ->capture_default_str();
   try {
@@ -107,7 +114,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
   }
-  absl::Status s = spintune::InitLogging("tuner", log_level);
+  absl::Status s = spintune::InitLogging("tuner", log_level, log_format);
   if (!s.ok()) {
     std::cerr << "spintune-tuner: " << s.message() << "\n";
     return 2;
