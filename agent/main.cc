@@ -14,6 +14,7 @@
 #include "common/logging.h"
 #include "common/signal_waiter.h"
 #include "common/version.h"
+#include "policy/policy_json.h"
 #include "proto/channel_security.h"
 
 namespace {
@@ -150,7 +151,8 @@ int main(int argc, char** argv) {
   app.add_option("--log-level", f.log_level, "trace|debug|info|warn|error|off")
       ->capture_default_str();
   app.add_flag("--list-boards", f.list_boards, "List the simulated boards and exit");
-  app.add_option("--format", f.format, "--list-boards output: table | json")
+  app.add_option("--format", f.format,
+                 "--list-boards and --probe output: table | json (--probe: a platform file)")
       ->capture_default_str();
   try {
     app.parse(argc, argv);
@@ -164,7 +166,14 @@ int main(int argc, char** argv) {
                    "probes by itself)\n";
       return 2;
     }
-    std::cout << spintune::ProbeHost(spintune::HostProbeOptions{}).Report();
+    if (f.format != "table" && f.format != "json") {
+      std::cerr << "spintune-agent: --format: table or json\n";
+      return 2;
+    }
+    const spintune::HostProbeResult probe = spintune::ProbeHost(spintune::HostProbeOptions{});
+    // JSON is a platform file for --platform (docs/csv-formats.md).
+    std::cout << (f.format == "json" ? spintune::CostsToJson(probe.Costs()).dump(2) + "\n"
+                                     : probe.Report());
     return 0;
   }
   if (f.source.empty()) {

@@ -12,6 +12,7 @@
 #include "absl/time/clock.h"
 #include "agent/live_trace.h"
 #include "agent/tracefs_instance.h"
+#include "policy/platform_json.h"
 #include "gtest/gtest.h"
 #include "tests/testing/subprocess.h"
 #include "tests/testing/temp_dir.h"
@@ -85,6 +86,24 @@ TEST_F(LiveAgent, InstanceOfAKilledAgentIsRemovedByTheNext) {
   EXPECT_FALSE(Exists(InstanceOf(victim)));
   ASSERT_EQ(kill(next, SIGTERM), 0);
   EXPECT_EQ(testing::WaitExit(next), 0);
+}
+
+}  // namespace
+}  // namespace spintune
+
+namespace spintune {
+namespace {
+
+TEST_F(LiveAgent, ProbeAsJsonIsAPlatformFile) {
+  auto r = testing::Run({SPINTUNE_AGENT_BIN, "--probe", "--format", "json"}, dir_.path().string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::ofstream(dir_.File("probed.json")) << r.out;
+  auto platform = ReadPlatformFile(dir_.File("probed.json"));
+  ASSERT_TRUE(platform.ok()) << platform.status() << "\n" << r.out;
+  auto cpu = platform->CpuClass("default");
+  ASSERT_TRUE(cpu.ok()) << cpu.status();
+  EXPECT_GT(cpu->costs.irq_wake_ns, 0);
+  EXPECT_GT(cpu->costs.poll_read_ns, 0);
 }
 
 }  // namespace
