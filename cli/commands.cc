@@ -170,6 +170,7 @@ absl::Status RunTargets(const Repository& repo, const std::string& format, std::
       ts.current_version = t.current_policy_version();
       ts.applied_version = t.applied_policy_version();
       ts.dropped_samples = t.dropped_samples();
+      ts.pinned_version = t.pinned_policy_version();
       targets.push_back(std::move(ts));
     }
   } else {
@@ -185,16 +186,18 @@ absl::Status RunTargets(const Repository& repo, const std::string& format, std::
                          {"total_samples", t.total_samples},
                          {"current_version", t.current_version},
                          {"applied_version", t.applied_version},
-                         {"dropped_samples", t.dropped_samples}});
+                         {"dropped_samples", t.dropped_samples},
+                         {"pinned_version", t.pinned_version}});
     }
     out << json{{"targets", arr}}.dump(2) << "\n";
   } else {
     std::vector<std::vector<std::string>> rows = {
-        {"AGENT", "BOARD", "SAMPLES", "VERSION", "APPLIED", "DROPPED"}};
+        {"AGENT", "BOARD", "SAMPLES", "VERSION", "APPLIED", "DROPPED", "PINNED"}};
     for (const auto& t : targets) {
       rows.push_back({t.agent_id, t.board, absl::StrCat(t.total_samples),
                       absl::StrCat(t.current_version), absl::StrCat(t.applied_version),
-                      absl::StrCat(t.dropped_samples)});
+                      absl::StrCat(t.dropped_samples),
+                      t.pinned_version ? absl::StrCat(t.pinned_version) : "-"});
     }
     out << RenderColumns(rows);
   }

@@ -340,6 +340,9 @@ TEST_F(LiveProfiles, HeaderAndBlobFromAProfileAndRollbackReachesTheAgent) {
   EXPECT_EQ(pinned.current_version, pinned.pinned_version);
   EXPECT_TRUE(WaitForApplied(pinned.pinned_version))
       << "applied " << agent_->stats().applied_version;
+  auto targets = Cli({"targets", "--format", "json"});
+  ASSERT_EQ(targets.exit_code, 0);
+  EXPECT_EQ(json::parse(targets.out)["targets"][0]["pinned_version"], pinned.pinned_version);
   // Pinned: the samples of several refits change nothing.
   WaitForSamples(10000);
   EXPECT_EQ(Target().current_version, pinned.pinned_version);

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The demo of `make demo`: a tuner on loopback with a fresh SQLite file,
 # agents for several simulated boards, each until it applied its final
-# table; then per board the fitted table and a release header.
+# table; then per board the fitted table, a release header and an HTML report.
 set -euo pipefail
 BUILD=${1:-build}
 BIN_AGENT=$BUILD/agent/spintune-agent
@@ -47,7 +47,9 @@ for board in "${BOARDS[@]}"; do
   # The release header must compile as C with warnings as errors.
   printf '#include "spintune_%s.h"\n' "$board" >"$OUT/check_$board.c"
   cc -std=gnu11 -Wall -Wextra -Werror -fsyntax-only -Idriver/include -I"$OUT" "$OUT/check_$board.c"
-  echo "  -> applied blob $(ls "$OUT"/"$board"-*.bin | head -1), header $OUT/spintune_$board.h"
+  "$BIN_CLI" --db "$OUT/spintune.db" report --target "$board" -o "$OUT/report-$board.html" >/dev/null
+  echo "  -> applied blob $(ls "$OUT"/"$board"-*.bin | head -1), header $OUT/spintune_$board.h,"
+  echo "     report $OUT/report-$board.html"
 done
 
 kill -INT "$tuner_pid"

@@ -523,6 +523,7 @@ void TunerCore::ListTargets(std::function<void(absl::StatusOr<v1::ListTargetsRes
       o->set_current_policy_version(t.current_version);
       o->set_applied_policy_version(t.applied_version);
       o->set_dropped_samples(t.dropped_samples);
+      o->set_pinned_policy_version(t.pinned_version);
     }
     done(std::move(resp));
   });
