@@ -1,5 +1,7 @@
 #include "cli/profiles_command.h"
 
+#include <algorithm>
+
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "cli/table_format.h"
@@ -179,20 +181,21 @@ absl::Status Import(Store& store, const ProfilesFlags& f, std::ostream& out) {
 // Every device and CPU class the table uses must be the target's.
 absl::Status CheckFits(const PolicyTable& table, const TargetRecord& target,
                        const std::string& what) {
+  auto missing = [&](const char* kind, const std::string& name) {
+    return absl::InvalidArgumentError(absl::StrCat(what, " has ", kind, " '", name,
+                                                   "' which target '", target.agent_id,
+                                                   "' does not"));
+  };
   for (const auto& d : table.devices) {
-    bool found = false;
-    for (const auto& td : target.devices) found = found || td.name == d.name;
-    if (!found) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          what, " has device '", d.name, "' which target '", target.agent_id, "' does not"));
+    if (std::none_of(target.devices.begin(), target.devices.end(),
+                     [&](const DeviceInfo& t) { return t.name == d.name; })) {
+      return missing("device", d.name);
     }
   }
   for (const auto& c : table.cpu_classes) {
-    bool found = false;
-    for (const auto& tc : target.cpu_classes) found = found || tc.name == c.name;
-    if (!found) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          what, " has CPU class '", c.name, "' which target '", target.agent_id, "' does not"));
+    if (std::none_of(target.cpu_classes.begin(), target.cpu_classes.end(),
+                     [&](const CpuClassRecord& t) { return t.name == c.name; })) {
+      return missing("CPU class", c.name);
     }
   }
   return absl::OkStatus();

@@ -46,20 +46,10 @@ PolicyDiff DiffPolicyTables(const PolicyTable& a, const PolicyTable& b) {
     } else {
       d.kind = d.a ? DiffKind::kOnlyA : DiffKind::kOnlyB;
     }
-    switch (d.kind) {
-      case DiffKind::kSame:
-        ++diff.same;
-        break;
-      case DiffKind::kChanged:
-        ++diff.changed;
-        break;
-      case DiffKind::kOnlyA:
-        ++diff.only_a;
-        break;
-      case DiffKind::kOnlyB:
-        ++diff.only_b;
-        break;
-    }
+    ++(d.kind == DiffKind::kSame      ? diff.same
+       : d.kind == DiffKind::kChanged ? diff.changed
+       : d.kind == DiffKind::kOnlyA   ? diff.only_a
+                                      : diff.only_b);
     diff.keys.push_back(std::move(d));
   }
   return diff;

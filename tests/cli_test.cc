@@ -119,15 +119,7 @@ TEST_F(Cli, TunerShutsDownOnSigtermWithAnAgentConnected) {
       {SPINTUNE_TUNER_BIN, "--listen", "127.0.0.1:0", "--db", dir_.File("t.db"),
        "--shutdown-deadline", "1"},
       dir_.File("tuner.out"), dir_.File("tuner.err"));
-  std::string address;
-  for (int i = 0; i < 100 && address.empty(); ++i) {
-    const std::string out = testing::Slurp(dir_.File("tuner.out"));
-    const size_t at = out.find("listening on ");
-    if (at != std::string::npos && out.find('\n', at) != std::string::npos) {
-      address = out.substr(at + 13, out.find('\n', at) - at - 13);
-    }
-    usleep(50'000);
-  }
+  const std::string address = testing::WaitForLine(dir_.File("tuner.out"), "listening on ");
   ASSERT_FALSE(address.empty()) << testing::Slurp(dir_.File("tuner.err"));
   const pid_t agent = testing::Spawn(
       {SPINTUNE_AGENT_BIN, "--tuner", address, "--source", "sim:imx28-mxs-mmc", "--rate", "2000",
@@ -298,15 +290,7 @@ TEST_F(Cli, TunerAndAgentReadAConfigFileThatFlagsOverride) {
   const pid_t tuner = testing::Spawn(
       {SPINTUNE_TUNER_BIN, "--config", dir_.File("tuner.toml"), "--db", dir_.File("from-flag.db")},
       dir_.File("tuner.out"), dir_.File("tuner.err"));
-  std::string address;
-  for (int i = 0; i < 200 && address.empty(); ++i) {
-    const std::string out = testing::Slurp(dir_.File("tuner.out"));
-    const size_t at = out.find("listening on ");
-    if (at != std::string::npos && out.find('\n', at) != std::string::npos) {
-      address = out.substr(at + 13, out.find('\n', at) - at - 13);
-    }
-    usleep(25'000);
-  }
+  const std::string address = testing::WaitForLine(dir_.File("tuner.out"), "listening on ");
   ASSERT_FALSE(address.empty()) << testing::Slurp(dir_.File("tuner.err"));
   Write(dir_.File("agent.toml"), "tuner = \"" + address +
                                      "\"\nsource = \"sim:imx28-mxs-mmc\"\nmax-samples = 3000\n"
@@ -365,7 +349,7 @@ TEST_F(Cli, JsonLogsAreOneObjectPerLine) {
   const pid_t tuner = testing::Spawn({SPINTUNE_TUNER_BIN, "--listen", "127.0.0.1:0", "--db", db,
                                       "--log-format", "json"},
                                      dir_.File("tuner.out"), dir_.File("tuner.err"));
-  for (int i = 0; i < 200 && testing::Slurp(dir_.File("tuner.out")).empty(); ++i) usleep(25'000);
+  ASSERT_NE(testing::WaitForLine(dir_.File("tuner.out"), "listening on "), "");
   kill(tuner, SIGTERM);
   ASSERT_EQ(testing::WaitExit(tuner), 0);
   std::ifstream in(dir_.File("tuner.err"));

@@ -26,17 +26,8 @@ class Observability : public ::testing::Test {
                              dir_.File("tuner.db"), "--metrics-listen", "127.0.0.1:0",
                              "--refit-samples", "2000", "--min-refit-interval", "0"},
                             dir_.File("tuner.out"), dir_.File("tuner.err"));
-    const absl::Time deadline = absl::Now() + absl::Seconds(15);
-    while (absl::Now() < deadline) {
-      std::istringstream out(testing::Slurp(dir_.File("tuner.out")));
-      std::string line;
-      while (std::getline(out, line)) {
-        if (line.rfind("listening on ", 0) == 0) address_ = line.substr(13);
-        if (line.rfind("metrics on ", 0) == 0) metrics_url_ = line.substr(11);
-      }
-      if (!address_.empty() && !metrics_url_.empty()) break;
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
+    address_ = testing::WaitForLine(dir_.File("tuner.out"), "listening on ");
+    metrics_url_ = testing::WaitForLine(dir_.File("tuner.out"), "metrics on ");
     ASSERT_FALSE(metrics_url_.empty()) << testing::Slurp(dir_.File("tuner.err"));
     channel_ = grpc::CreateChannel(address_, grpc::InsecureChannelCredentials());
   }

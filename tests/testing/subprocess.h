@@ -55,6 +55,20 @@ inline std::string Slurp(const std::string& path) {
   return ss.str();
 }
 
+// The rest of the first complete line of file `path` that starts with
+// `prefix` ("listening on " -> "127.0.0.1:43211"), waiting up to 15 s for
+// it; "" when it never came.
+inline std::string WaitForLine(const std::string& path, const std::string& prefix) {
+  for (int i = 0; i < 600; ++i) {
+    std::istringstream in(Slurp(path));
+    for (std::string line; std::getline(in, line);) {
+      if (line.rfind(prefix, 0) == 0 && !in.eof()) return line.substr(prefix.size());
+    }
+    usleep(25'000);
+  }
+  return "";
+}
+
 // Runs to completion and captures the output (via files in `scratch_dir`).
 inline RunResult Run(const std::vector<std::string>& argv, const std::string& scratch_dir) {
   const std::string out = scratch_dir + "/run.out", err = scratch_dir + "/run.err";
