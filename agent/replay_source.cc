@@ -57,6 +57,8 @@ absl::StatusOr<std::unique_ptr<ReplaySource>> ReplaySource::Open(const std::stri
   s->batcher_ = std::make_unique<TraceBatcher>(names);
   // Pass 2 streams.
   SPINTUNE_ASSIGN_OR_RETURN(s->reader_, TraceReader::Open(trace_path, std::move(correlator)));
+  s->path_ = trace_path;
+  s->total_lines_ = scan->lines();
   return s;
 }
 
@@ -65,6 +67,16 @@ absl::StatusOr<size_t> ReplaySource::Fill(size_t max_completions, v1::SampleBatc
   auto& c = reader_->correlator().completions();
   const size_t n = batcher_->Drain(&c, &reader_->correlator().dispatches(), max_completions, batch);
   if (!more && c.empty()) exhausted_ = true;
+  // Long replays report progress in tenths (a log line, not cursor
+  // control: the agent's stderr is a log).
+  if (total_lines_ >= kProgressMinLines) {
+    const uint64_t tenth = reader_->lines() * 10 / total_lines_;
+    if (tenth > reported_tenths_ && tenth < 10) {
+      reported_tenths_ = tenth;
+      Logger().info("replay {}: {}% ({} of {} lines)", path_, tenth * 10, reader_->lines(),
+                    total_lines_);
+    }
+  }
   return n;
 }
 

@@ -43,6 +43,11 @@ class ReplaySource : public SampleSource {
   std::unique_ptr<TraceReader> reader_;
   std::unique_ptr<TraceBatcher> batcher_;
   bool exhausted_ = false;
+  // Progress of pass 2, logged every 10% for traces of kProgressMinLines+.
+  static constexpr uint64_t kProgressMinLines = 200'000;
+  std::string path_;
+  uint64_t total_lines_ = 0;
+  uint64_t reported_tenths_ = 0;
 };
 
 }  // namespace spintune

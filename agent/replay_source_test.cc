@@ -3,10 +3,12 @@
 #include "agent/replay_source.h"
 
 #include <filesystem>
+#include <regex>
 #include <fstream>
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "agent/trace/trace_reader.h"
 #include "gtest/gtest.h"
 #include "tests/testing/temp_dir.h"
@@ -212,6 +214,51 @@ TEST_F(TempDir, ReplaySourceRefusesBadInput) {
   options.block_dev = {"254-0=vda"};
   EXPECT_EQ(ReplaySource::Open(Fixture("virtio-6.18-trace.txt"), options).status().code(),
             absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace spintune
+
+namespace spintune {
+namespace {
+
+// The fixture tiled 600 times (timestamps shifted 10 s per copy): 240k lines.
+TEST_F(TempDir, LongReplaysLogTheirProgress) {
+  std::ifstream in(Fixture("virtio-6.18-trace.txt"));
+  std::vector<std::string> events;
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty() && line[0] != '#') events.push_back(line);
+  }
+  const std::regex ts(R"((\d+)\.(\d{6}):)");
+  std::string tiled;
+  for (int copy = 0; copy < 600; ++copy) {
+    for (const auto& line : events) {
+      std::smatch m;
+      ASSERT_TRUE(std::regex_search(line, m, ts)) << line;
+      tiled += m.prefix().str() + std::to_string(std::stoll(m[1]) + 10 * copy) + "." +
+               m[2].str() + ":" + m.suffix().str() + "\n";
+    }
+  }
+  SourceOptions options;
+  options.platform = Write("platform.json", R"({"irq_cpu_ns": 8000, "irq_wake_ns": 40000,
+      "poll_read_ns": 200, "timer_cpu_ns": 20000, "timer_wake_ns": 30000})");
+  options.block_dev = {"254:0=vda"};
+  auto source = ReplaySource::Open(Write("tiled.txt", tiled), options);
+  ASSERT_TRUE(source.ok()) << source.status();
+  ::testing::internal::CaptureStderr();
+  size_t completions = 0;
+  while (!(*source)->exhausted()) {
+    v1::SampleBatch batch;
+    auto n = (*source)->Fill(4096, &batch);
+    ASSERT_TRUE(n.ok());
+    completions += *n;
+  }
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(completions, 83u * 600);
+  for (int pct = 10; pct <= 90; pct += 10) {
+    EXPECT_NE(log.find(absl::StrCat(": ", pct, "% (")), std::string::npos) << pct << "\n" << log;
+  }
+  EXPECT_EQ(log.find(": 100% ("), std::string::npos);
 }
 
 }  // namespace
