@@ -474,6 +474,18 @@ absl::StatusOr<uint64_t> Store::AppendPinnedVersion(int64_t target_id, PolicyTab
 absl::StatusOr<uint64_t> Store::AppendVersion(int64_t target_id, PolicyTable* table, bool pin) {
   Transaction tx(db_.get());
   SPINTUNE_RETURN_IF_ERROR(tx.Begin());
+  if (!pin) {
+    // Checked in the transaction: a rollback between a refit's start and
+    // its store wins.
+    SPINTUNE_ASSIGN_OR_RETURN(auto p,
+                              db_->Prepare("SELECT pinned_version FROM targets WHERE id = ?1"));
+    p->Bind(1, target_id);
+    SPINTUNE_ASSIGN_OR_RETURN(bool found, p->Step());
+    if (found && p->ColumnInt(0) != 0) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("target is pinned to version ", p->ColumnInt(0)));
+    }
+  }
   SPINTUNE_ASSIGN_OR_RETURN(auto q, db_->Prepare("SELECT COALESCE(MAX(version), 0) FROM "
                                                  "policy_versions WHERE target_id = ?1"));
   q->Bind(1, target_id);

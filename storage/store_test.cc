@@ -120,6 +120,17 @@ TEST(Store, PolicyVersionsIncreaseAndRoundTrip) {
   auto target = (*store)->FindTarget("agent-1");
   EXPECT_EQ((*target)->applied_version, 2u);
   EXPECT_EQ((*target)->current_version, 2u);
+
+  // A rollback pins: fitted versions are refused until unpinned.
+  PolicyTable old = **first;
+  EXPECT_EQ(*(*store)->AppendPinnedVersion(*id, &old), 3u);
+  EXPECT_EQ(old.origin, "rollback");
+  EXPECT_EQ((*(*store)->FindTarget("agent-1"))->pinned_version, 3u);
+  EXPECT_TRUE(absl::IsFailedPrecondition((*store)->AppendPolicyVersion(*id, &t).status()));
+  EXPECT_EQ((*(*(*store)->LoadPolicy(*id, 0))).version, 3u);
+  ASSERT_TRUE((*store)->Unpin(*id).ok());
+  EXPECT_EQ((*(*store)->FindTarget("agent-1"))->pinned_version, 0u);
+  EXPECT_EQ(*(*store)->AppendPolicyVersion(*id, &t), 4u);
 }
 
 TEST(Store, SurvivesReopenAndRefusesNewerSchemas) {

@@ -462,6 +462,10 @@ void TunerCore::Refit(int64_t target_id, bool force) {
     return;
   }
   auto version = store_->AppendPolicyVersion(target_id, &*table);
+  if (absl::IsFailedPrecondition(version.status())) {
+    Logger().info("target={}: {}; refit not stored", target_id, version.status().message());
+    return;
+  }
   if (!version.ok()) {
     Logger().error("storing policy for target={} failed: {}", target_id,
                    version.status().ToString());
