@@ -76,6 +76,7 @@ int main(int argc, char** argv) {
                "to spintune-tuner; apply the policy tables it pushes back."};
   app.footer(
       "Examples:\n"
+      "  spintune-agent --config /etc/spintune/agent.toml\n"
       "  spintune-agent --list-boards\n"
       "  spintune-agent --probe\n"
       "  sudo spintune-agent --tuner 127.0.0.1:50051 --source tracefs:vda --sink none\n"

@@ -45,6 +45,7 @@ int main(int argc, char** argv) {
       "  spintune-tuner --listen 0.0.0.0:50051 --objective latency --max-spin-ns 200000\n"
       "  spintune-tuner --listen 0.0.0.0:50051 --tls-cert tuner.pem --tls-key tuner.key \\\n"
       "      --tls-client-ca agents-ca.pem --require-tokens\n"
+      "  spintune-tuner --config /etc/spintune/tuner.toml --metrics-listen 127.0.0.1:9464\n"
       "Exit codes: 0 ok, 1 runtime failure, 2 usage or bad input.");
   app.set_version_flag("--version", spintune::Version());
   // Any long option may come from a TOML file (docs/configuration.md);
