@@ -110,7 +110,7 @@ absl::Status Diff(Store& store, const ProfilesFlags& f, std::ostream& out) {
   if (f.other.empty()) return absl::InvalidArgumentError("profiles diff: give two profiles A B");
   SPINTUNE_ASSIGN_OR_RETURN(Profile a, store.LoadProfile(f.name));
   SPINTUNE_ASSIGN_OR_RETURN(Profile b, store.LoadProfile(f.other));
-  const PolicyDiff diff = DiffPolicyTables(a.table, b.table);
+  const PolicyDiff diff = DiffPolicyTables(a.table, b.table, &b.keys);
   if (f.format == "json") {
     json rows = json::array();
     for (const KeyDiff& d : diff.keys) {
@@ -123,6 +123,7 @@ absl::Status Diff(Store& store, const ProfilesFlags& f, std::ostream& out) {
       if (d.a) r["a"] = {{"wait", WaitToJson(d.a->wait)}, {"cost_ns", d.a->expected_cost_ns}};
       if (d.b) r["b"] = {{"wait", WaitToJson(d.b->wait)}, {"cost_ns", d.b->expected_cost_ns}};
       if (d.a && d.b) r["cost_delta_ns"] = d.cost_delta_ns;
+      if (d.a_on_b_cost_ns) r["a_on_b_cost_ns"] = *d.a_on_b_cost_ns;
       rows.push_back(std::move(r));
     }
     out << json{{"a", f.name},
@@ -137,18 +138,21 @@ absl::Status Diff(Store& store, const ProfilesFlags& f, std::ostream& out) {
     return absl::OkStatus();
   }
   std::vector<std::vector<std::string>> rows = {
-      {"KEY", "A: " + f.name, "B: " + f.other, "COST A", "COST B", "DELTA", "CHANGE"}};
+      {"KEY", "A: " + f.name, "B: " + f.other, "COST A", "COST B", "DELTA", "A ON B", "CHANGE"}};
   for (const KeyDiff& d : diff.keys) {
     rows.push_back({KeyName(d), d.a ? FormatWait(d.a->wait) : "-",
                     d.b ? FormatWait(d.b->wait) : "-",
                     d.a ? FormatDurationNs(d.a->expected_cost_ns) : "-",
                     d.b ? FormatDurationNs(d.b->expected_cost_ns) : "-",
-                    d.a && d.b ? FormatSigned(d.cost_delta_ns) : "-", DiffKindName(d.kind)});
+                    d.a && d.b ? FormatSigned(d.cost_delta_ns) : "-",
+                    d.a_on_b_cost_ns ? FormatDurationNs(*d.a_on_b_cost_ns) : "-",
+                    DiffKindName(d.kind)});
   }
   out << RenderColumns(rows);
   out << diff.changed << " changed, " << diff.same << " same, " << diff.only_a << " only in "
       << f.name << ", " << diff.only_b << " only in " << f.other
-      << " (costs per request on each profile's own samples; DELTA = B - A)\n";
+      << " (costs per request on each profile's own samples; DELTA = B - A; A ON B: A's wait "
+         "on B's samples)\n";
   return absl::OkStatus();
 }
 

@@ -3,6 +3,9 @@
 #include <map>
 #include <tuple>
 
+#include "models/wait_distribution.h"
+#include "models/wait_optimizer.h"
+
 namespace spintune {
 
 const char* DiffKindName(DiffKind kind) {
@@ -19,7 +22,12 @@ const char* DiffKindName(DiffKind kind) {
   return "?";
 }
 
-PolicyDiff DiffPolicyTables(const PolicyTable& a, const PolicyTable& b) {
+PolicyDiff DiffPolicyTables(const PolicyTable& a, const PolicyTable& b,
+                            const std::vector<KeyEvidence>* b_evidence) {
+  std::map<PolicyKey, const KeyEvidence*> evidence;
+  if (b_evidence) {
+    for (const auto& k : *b_evidence) evidence[k.key] = &k;
+  }
   // Fallback entries sort after the device's keys, as in SortEntries().
   using Slot = std::tuple<std::string, bool, std::string, uint32_t, uint32_t>;
   auto slot = [](const PolicyEntry& e) {
@@ -43,6 +51,14 @@ PolicyDiff DiffPolicyTables(const PolicyTable& a, const PolicyTable& b) {
     if (d.a && d.b) {
       d.kind = d.a->wait == d.b->wait ? DiffKind::kSame : DiffKind::kChanged;
       d.cost_delta_ns = d.b->expected_cost_ns - d.a->expected_cost_ns;
+      auto ev = d.fallback ? evidence.end() : evidence.find(d.key);
+      const int cpu = b.CpuClassIndex(d.key.cpu_class);
+      if (ev != evidence.end() && cpu >= 0 && !ev->second->histogram.empty()) {
+        d.a_on_b_cost_ns =
+            EvaluateWait(WaitDistribution::FromHistogram(ev->second->histogram), d.a->wait,
+                         b.cpu_classes[cpu].costs)
+                .Cost(b.latency_weight);
+      }
     } else {
       d.kind = d.a ? DiffKind::kOnlyA : DiffKind::kOnlyB;
     }

@@ -4,7 +4,9 @@
 // Keys are matched exactly (CPU class, device, opcode, size class; fallback
 // entries by device). Each side's expected cost is its own entry's, on its
 // own evidence: the delta says how much cheaper (negative) or dearer
-// (positive) per request B's fitted decision is than A's.
+// (positive) per request B's fitted decision is than A's. Given B's
+// evidence, it also evaluates A's wait on B's samples with B's costs: what
+// keeping A's table would cost where B was measured.
 //
 // Pure function; thread-safe.
 #ifndef SPINTUNE_POLICY_POLICY_DIFF_H_
@@ -14,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "policy/policy_builder.h"
 #include "policy/policy_table.h"
 
 namespace spintune {
@@ -30,6 +33,8 @@ struct KeyDiff {
   std::optional<PolicyEntry> a, b;
   // b.expected_cost_ns - a.expected_cost_ns when both sides have the key.
   double cost_delta_ns = 0;
+  // A's wait on B's samples (keys both have, B's evidence given).
+  std::optional<double> a_on_b_cost_ns;
 };
 
 struct PolicyDiff {
@@ -37,7 +42,8 @@ struct PolicyDiff {
   int changed = 0, only_a = 0, only_b = 0, same = 0;
 };
 
-PolicyDiff DiffPolicyTables(const PolicyTable& a, const PolicyTable& b);
+PolicyDiff DiffPolicyTables(const PolicyTable& a, const PolicyTable& b,
+                            const std::vector<KeyEvidence>* b_evidence = nullptr);
 
 }  // namespace spintune
 

@@ -100,8 +100,10 @@ TEST_F(Profiles, DiffOfTwoHandBuiltTables) {
                   .ok());
   auto table = Cli({"profiles", "diff", "old", "new"});
   ASSERT_EQ(table.exit_code, 0) << table.err;
+  // A ON B: A's threshold on B's samples (all 5 us: spun through, 5 us of
+  // CPU plus 5 us of latency).
   EXPECT_NE(table.out.find("mmc0 big op17 0  spin_then_irq T=10.0us  spin_then_irq T=20.0us  "
-                           "5.0us   4.0us   -1.0us  changed"),
+                           "5.0us   4.0us   -1.0us  10.0us  changed"),
             std::string::npos)
       << table.out;
   EXPECT_NE(table.out.find("mmc0 big op24 0  irq"), std::string::npos);
@@ -122,6 +124,8 @@ TEST_F(Profiles, DiffOfTwoHandBuiltTables) {
   EXPECT_EQ(first["opcode"], 17);
   EXPECT_EQ(first["change"], "changed");
   EXPECT_DOUBLE_EQ(first["cost_delta_ns"].get<double>(), -1000.0);
+  EXPECT_NEAR(first["a_on_b_cost_ns"].get<double>(), 10000.0, 100.0);
+  EXPECT_FALSE(d["keys"][3].contains("a_on_b_cost_ns")) << "fallbacks have no key evidence";
   EXPECT_EQ(first["b"]["wait"]["spin_ns"], 20000);
   EXPECT_EQ(d["keys"][1]["change"], "only_a");
   EXPECT_FALSE(d["keys"][1].contains("b"));
