@@ -262,20 +262,6 @@ std::string RenderHtmlReport(const Profile& p, const ReportOptions& options) {
   absl::StrAppend(&h, "<br>generated ", EscapeHtml(options.generated_at), " by spintune ",
                   EscapeHtml(options.tool_version), "</p>\n");
 
-  // Platform costs.
-  absl::StrAppend(&h, "<h2>Platform costs used</h2><table><tr><th>CPU class</th><th>kHz</th>"
-                      "<th>irq_cpu</th><th>irq_wake</th><th>poll_read</th><th>timer_cpu</th>"
-                      "<th>timer_wake</th></tr>");
-  for (const auto& c : t.cpu_classes) {
-    absl::StrAppend(&h, "<tr>", Cell(c.name), Cell(absl::StrCat(c.cpu_khz), true),
-                    Cell(FormatDurationNs(c.costs.irq_cpu_ns), true),
-                    Cell(FormatDurationNs(c.costs.irq_wake_ns), true),
-                    Cell(FormatDurationNs(c.costs.poll_read_ns), true),
-                    Cell(FormatDurationNs(c.costs.timer_cpu_ns), true),
-                    Cell(FormatDurationNs(c.costs.timer_wake_ns), true), "</tr>");
-  }
-  absl::StrAppend(&h, "</table>\n");
-
   // Summary sorted by expected saving.
   std::vector<const PolicyEntry*> entries;
   for (const auto& e : t.entries) entries.push_back(&e);
@@ -315,6 +301,20 @@ std::string RenderHtmlReport(const Profile& p, const ReportOptions& options) {
                  : absl::StrFormat("%.1f%%", 100 * e->gain_ns / base_cost),
              true),
         "</tr>");
+  }
+  absl::StrAppend(&h, "</table>\n");
+
+  // Platform costs.
+  absl::StrAppend(&h, "<h2>Platform costs used</h2><table><tr><th>CPU class</th><th>kHz</th>"
+                      "<th>irq_cpu</th><th>irq_wake</th><th>poll_read</th><th>timer_cpu</th>"
+                      "<th>timer_wake</th></tr>");
+  for (const auto& c : t.cpu_classes) {
+    absl::StrAppend(&h, "<tr>", Cell(c.name), Cell(absl::StrCat(c.cpu_khz), true),
+                    Cell(FormatDurationNs(c.costs.irq_cpu_ns), true),
+                    Cell(FormatDurationNs(c.costs.irq_wake_ns), true),
+                    Cell(FormatDurationNs(c.costs.poll_read_ns), true),
+                    Cell(FormatDurationNs(c.costs.timer_cpu_ns), true),
+                    Cell(FormatDurationNs(c.costs.timer_wake_ns), true), "</tr>");
   }
   absl::StrAppend(&h, "</table>\n");
 

@@ -1,7 +1,8 @@
 // RenderHtmlReport: one self-contained HTML page (inline CSS and SVG, no
 // scripts, nothing fetched at view time) that shows why a profile's table
 // is what it is:
-//   - a summary table of every entry sorted by expected saving per request;
+//   - at the top, a summary table of every entry sorted by expected saving
+//     per request; then the platform costs the fit used;
 //   - per key one chart of two panels: the completion-time CDF on a log
 //     axis with the chosen threshold (and the driver default's) marked, and
 //     the expected cost per request over thresholds for every strategy
