@@ -298,9 +298,13 @@ absl::Status RunReport(const Repository& repo, const ReportFlags& flags, std::os
   ReportOptions options;
   options.generated_at = NowRfc3339();
   options.tool_version = Version();
+  options.max_key_charts = flags.max_charts;
   const std::string html = RenderHtmlReport(profile, options);
   SPINTUNE_RETURN_IF_ERROR(WriteFileAtomically(flags.output, html));
-  out << "wrote " << flags.output << ": " << profile.keys.size() << " keys, "
+  out << "wrote " << flags.output << ": " << profile.keys.size() << " keys ("
+      << (flags.max_charts && profile.keys.size() > flags.max_charts ? flags.max_charts
+                                                                     : profile.keys.size())
+      << " charted), "
       << profile.dispatch.size() << " IRQ dispatch charts, " << html.size() / 1024 << " KiB\n";
   return absl::OkStatus();
 }

@@ -74,6 +74,7 @@ struct ReportFlags {
   uint64_t version = 0;
   std::string profile;
   std::string output;
+  size_t max_charts = 500;  // 0: every key
 };
 absl::Status RunReport(const Repository& repo, const ReportFlags& flags, std::ostream& out);
 

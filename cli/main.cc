@@ -172,6 +172,9 @@ int main(int argc, char** argv) {
   report_cmd->add_option("--version", report.version, "Table version of --target (default: latest)");
   report_cmd->add_option("--profile", report.profile, "A stored profile instead");
   report_cmd->add_option("-o,--output", report.output, "HTML file to write")->required();
+  report_cmd->add_option("--max-charts", report.max_charts,
+                         "Chart at most this many keys, those with the most samples (0: all)")
+      ->capture_default_str();
 
   spintune::ExtractFlags extract;
   CLI::App* extract_cmd = app.add_subcommand(

@@ -262,6 +262,20 @@ std::string RenderHtmlReport(const Profile& p, const ReportOptions& options) {
   absl::StrAppend(&h, "<br>generated ", EscapeHtml(options.generated_at), " by spintune ",
                   EscapeHtml(options.tool_version), "</p>\n");
 
+  std::vector<const KeyEvidence*> keys;
+  for (const auto& k : p.keys) {
+    if (!k.histogram.empty()) keys.push_back(&k);
+  }
+  // The busiest keys get charts when there are more than the limit.
+  const size_t all_keys = keys.size();
+  if (options.max_key_charts > 0 && keys.size() > options.max_key_charts) {
+    std::stable_sort(keys.begin(), keys.end(), [](const KeyEvidence* a, const KeyEvidence* b) {
+      return a->histogram.total_count() > b->histogram.total_count();
+    });
+    keys.resize(options.max_key_charts);
+  }
+  std::sort(keys.begin(), keys.end(),
+            [](const KeyEvidence* a, const KeyEvidence* b) { return a->key < b->key; });
   // Summary sorted by expected saving.
   std::vector<const PolicyEntry*> entries;
   for (const auto& e : t.entries) entries.push_back(&e);
@@ -281,7 +295,9 @@ std::string RenderHtmlReport(const Profile& p, const ReportOptions& options) {
     std::string key = e->fallback ? absl::StrCat(e->key.device, " / * (fallback)")
                                   : KeyLabel(e->key);
     absl::StrAppend(&h, "<tr><td>");
-    if (!e->fallback) {
+    const bool charted = std::any_of(keys.begin(), keys.end(),
+                                     [&](const KeyEvidence* k) { return k->key == e->key; });
+    if (!e->fallback && charted) {
       absl::StrAppend(&h, "<a href=\"#", KeyAnchor(e->key), "\">", EscapeHtml(key), "</a>");
     } else {
       absl::StrAppend(&h, EscapeHtml(key));
@@ -323,13 +339,11 @@ std::string RenderHtmlReport(const Profile& p, const ReportOptions& options) {
   for (const auto& e : t.entries) {
     if (!e.fallback) by_key[e.key] = &e;
   }
-  std::vector<const KeyEvidence*> keys;
-  for (const auto& k : p.keys) {
-    if (!k.histogram.empty()) keys.push_back(&k);
-  }
-  std::sort(keys.begin(), keys.end(),
-            [](const KeyEvidence* a, const KeyEvidence* b) { return a->key < b->key; });
   absl::StrAppend(&h, "<h2>Per key</h2>\n");
+  if (keys.size() < all_keys) {
+    absl::StrAppend(&h, "<p class=\"meta\">Charts for the ", keys.size(), " of ", all_keys,
+                    " keys with the most samples (--max-charts).</p>\n");
+  }
   for (const KeyEvidence* k : keys) {
     auto it = by_key.find(k->key);
     const PolicyEntry* e = it == by_key.end() ? nullptr : it->second;

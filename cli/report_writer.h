@@ -26,6 +26,9 @@ struct ReportOptions {
   std::string title;         // default: "spintune report: <target>"
   std::string generated_at;  // RFC 3339
   std::string tool_version;
+  // At most this many key charts (the keys with the most samples); 0: all.
+  // Every key stays in the summary.
+  size_t max_key_charts = 0;
 };
 
 std::string RenderHtmlReport(const Profile& profile, const ReportOptions& options);

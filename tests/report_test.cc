@@ -122,6 +122,23 @@ TEST(Report, OneChartPerKeySummarySortedBySavingAndEverythingEscaped) {
   }
 }
 
+TEST(Report, ChartsTheBusiestKeysUpToTheLimit) {
+  const Profile p = FittedProfile();
+  ReportOptions options;
+  options.max_key_charts = 2;
+  const std::string html = RenderHtmlReport(p, options);
+  EXPECT_EQ(Count(html, "<svg class=\"key-chart\""), 2u);
+  EXPECT_NE(html.find("Charts for the 2 of 4 keys with the most samples"), std::string::npos);
+  // Opcodes 13 (3000 samples) and 17 (2500) are charted, 24 (2000) is not,
+  // but every entry is still summarised.
+  EXPECT_NE(html.find("id=\"key-mmc_0__-little-13-0\""), std::string::npos);
+  EXPECT_NE(html.find("opcode 17 / size 4KiB</h3>"), std::string::npos);
+  EXPECT_EQ(html.find("opcode 24 / size 4KiB</h3>"), std::string::npos);
+  EXPECT_NE(html.find("<td>mmc&lt;0&gt;&amp; / little / opcode 24 / size 4KiB</td>"),
+            std::string::npos)
+      << "summarised, without a link to a chart that is not there";
+}
+
 std::string ChromiumBinary() {
   for (const char* c : {"/usr/bin/chromium", "/usr/bin/chromium-browser"}) {
     struct stat st;
@@ -157,7 +174,7 @@ TEST(Report, RendersInHeadlessChromiumWithoutConsoleMessages) {
                          html},
                         dir.path().string());
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find("4 keys, 1 IRQ dispatch charts"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("4 keys (4 charted), 1 IRQ dispatch charts"), std::string::npos) << r.out;
 
   // The console check sees a broken page's messages...
   std::ofstream(dir.File("broken.html")) << "<!DOCTYPE html><script>missing();</script>";
