@@ -58,6 +58,13 @@ class Agent::Impl {
   // Forgets pending batches up to `seq` (acknowledged) or exactly `seq`.
   void ForgetThrough(uint64_t seq);
   void Forget(uint64_t seq);
+  // Completion samples the next batch may hold: the batch size, capped by
+  // what --max-samples leaves (0: nothing more to produce).
+  size_t NextBatchSize() const {
+    if (options_.max_samples == 0) return options_.batch_size;
+    return std::min<uint64_t>(options_.batch_size,
+                              options_.max_samples - stats_.samples_generated);
+  }
   // Draws and discards batches until the source has produced `batches`.
   absl::Status FastForward(uint64_t batches);
   // Live and paced sources keep measuring while the tuner is away.
@@ -121,10 +128,7 @@ class Agent::Impl {
 };
 
 absl::StatusOr<bool> Agent::Impl::Produce() {
-  size_t want = options_.batch_size;
-  if (options_.max_samples > 0) {
-    want = std::min<uint64_t>(want, options_.max_samples - stats_.samples_generated);
-  }
+  const size_t want = NextBatchSize();
   if (want == 0) return false;
   v1::AgentMessage message;
   v1::SampleBatch* batch = message.mutable_batch();
@@ -148,10 +152,7 @@ absl::StatusOr<bool> Agent::Impl::Produce() {
 absl::Status Agent::Impl::FastForward(uint64_t batches) {
   while (source_batches_ < batches) {
     v1::SampleBatch skipped;
-    size_t want = options_.batch_size;
-    if (options_.max_samples > 0) {
-      want = std::min<uint64_t>(want, options_.max_samples - stats_.samples_generated);
-    }
+    const size_t want = NextBatchSize();
     if (want == 0) break;
     auto got = source_->Fill(want, &skipped);
     if (!got.ok()) return got.status();

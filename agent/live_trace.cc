@@ -15,6 +15,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "agent/trace/trace_line.h"
+#include "common/file_util.h"
 #include "common/logging.h"
 
 namespace spintune {
@@ -47,17 +48,13 @@ std::string LinkBase(const std::string& path) {
   return slash != nullptr ? slash + 1 : target;
 }
 
-bool Exists(const std::string& path) {
-  struct stat st;
-  return ::stat(path.c_str(), &st) == 0;
-}
 
 // The sysfs directory of a device's hardware ("" when unknown).
 std::string HardwareDir(const std::string& device) {
   for (const std::string& dir : {"/sys/block/" + device + "/device",
                                  "/sys/class/mmc_host/" + device + "/device",
                                  "/sys/bus/spi/devices/" + device}) {
-    if (Exists(dir)) return dir;
+    if (PathExists(dir)) return dir;
   }
   return "";
 }
@@ -79,7 +76,7 @@ std::set<std::string> DiscoverDevices() {
   for (const auto& name : ListDir("/sys/block")) {
     // Disks without hardware behind them (loop, zram, dm, md) have no
     // "device" link; their requests are another disk's.
-    if (Exists("/sys/block/" + name + "/device")) out.insert(name);
+    if (PathExists("/sys/block/" + name + "/device")) out.insert(name);
   }
   for (const auto& name : ListDir("/sys/class/mmc_host")) out.insert(name);
   for (const auto& name : ListDir("/sys/bus/spi/devices")) out.insert(name);
@@ -109,8 +106,8 @@ std::string DiskOf(const std::string& path) {
   if (::stat(path.c_str(), &st) != 0) return "";
   const std::string sys =
       absl::StrCat("/sys/dev/block/", major(st.st_dev), ":", minor(st.st_dev));
-  if (!Exists(sys)) return "";
-  if (Exists(sys + "/partition")) return LinkBase(sys + "/..");  // a partition's disk
+  if (!PathExists(sys)) return "";
+  if (PathExists(sys + "/partition")) return LinkBase(sys + "/..");  // a partition's disk
   char target[PATH_MAX];
   if (::realpath(sys.c_str(), target) == nullptr) return "";
   const char* slash = std::strrchr(target, '/');
@@ -163,7 +160,7 @@ absl::StatusOr<TracefsOptions> CaptureOptions(const std::set<std::string>& devic
       for (const auto& name : {pair.start_event, pair.end_event}) {
         std::string found;
         for (const auto& system : ListDir(*root + "/events")) {
-          if (Exists(absl::StrCat(*root, "/events/", system, "/", name, "/enable"))) {
+          if (PathExists(absl::StrCat(*root, "/events/", system, "/", name, "/enable"))) {
             found = system + "/" + name;
             break;
           }

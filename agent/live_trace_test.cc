@@ -15,6 +15,7 @@
 
 #include "agent/io_load.h"
 #include "agent/tracefs_instance.h"
+#include "common/file_util.h"
 #include "gtest/gtest.h"
 
 namespace spintune {
@@ -54,10 +55,6 @@ uint64_t CompletedRequests(const std::string& disk) {
   return f[0] + f[4] + f[11] + f[15];
 }
 
-bool Exists(const std::string& path) {
-  struct stat st;
-  return stat(path.c_str(), &st) == 0;
-}
 
 TEST(LiveTraceTest, CompletionsMatchTheKernelsRequestCount) {
   SKIP_UNLESS_TRACEFS();
@@ -66,7 +63,7 @@ TEST(LiveTraceTest, CompletionsMatchTheKernelsRequestCount) {
   auto live = LiveTrace::Start({disk}, CorrelatorOptions{});
   ASSERT_TRUE(live.ok()) << live.status();
   const std::string instance = (*live)->instance().path();
-  EXPECT_TRUE(Exists(instance));
+  EXPECT_TRUE(PathExists(instance));
 
   // The flush-sequence ends the reader has counted once it has read past
   // the mono-clock time `t`.
@@ -133,7 +130,7 @@ TEST(LiveTraceTest, CompletionsMatchTheKernelsRequestCount) {
   EXPECT_GT(woken, dispatches.size() / 10) << "the O_DIRECT waiters sleep on the IRQ";
 
   live->reset();
-  EXPECT_FALSE(Exists(instance)) << "the instance is removed on exit";
+  EXPECT_FALSE(PathExists(instance)) << "the instance is removed on exit";
 }
 
 TEST(LiveTraceTest, StaleInstancesOfDeadAgentsAreRemoved) {
@@ -145,7 +142,7 @@ TEST(LiveTraceTest, StaleInstancesOfDeadAgentsAreRemoved) {
   ASSERT_EQ(mkdir(stale.c_str(), 0750), 0);
   const std::string mine = *root + "/instances/spintune-" + std::to_string(getpid());
   EXPECT_GE(TracefsInstance::RemoveStaleInstances(*root, "spintune"), 1);
-  EXPECT_FALSE(Exists(stale));
+  EXPECT_FALSE(PathExists(stale));
 }
 
 TEST(LiveTraceTest, WithoutRootTheErrorSaysWhatToDo) {

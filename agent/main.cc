@@ -214,13 +214,9 @@ int main(int argc, char** argv) {
 
   spintune::AgentOptions options;
   options.security = f.security;
-  if (!f.token_file.empty()) {
-    auto token = spintune::ReadTokenFile(f.token_file);
-    if (!token.ok()) {
-      std::cerr << "spintune-agent: " << token.status().message() << "\n";
-      return 2;
-    }
-    options.security.token = *token;
+  if (absl::Status s = spintune::LoadTokenFile(f.token_file, &options.security); !s.ok()) {
+    std::cerr << "spintune-agent: " << s.message() << "\n";
+    return 2;
   }
   options.bounds.max_spin_ns = f.max_spin_ns;
   if (!f.allow_strategies.empty()) {

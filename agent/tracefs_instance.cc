@@ -16,15 +16,12 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/file_util.h"
 #include "common/logging.h"
 
 namespace spintune {
 namespace {
 
-bool Exists(const std::string& path) {
-  struct stat st;
-  return ::stat(path.c_str(), &st) == 0;
-}
 
 absl::Status WriteControl(const std::string& path, const std::string& text) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC);
@@ -55,7 +52,7 @@ std::string BlockDeviceName(int major, int minor) {
 
 absl::StatusOr<std::string> TracefsInstance::MountPoint() {
   for (const char* root : {"/sys/kernel/tracing", "/sys/kernel/debug/tracing"}) {
-    if (Exists(absl::StrCat(root, "/instances"))) return std::string(root);
+    if (PathExists(absl::StrCat(root, "/instances"))) return std::string(root);
   }
   if (::geteuid() != 0) {
     return absl::FailedPreconditionError(
@@ -118,7 +115,7 @@ absl::StatusOr<std::unique_ptr<TracefsInstance>> TracefsInstance::Open(
   if (!s.ok()) return s;
   auto enable = [&](const std::string& event, bool required) -> absl::Status {
     const std::string dir = absl::StrCat(t->path_, "/events/", event);
-    if (!Exists(dir + "/enable")) {
+    if (!PathExists(dir + "/enable")) {
       if (required) {
         return absl::NotFoundError(absl::StrCat("this kernel has no tracepoint ", event));
       }

@@ -66,13 +66,9 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
   }
-  if (!token_file.empty()) {
-    auto token = spintune::ReadTokenFile(token_file);
-    if (!token.ok()) {
-      std::cerr << "spintune-loadgen: " << token.status().message() << "\n";
-      return 2;
-    }
-    security.token = *token;
+  if (absl::Status s = spintune::LoadTokenFile(token_file, &security); !s.ok()) {
+    std::cerr << "spintune-loadgen: " << s.message() << "\n";
+    return 2;
   }
   spintune::InitLogging("loadgen", "error").IgnoreError();
 

@@ -220,10 +220,8 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
   }
-  if (!token_file.empty()) {
-    auto token = spintune::ReadTokenFile(token_file);
-    if (!token.ok()) return ExitCode(token.status());
-    repo.security.token = *token;
+  if (absl::Status s = spintune::LoadTokenFile(token_file, &repo.security); !s.ok()) {
+    return ExitCode(s);
   }
   if (*tokens_cmd) {
     if (tokens.action != "list" && tokens.name.empty()) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -276,6 +277,8 @@ std::string RenderHtmlReport(const Profile& p, const ReportOptions& options) {
   }
   std::sort(keys.begin(), keys.end(),
             [](const KeyEvidence* a, const KeyEvidence* b) { return a->key < b->key; });
+  std::set<PolicyKey> charted;
+  for (const KeyEvidence* k : keys) charted.insert(k->key);
   // Summary sorted by expected saving.
   std::vector<const PolicyEntry*> entries;
   for (const auto& e : t.entries) entries.push_back(&e);
@@ -295,9 +298,7 @@ std::string RenderHtmlReport(const Profile& p, const ReportOptions& options) {
     std::string key = e->fallback ? absl::StrCat(e->key.device, " / * (fallback)")
                                   : KeyLabel(e->key);
     absl::StrAppend(&h, "<tr><td>");
-    const bool charted = std::any_of(keys.begin(), keys.end(),
-                                     [&](const KeyEvidence* k) { return k->key == e->key; });
-    if (!e->fallback && charted) {
+    if (!e->fallback && charted.count(e->key)) {
       absl::StrAppend(&h, "<a href=\"#", KeyAnchor(e->key), "\">", EscapeHtml(key), "</a>");
     } else {
       absl::StrAppend(&h, EscapeHtml(key));

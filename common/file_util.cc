@@ -65,6 +65,11 @@ std::string SafeFileName(const std::string& name) {
   return out;
 }
 
+bool PathExists(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0;
+}
+
 absl::StatusOr<std::string> ReadFileToString(const std::string& path, uint64_t max_bytes) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open: ", std::strerror(errno)));

@@ -23,6 +23,9 @@ std::string SafeFileName(const std::string& name);
 
 // The whole file. NotFound when it cannot be opened, InvalidArgument when it
 // is larger than `max_bytes`.
+// True when `path` exists (any kind of file).
+bool PathExists(const std::string& path);
+
 absl::StatusOr<std::string> ReadFileToString(const std::string& path,
                                              uint64_t max_bytes = uint64_t{1} << 40);
 

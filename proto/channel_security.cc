@@ -1,22 +1,17 @@
 #include "proto/channel_security.h"
 
-#include <fstream>
-#include <sstream>
-
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "common/file_util.h"
 
 namespace spintune {
 namespace {
 
 absl::StatusOr<std::string> ReadPem(const std::string& path, const char* what) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat(what, " ", path, ": cannot open"));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  const std::string text = ss.str();
-  if (text.find("-----BEGIN ") == std::string::npos) {
+  auto text = ReadFileToString(path);
+  if (!text.ok()) return absl::NotFoundError(absl::StrCat(what, " ", path, ": cannot open"));
+  if (text->find("-----BEGIN ") == std::string::npos) {
     return absl::InvalidArgumentError(absl::StrCat(what, " ", path, ": not a PEM file"));
   }
   return text;
@@ -83,13 +78,19 @@ void AddCallCredentials(const ClientSecurity& security, grpc::ClientContext* con
 }
 
 absl::StatusOr<std::string> ReadTokenFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return absl::NotFoundError(absl::StrCat("--token-file ", path, ": cannot open"));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  std::string token(absl::StripAsciiWhitespace(ss.str()));
+  auto text = ReadFileToString(path);
+  if (!text.ok()) return absl::NotFoundError(absl::StrCat("--token-file ", path, ": cannot open"));
+  std::string token(absl::StripAsciiWhitespace(*text));
   if (token.empty()) return absl::InvalidArgumentError(absl::StrCat("--token-file ", path, ": empty"));
   return token;
+}
+
+absl::Status LoadTokenFile(const std::string& path, ClientSecurity* security) {
+  if (path.empty()) return absl::OkStatus();
+  auto token = ReadTokenFile(path);
+  if (!token.ok()) return token.status();
+  security->token = *token;
+  return absl::OkStatus();
 }
 
 std::string BearerToken(const grpc::ServerContextBase& context) {

@@ -45,6 +45,9 @@ void AddCallCredentials(const ClientSecurity& security, grpc::ClientContext* con
 // The token in a file (surrounding whitespace dropped). NotFound, or
 // InvalidArgument for an empty file.
 absl::StatusOr<std::string> ReadTokenFile(const std::string& path);
+// Sets security->token from the file `path` (--token-file); nothing when
+// `path` is empty. Errors as ReadTokenFile().
+absl::Status LoadTokenFile(const std::string& path, ClientSecurity* security);
 // The bearer token of a call ("" when none).
 std::string BearerToken(const grpc::ServerContextBase& context);
 // True for 127.0.0.0/8, ::1 and localhost listen addresses.

@@ -20,6 +20,7 @@
 #include "storage/store.h"
 #include "tests/testing/subprocess.h"
 #include "tests/testing/tcp_proxy.h"
+#include "tests/testing/free_port.h"
 #include "tests/testing/temp_dir.h"
 
 namespace spintune {
@@ -31,18 +32,6 @@ constexpr uint64_t kBatch = 500;
 constexpr int kFaults = 24;
 const char* kBoards[kAgents] = {"microwatt-100mhz", "litex-rocket-50mhz-slowcard",
                                 "bcm2835-spi-20mhz"};
-
-int FreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  socklen_t len = sizeof(addr);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  close(fd);
-  return ntohs(addr.sin_port);
-}
 
 // Still running? Reaps it when it has exited, storing the exit code.
 bool Running(pid_t pid, int* exit_code) {
@@ -72,7 +61,7 @@ class FaultMatrix : public ::testing::Test {
   }
 
   testing::TempDir dir_;
-  int tuner_port_ = FreePort();
+  int tuner_port_ = testing::FreePort();
   int tuner_runs_ = 0;
   std::unique_ptr<testing::TcpProxy> proxy_;
 };

@@ -2,7 +2,6 @@
 // removes its tracing instance when stopped by SIGINT or SIGTERM, and an
 // instance left by a SIGKILLed agent is removed by the next one.
 #include <signal.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -12,6 +11,7 @@
 #include "absl/time/clock.h"
 #include "agent/live_trace.h"
 #include "agent/tracefs_instance.h"
+#include "common/file_util.h"
 #include "policy/platform_json.h"
 #include "gtest/gtest.h"
 #include "tests/testing/subprocess.h"
@@ -20,10 +20,6 @@
 namespace spintune {
 namespace {
 
-bool Exists(const std::string& path) {
-  struct stat st;
-  return stat(path.c_str(), &st) == 0;
-}
 
 class LiveAgent : public ::testing::Test {
  protected:
@@ -54,7 +50,7 @@ class LiveAgent : public ::testing::Test {
 
   bool WaitFor(const std::string& path, bool present) {
     const absl::Time deadline = absl::Now() + absl::Seconds(15);
-    while (Exists(path) != present) {
+    while (PathExists(path) != present) {
       if (absl::Now() > deadline) return false;
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
@@ -71,7 +67,7 @@ TEST_F(LiveAgent, SigtermAndSigintRemoveTheInstance) {
     ASSERT_TRUE(WaitFor(InstanceOf(pid), true)) << testing::Slurp(dir_.File("agent.err"));
     ASSERT_EQ(kill(pid, sig), 0);
     EXPECT_EQ(testing::WaitExit(pid), 0) << testing::Slurp(dir_.File("agent.err"));
-    EXPECT_FALSE(Exists(InstanceOf(pid))) << "signal " << sig;
+    EXPECT_FALSE(PathExists(InstanceOf(pid))) << "signal " << sig;
   }
 }
 
@@ -80,10 +76,10 @@ TEST_F(LiveAgent, InstanceOfAKilledAgentIsRemovedByTheNext) {
   ASSERT_TRUE(WaitFor(InstanceOf(victim), true)) << testing::Slurp(dir_.File("agent.err"));
   ASSERT_EQ(kill(victim, SIGKILL), 0);
   EXPECT_EQ(testing::WaitExit(victim), -1);
-  EXPECT_TRUE(Exists(InstanceOf(victim))) << "SIGKILL leaves it behind";
+  EXPECT_TRUE(PathExists(InstanceOf(victim))) << "SIGKILL leaves it behind";
   const pid_t next = StartAgent();
   ASSERT_TRUE(WaitFor(InstanceOf(next), true));
-  EXPECT_FALSE(Exists(InstanceOf(victim)));
+  EXPECT_FALSE(PathExists(InstanceOf(victim)));
   ASSERT_EQ(kill(next, SIGTERM), 0);
   EXPECT_EQ(testing::WaitExit(next), 0);
 }

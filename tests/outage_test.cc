@@ -12,28 +12,16 @@
 #include "agent/policy_sink.h"
 #include "gtest/gtest.h"
 #include "storage/store.h"
+#include "tests/testing/free_port.h"
 #include "tests/testing/temp_dir.h"
 #include "tuner/tuner_server.h"
 
 namespace spintune {
 namespace {
 
-// A loopback port nothing listens on (yet).
-int FreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  socklen_t len = sizeof(addr);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  close(fd);
-  return ntohs(addr.sin_port);
-}
-
 class Outage : public ::testing::Test {
  protected:
-  void SetUp() override { address_ = "127.0.0.1:" + std::to_string(FreePort()); }
+  void SetUp() override { address_ = "127.0.0.1:" + std::to_string(testing::FreePort()); }
 
   std::unique_ptr<TunerServer> StartTuner() {
     TunerOptions o;

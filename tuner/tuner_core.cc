@@ -257,8 +257,7 @@ void TunerCore::IngestGroup(std::vector<Job>& jobs) {
     const BatchDelta& delta = deltas[accepted[n]];
     const bool stored = (*ingested)[n];
     for (const auto& k : delta.keys) {
-      known_keys_[job.session->target_id].insert(absl::StrCat(
-          k.key.cpu_class, "|", k.key.device, "|", k.key.opcode, "|", k.key.size_class));
+      known_keys_[job.session->target_id].insert(k.key);
     }
     v1::TunerMessage ack;
     ack.mutable_batch_ack()->set_seq(job.batch.seq());
@@ -293,19 +292,11 @@ absl::Status TunerCore::CheckKeyLimit(SessionHandle& session, const BatchDelta& 
   if (known == known_keys_.end()) {
     auto keys = store_->ListKeys(session.target_id);
     if (!keys.ok()) return absl::UnavailableError("tuner storage unavailable");
-    std::set<std::string> names;
-    for (const auto& k : *keys) {
-      names.insert(absl::StrCat(k.cpu_class, "|", k.device, "|", k.opcode, "|", k.size_class));
-    }
-    known = known_keys_.emplace(session.target_id, std::move(names)).first;
+    known = known_keys_.emplace(session.target_id,
+                                std::set<PolicyKey>(keys->begin(), keys->end())).first;
   }
   uint64_t added = 0;
-  for (const auto& k : delta.keys) {
-    if (known->second.count(absl::StrCat(k.key.cpu_class, "|", k.key.device, "|", k.key.opcode,
-                                         "|", k.key.size_class)) == 0) {
-      ++added;
-    }
-  }
+  for (const auto& k : delta.keys) added += known->second.count(k.key) == 0 ? 1 : 0;
   if (known->second.size() + added > options_.max_keys_per_target) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "completions: the target would have ", known->second.size() + added,

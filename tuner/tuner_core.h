@@ -196,7 +196,7 @@ class TunerCore {
   // Worker-only state.
   std::map<int64_t, uint64_t> samples_since_fit_;
   std::map<int64_t, absl::Time> last_refit_;
-  std::map<int64_t, std::set<std::string>> known_keys_;  // loaded on first use
+  std::map<int64_t, std::set<PolicyKey>> known_keys_;  // loaded on first use
   struct Bucket {
     double tokens = 0;
     absl::Time refilled = absl::InfinitePast();
