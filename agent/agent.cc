@@ -175,16 +175,15 @@ void Agent::Impl::Keep(v1::AgentMessage message) {
     // Batches written on this session may still be acknowledged: only the
     // ones not sent yet may be dropped.
     const uint64_t droppable_from = sent_count_ < pending_.size() ? pending_[sent_count_].seq : seq;
+    const uint64_t samples_before = spool_->dropped().samples;
     auto dropped = spool_->Append(message.batch(), droppable_from);
     if (!dropped.ok()) {
       Logger().warn("spool: {}; batch seq={} kept in memory only", dropped.status().message(), seq);
     } else {
+      stats_.spool_dropped_samples += spool_->dropped().samples - samples_before;
       for (uint64_t d : *dropped) {
         Logger().warn("spool full: dropped batch seq={}", d);
         ++stats_.spool_dropped_batches;
-        for (const auto& p : pending_) {
-          if (p.seq == d) stats_.spool_dropped_samples += p.message.batch().completions().wait_ns_size();
-        }
         Forget(d);
       }
     }
