@@ -15,6 +15,7 @@
 #include "agent/batch_spool.h"
 #include "common/file_util.h"
 #include "common/logging.h"
+#include "common/status_macros.h"
 #include "common/version.h"
 #include "policy/policy_blob.h"
 #include "policy/policy_proto.h"
@@ -55,9 +56,18 @@ class Agent::Impl {
   };
   // Keeps `batch` until acknowledged: in memory and in the spool.
   void Keep(v1::AgentMessage message);
-  // Forgets pending batches up to `seq` (acknowledged) or exactly `seq`.
+  // Mirrors what a full spool dropped in pending_.
+  void ApplyDrops(const SpoolDrops& drops);
+  // Forgets pending batches up to `seq` (acknowledged), or exactly `seq`
+  // (returning its completion samples), also from the spool if `spool`.
   void ForgetThrough(uint64_t seq);
-  void Forget(uint64_t seq);
+  uint64_t Forget(uint64_t seq, bool spool = true);
+  // Renumbers pending batches, the spool and the next seq by `delta`.
+  absl::Status ShiftSeqs(int64_t delta);
+  // Lines the agent's sequence up with the tuner's last durable seq
+  // (HelloAck). FailedPrecondition when a deterministic source cannot
+  // resend what the tuner lacks.
+  absl::Status Resume(uint64_t durable);
   // Completion samples the next batch may hold: the batch size, capped by
   // what --max-samples leaves (0: nothing more to produce).
   size_t NextBatchSize() const {
@@ -65,7 +75,8 @@ class Agent::Impl {
     return std::min<uint64_t>(options_.batch_size,
                               options_.max_samples - stats_.samples_generated);
   }
-  // Draws and discards batches until the source has produced `batches`.
+  // Draws and discards batches until the source has produced `batches`
+  // (the ones the spool holds or the tuner acknowledged).
   absl::Status FastForward(uint64_t batches);
   // Live and paced sources keep measuring while the tuner is away.
   bool ProducesDuringOutage() const {
@@ -96,6 +107,8 @@ class Agent::Impl {
   bool StopNow() const {
     return stop_ && (pending_.empty() || absl::Now() > stop_deadline_);
   }
+  // DataLoss summarising what was refused or dropped this run, else OK.
+  absl::Status Lost() const;
   bool AllProduced() const {
     return source_done_ ||
            (options_.max_samples > 0 && stats_.samples_generated >= options_.max_samples);
@@ -105,7 +118,11 @@ class Agent::Impl {
   std::unique_ptr<SampleSource> source_;
   std::unique_ptr<PolicySink> sink_;
   v1::Hello hello_;
+  // A new channel for the tuner (after a failed session: a fresh one).
+  absl::Status Connect();
+  std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::Tuner::Stub> stub_;
+  bool reconnect_ = false;
   std::ofstream record_;
 
   mutable std::mutex mu_;
@@ -116,8 +133,16 @@ class Agent::Impl {
   bool broken_ = false;
   bool drained_ = false;
   bool source_done_ = false;
+  // Seq of the newest batch produced. For a deterministic source seq N is
+  // always the source's Nth batch, across restarts.
   uint64_t generated_seq_ = 0;
   uint64_t source_batches_ = 0;  // batches drawn from the source, skipped ones included
+  // Where generated_seq_ stands is known: from the spool's history or a
+  // HelloAck. A live source that starts without one renumbers what it
+  // measured once the first HelloAck says where the tuner's sequence is.
+  bool seq_base_known_ = false;
+  // Lowest seq the spool may drop: everything below may already be stored.
+  uint64_t min_droppable_seq_ = 1;
   absl::Time pace_start_ = absl::Now();
   std::deque<Pending> pending_;  // ordered by seq
   size_t sent_count_ = 0;        // pending_ prefix written on the current session
@@ -159,6 +184,7 @@ absl::Status Agent::Impl::FastForward(uint64_t batches) {
     if (*got == 0 && skipped.dispatches().handler_ns_size() == 0) break;
     ++source_batches_;
     stats_.samples_generated += *got;
+    stats_.samples_skipped += *got;
   }
   generated_seq_ = std::max(generated_seq_, source_batches_);
   // A paced source continues at its rate from here, not from the start.
@@ -172,23 +198,95 @@ absl::Status Agent::Impl::FastForward(uint64_t batches) {
 void Agent::Impl::Keep(v1::AgentMessage message) {
   const uint64_t seq = message.batch().seq();
   if (spool_) {
-    // Batches written on this session may still be acknowledged: only the
-    // ones not sent yet may be dropped.
-    const uint64_t droppable_from = sent_count_ < pending_.size() ? pending_[sent_count_].seq : seq;
-    const uint64_t samples_before = spool_->dropped().samples;
-    auto dropped = spool_->Append(message.batch(), droppable_from);
-    if (!dropped.ok()) {
-      Logger().warn("spool: {}; batch seq={} kept in memory only", dropped.status().message(), seq);
-    } else {
-      stats_.spool_dropped_samples += spool_->dropped().samples - samples_before;
-      for (uint64_t d : *dropped) {
-        Logger().warn("spool full: dropped batch seq={}", d);
-        ++stats_.spool_dropped_batches;
-        Forget(d);
-      }
+    // Only batches the tuner cannot have stored yet may be dropped: none
+    // written on the current session, none at or below what the last
+    // HelloAck (or, before one, the spool at start) left unconfirmed.
+    const uint64_t unsent = sent_count_ < pending_.size() ? pending_[sent_count_].seq : seq;
+    auto drops = spool_->Append(message.batch(), std::max(min_droppable_seq_, unsent));
+    if (!drops.ok()) {
+      Logger().warn("spool: {}; batch seq={} kept in memory only", drops.status().message(), seq);
+    } else if (drops->batches > 0) {
+      ApplyDrops(*drops);
     }
   }
   pending_.push_back({seq, std::move(message)});
+}
+
+void Agent::Impl::ApplyDrops(const SpoolDrops& drops) {
+  stats_.spool_dropped_batches += drops.batches;
+  stats_.spool_dropped_samples += drops.samples;
+  for (uint64_t seq : drops.removed) Forget(seq, /*spool=*/false);
+  for (const auto& placeholder : drops.placeholders) {
+    for (auto& p : pending_) {
+      if (p.seq != placeholder.seq()) continue;
+      *p.message.mutable_batch() = placeholder;
+      break;
+    }
+    Logger().warn("spool full: batches seq {}..{} ({} samples) dropped; the tuner is told",
+                  placeholder.seq(), placeholder.dropped().last_seq(),
+                  placeholder.dropped().samples());
+  }
+}
+
+absl::Status Agent::Impl::ShiftSeqs(int64_t delta) {
+  if (spool_) SPINTUNE_RETURN_IF_ERROR(spool_->Shift(delta));
+  for (auto& p : pending_) {
+    p.seq += static_cast<uint64_t>(delta);
+    v1::SampleBatch* b = p.message.mutable_batch();
+    b->set_seq(p.seq);
+    if (b->has_dropped()) {
+      b->mutable_dropped()->set_last_seq(b->dropped().last_seq() + static_cast<uint64_t>(delta));
+    }
+  }
+  generated_seq_ += static_cast<uint64_t>(delta);
+  return absl::OkStatus();
+}
+
+absl::Status Agent::Impl::Resume(uint64_t durable) {
+  min_droppable_seq_ = durable + 1;
+  if (source_->live()) {
+    if (!seq_base_known_ && durable > 0) {
+      // First contact without a spool history: what was measured so far is
+      // new, numbered after what the tuner holds.
+      Logger().info("the tuner holds seq 1..{} of agent id '{}': numbering new batches after it",
+                    durable, options_.agent_id);
+      SPINTUNE_RETURN_IF_ERROR(ShiftSeqs(static_cast<int64_t>(durable)));
+    } else if (durable > generated_seq_) {
+      Logger().error("the tuner holds seq {}..{} of agent id '{}' that this agent never sent: "
+                     "another client reports as this agent id (see --require-tokens); new "
+                     "batches follow seq {}",
+                     generated_seq_ + 1, durable, options_.agent_id, durable);
+      generated_seq_ = durable;
+    }
+  } else if (durable > generated_seq_) {
+    // Regenerated batches are checked against what the tuner holds: the
+    // same content is acknowledged as a duplicate, other content refused.
+    const std::string why = seq_base_known_
+                                ? "this agent's spool says it produced only seq 1.." +
+                                      std::to_string(generated_seq_)
+                                : "this agent has no spool history";
+    Logger().warn("the tuner holds seq 1..{} of agent id '{}' and {}: regenerating seq {}..{} "
+                  "to check them (a conflict means another client reported as this agent id)",
+                  durable, options_.agent_id, why, generated_seq_ + 1, durable);
+  }
+  seq_base_known_ = true;
+  if (!pending_.empty() && pending_.front().seq > durable + 1) {
+    const std::string lost = absl::StrCat("the tuner's last durable seq is ", durable,
+                                          " but this agent's oldest unacknowledged batch is seq ",
+                                          pending_.front().seq, ": seq ", durable + 1, "..",
+                                          pending_.front().seq - 1,
+                                          " were acknowledged and are gone from the tuner (was "
+                                          "its database replaced?)");
+    if (!source_->live()) {
+      return absl::FailedPreconditionError(
+          lost + "; restart the agent with an empty --state-dir to regenerate them");
+    }
+    Logger().error("{}; renumbering the {} unacknowledged batches after it", lost,
+                   pending_.size());
+    SPINTUNE_RETURN_IF_ERROR(
+        ShiftSeqs(static_cast<int64_t>(durable + 1) - static_cast<int64_t>(pending_.front().seq)));
+  }
+  return absl::OkStatus();
 }
 
 void Agent::Impl::ForgetThrough(uint64_t seq) {
@@ -204,14 +302,18 @@ void Agent::Impl::ForgetThrough(uint64_t seq) {
   if (spool_) spool_->AckThrough(seq);
 }
 
-void Agent::Impl::Forget(uint64_t seq) {
+uint64_t Agent::Impl::Forget(uint64_t seq, bool spool) {
+  uint64_t samples = 0;
   for (size_t i = 0; i < pending_.size(); ++i) {
     if (pending_[i].seq != seq) continue;
+    const v1::SampleBatch& b = pending_[i].message.batch();
+    samples = b.has_dropped() ? 0 : static_cast<uint64_t>(b.completions().wait_ns_size());
     pending_.erase(pending_.begin() + static_cast<std::ptrdiff_t>(i));
     if (i < sent_count_) --sent_count_;
     break;
   }
-  if (spool_) spool_->Remove(seq);
+  if (spool && spool_) spool_->Remove(seq);
+  return samples;
 }
 
 absl::Status Agent::Impl::Record(const v1::SampleBatch& batch) {
@@ -313,9 +415,10 @@ void Agent::Impl::ReadLoop(Stream* stream) {
         std::lock_guard<std::mutex> lock(mu_);
         const auto& r = msg.rejected();
         if (r.seq() != 0 && !r.retry()) {
-          // Never resend a batch the tuner refused for its content.
-          Logger().error("tuner refused seq={} code={}: {}", r.seq(), r.code(), r.message());
-          Forget(r.seq());
+          // The tuner used the seq up and stored nothing of it: never resend.
+          Logger().error("tuner refused seq={} code={}: {}; its samples are not stored",
+                         r.seq(), r.code(), r.message());
+          stats_.samples_rejected += Forget(r.seq());
           ++stats_.batches_rejected;
         } else if (r.seq() != 0) {
           // Not stored now (storage, rate): reconnect after a backoff, resend.
@@ -346,19 +449,32 @@ void Agent::Impl::ReadLoop(Stream* stream) {
   cv_.notify_all();
 }
 
+absl::Status Agent::Impl::Connect() {
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5000);
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
+  // A channel of its own (not gRPC's process-wide subchannel pool): after a
+  // failed session the next attempt connects now, on the agent's backoff,
+  // not after gRPC's (which kept a restarted tuner out for seconds).
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  SPINTUNE_ASSIGN_OR_RETURN(channel_, MakeChannel(options_.tuner_address, options_.security, args));
+  stub_ = v1::Tuner::NewStub(channel_);
+  return absl::OkStatus();
+}
+
 absl::StatusOr<Agent::Impl::SessionEnd> Agent::Impl::RunSession() {
   grpc::ClientContext ctx;
   AddCallCredentials(options_.security, &ctx);
+  if (reconnect_) SPINTUNE_RETURN_IF_ERROR(Connect());
+  reconnect_ = true;  // unless the session comes up
   auto stream = stub_->Session(&ctx);
   v1::AgentMessage hello_msg;
   *hello_msg.mutable_hello() = hello_;
   {
     std::lock_guard<std::mutex> lock(mu_);
     hello_msg.mutable_hello()->set_applied_policy_version(stats_.applied_version);
-    if (spool_) {
-      hello_msg.mutable_hello()->set_spool_dropped_batches(spool_->dropped().batches);
-      hello_msg.mutable_hello()->set_spool_dropped_samples(spool_->dropped().samples);
-    }
   }
   v1::TunerMessage first;
   if (!stream->Write(hello_msg) || !stream->Read(&first) || !first.has_hello_ack()) {
@@ -374,6 +490,7 @@ absl::StatusOr<Agent::Impl::SessionEnd> Agent::Impl::RunSession() {
     }
     return SessionEnd::kBroken;
   }
+  reconnect_ = false;
   const uint64_t durable = first.hello_ack().last_durable_seq();
   size_t resending = 0;
   {
@@ -383,22 +500,13 @@ absl::StatusOr<Agent::Impl::SessionEnd> Agent::Impl::RunSession() {
     drained_ = false;
     sent_count_ = 0;
     for (auto& p : pending_) p.sent_at = absl::InfinitePast();  // latency is per session
-    if (spool_) spool_->ClearDropped();  // the tuner has recorded them
-    ForgetThrough(durable);
-    if (!source_->live() && source_batches_ < std::max(durable, generated_seq_)) {
-      // A restart of a deterministic source: regenerate and skip what the
-      // tuner and the spool already hold.
-      Logger().info("resuming after seq={} (fast-forwarding the source)",
-                    std::max(durable, generated_seq_));
-      absl::Status s = FastForward(std::max(durable, generated_seq_));
-      if (!s.ok()) return s;
-    }
-    if (durable > generated_seq_) {
-      // Live: what the tuner holds is history; number new batches after it.
-      generated_seq_ = durable;
-    } else if (!pending_.empty() && durable + 1 < pending_.front().seq) {
-      Logger().warn("tuner's last durable seq={} is below the oldest batch kept (seq={})",
-                    durable, pending_.front().seq);
+    // Batches at or below `durable` are resent too: the tuner acknowledges
+    // each as a duplicate after checking it holds the same content.
+    absl::Status s = Resume(durable);
+    if (!s.ok()) {
+      ctx.TryCancel();
+      stream->Finish();
+      return s;
     }
     resending = pending_.size();
   }
@@ -515,11 +623,22 @@ absl::Status Agent::Impl::Run() {
       *m.mutable_batch() = std::move(b);
       pending_.push_back({m.batch().seq(), std::move(m)});
     }
-    generated_seq_ = spool_->max_seq();
+    stats_.spool_dropped_batches += spool_->unreadable();
+    generated_seq_ = spool_->last_seq();
+    seq_base_known_ = generated_seq_ > 0;
+    // Until a HelloAck says otherwise, any of them may be stored already.
+    min_droppable_seq_ = generated_seq_ + 1;
     stats_.restored_batches = pending_.size();
     if (!pending_.empty()) {
       Logger().info("spool {}: {} batches to resend (seq {}..{})", options_.spool_dir,
                     pending_.size(), pending_.front().seq, pending_.back().seq);
+    }
+    if (!source_->live() && generated_seq_ > 0) {
+      // A deterministic source continues where this agent id left off: its
+      // batches up to the spool's last seq are in the spool or acknowledged.
+      Logger().info("resuming after seq={}: skipping the source's first {} batches",
+                    generated_seq_, generated_seq_);
+      SPINTUNE_RETURN_IF_ERROR(FastForward(generated_seq_));
     }
   }
   if (!options_.record_csv.empty()) {
@@ -528,14 +647,7 @@ absl::Status Agent::Impl::Run() {
     if (!record_) return absl::UnavailableError("cannot open " + options_.record_csv);
     if (!existed) record_ << "device,opcode,bytes,wait_ns,path,error,cpu_class\n";
   }
-  grpc::ChannelArguments args;
-  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
-  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5000);
-  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
-  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
-  auto channel = MakeChannel(options_.tuner_address, options_.security, args);
-  if (!channel.ok()) return channel.status();
-  stub_ = v1::Tuner::NewStub(*channel);
+  SPINTUNE_RETURN_IF_ERROR(Connect());
 
   absl::Duration backoff = options_.initial_backoff;
   absl::Time last_session = absl::Now();
@@ -543,7 +655,10 @@ absl::Status Agent::Impl::Run() {
   while (true) {
     auto end = RunSession();
     if (!end.ok()) return end.status();
-    if (*end == SessionEnd::kFinished) return absl::OkStatus();
+    if (*end == SessionEnd::kFinished) {
+      std::lock_guard<std::mutex> lock(mu_);
+      return Lost();
+    }
     if (*end == SessionEnd::kStopped) break;
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -561,20 +676,24 @@ absl::Status Agent::Impl::Run() {
           "no session with ", options_.tuner_address, " for ",
           absl::FormatDuration(options_.give_up_after)));
     }
-    // Exponential backoff with +-20% jitter; live and paced sources keep
-    // measuring into the spool meanwhile.
+    // Exponential backoff with +-20% jitter, cut short when the channel
+    // connects (asking for its state makes it try); live and paced sources
+    // keep measuring into the spool meanwhile.
     std::uniform_real_distribution<double> j(0.8, 1.2);
     const absl::Time until = absl::Now() + backoff * j(jitter);
+    constexpr absl::Duration kSlice = absl::Milliseconds(50);
     std::unique_lock<std::mutex> lock(mu_);
     while (!StopNow() && absl::Now() < until) {
+      if (channel_->GetState(/*try_to_connect=*/true) == GRPC_CHANNEL_READY) break;
       if (!ProducesDuringOutage() || AllProduced() || stop_) {
-        cv_.wait_for(lock, absl::ToChronoMilliseconds(until - absl::Now()),
+        cv_.wait_for(lock, absl::ToChronoMilliseconds(std::min(until - absl::Now(), kSlice)),
                      [this] { return StopNow(); });
         continue;
       }
       const absl::Time due = NextDue();
       if (absl::Now() < due) {
-        cv_.wait_for(lock, absl::ToChronoMilliseconds(std::min(due, until) - absl::Now()));
+        cv_.wait_for(lock, absl::ToChronoMilliseconds(
+                               std::min({due - absl::Now(), until - absl::Now(), kSlice})));
         continue;
       }
       auto more = Produce();
@@ -589,12 +708,20 @@ absl::Status Agent::Impl::Run() {
     if (spool_) {
       Logger().info("stopped with {} batches not acknowledged, kept in the spool {}",
                     pending_.size(), options_.spool_dir);
-      return absl::OkStatus();
+      return Lost();
     }
     return absl::UnavailableError(absl::StrCat("stopped with ", pending_.size(),
                                                " batches not acknowledged by the tuner"));
   }
-  return absl::OkStatus();
+  return Lost();
+}
+
+absl::Status Agent::Impl::Lost() const {
+  if (stats_.batches_rejected == 0 && stats_.spool_dropped_batches == 0) return absl::OkStatus();
+  return absl::DataLossError(absl::StrCat(
+      "not stored: ", stats_.batches_rejected, " batches (", stats_.samples_rejected,
+      " samples) refused by the tuner, ", stats_.spool_dropped_batches, " batches (",
+      stats_.spool_dropped_samples, " samples) dropped from the full spool"));
 }
 
 Agent::Agent(AgentOptions options, std::unique_ptr<SampleSource> source,

@@ -2,18 +2,24 @@
 // Session at a time, applies pushed policy tables through a PolicySink, and
 // acknowledges them.
 //
-// Delivery: batches carry sequence numbers 1, 2, ...; at most
-// max_unacked_batches are in flight; a batch leaves the agent only when the
-// tuner acknowledges it (after it is durable). Unacknowledged batches are
-// kept in a bounded on-disk spool (spool_dir), so neither an outage nor an
-// agent restart loses them. When the stream breaks the agent reconnects
-// with exponential backoff, learns the tuner's last durable sequence number
-// from HelloAck, drops what is durable and resends the rest. Live and paced
-// sources keep measuring during an outage (into the spool; when it is full
-// the oldest batches are dropped and counted, and the tuner is told on
-// reconnect). After a restart with the same agent id, seed, source and batch
-// size, a deterministic source is fast-forwarded past what the tuner and the
-// spool hold, so nothing is counted twice and nothing is lost.
+// Delivery: batches carry sequence numbers 1, 2, ... with no gap; for a
+// deterministic source (sim, csv, replay) seq N is always the source's Nth
+// batch, across restarts. At most max_unacked_batches are in flight; a batch
+// leaves the agent only when the tuner acknowledges it (after it is
+// durable). Unacknowledged batches are kept in a bounded on-disk spool
+// (spool_dir), so neither an outage nor an agent restart loses them; a full
+// spool replaces the oldest unsent batches by placeholders that keep their
+// seqs, so the tuner counts exactly what was dropped. When the stream breaks
+// the agent reconnects with exponential backoff, learns the tuner's last
+// durable seq from HelloAck and resends everything it still holds (the
+// tuner acknowledges what it already has as duplicates, after checking the
+// content is the same). A restarted deterministic source skips the batches
+// its spool holds or had acknowledged; a live source numbers new batches
+// after its spool's last seq, or, without a spool history, after the
+// tuner's last durable seq.
+//
+// Run() returns DataLoss when batches were refused by the tuner for good or
+// dropped from a full spool (the message counts both).
 //
 // Thread-safety: Run() once from one thread; Stop() from any thread.
 #ifndef SPINTUNE_AGENT_AGENT_H_
@@ -66,16 +72,23 @@ struct AgentOptions {
 };
 
 struct AgentStats {
+  // Completions drawn from the source; for a deterministic source this is
+  // its position and includes the samples skipped at a restart.
   uint64_t samples_generated = 0;
+  uint64_t samples_skipped = 0;  // restart: in the spool or acknowledged before
   uint64_t batches_acked = 0;
   uint64_t duplicate_acks = 0;
+  // Refused by the tuner for good (content, limits, a conflicting resend):
+  // their samples are not stored.
   uint64_t batches_rejected = 0;
+  uint64_t samples_rejected = 0;
   uint64_t reconnects = 0;
   uint64_t applied_version = 0;
   uint64_t tuner_total_samples = 0;  // from Drained
   uint64_t reapplied_version = 0;    // the last good table applied at start
   uint64_t restored_batches = 0;     // found in the spool at start
-  uint64_t spool_dropped_batches = 0;  // dropped from a full spool (this run)
+  // Dropped from a full spool this run (placeholders tell the tuner).
+  uint64_t spool_dropped_batches = 0;
   uint64_t spool_dropped_samples = 0;
   // Batch written -> its ack received, per acknowledged batch (ns).
   LatencyHistogram ack_latency;

@@ -83,7 +83,8 @@ int main(int argc, char** argv) {
       "  spintune-agent --source replay:trace.txt --platform board.json --block-dev 179:0=mmcblk0\n"
       "  spintune-agent --tuner 127.0.0.1:50051 --source sim:litex-rocket-50mhz-slowcard \\\n"
       "      --sink file:/tmp/spintune-{device}.bin --max-samples 20000\n"
-      "Exit codes: 0 ok, 1 runtime failure, 2 usage or bad input.");
+      "Exit codes: 0 ok, 1 runtime failure, 2 usage or bad input, 3 finished but some samples\n"
+      "were not stored (refused by the tuner or dropped from a full spool; see the last line).");
   app.set_version_flag("--version", spintune::Version());
   // Any long option may come from a TOML file (docs/configuration.md);
   // the command line overrides it.
@@ -252,12 +253,15 @@ int main(int argc, char** argv) {
   s = agent.Run();
   const spintune::AgentStats st = agent.stats();
   spintune::Logger().info(
-      "done samples={} batches_acked={} duplicates={} rejected={} reconnects={} "
+      "done samples={} skipped={} batches_acked={} duplicates={} rejected={} "
+      "rejected_samples={} spool_dropped={} spool_dropped_samples={} reconnects={} "
       "applied_version={}",
-      st.samples_generated, st.batches_acked, st.duplicate_acks, st.batches_rejected,
-      st.reconnects, st.applied_version);
+      st.samples_generated - st.samples_skipped, st.samples_skipped, st.batches_acked,
+      st.duplicate_acks, st.batches_rejected, st.samples_rejected, st.spool_dropped_batches,
+      st.spool_dropped_samples, st.reconnects, st.applied_version);
   if (!s.ok()) {
     std::cerr << "spintune-agent: " << s.message() << "\n";
+    if (absl::IsDataLoss(s)) return 3;
     return absl::IsInvalidArgument(s) ? 2 : 1;
   }
   return 0;

@@ -138,6 +138,22 @@ CREATE TABLE profiles (
 );
 ALTER TABLE targets ADD COLUMN pinned_version INTEGER NOT NULL DEFAULT 0;
 )sql",
+      // 6: strict sequences (issue #17): a batch is stored only as the
+      // target's last seq + 1; placeholders of dropped batches cover a seq
+      // range; a refused batch uses its seq up; resends are checked against
+      // the stored fingerprint (NULL: stored before this migration).
+      R"sql(
+ALTER TABLE ingested ADD COLUMN last_seq INTEGER NOT NULL DEFAULT 0;
+UPDATE ingested SET last_seq = seq;
+ALTER TABLE ingested ADD COLUMN fingerprint INTEGER;
+ALTER TABLE ingested ADD COLUMN refused_code INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE ingested ADD COLUMN refused_message TEXT NOT NULL DEFAULT '';
+ALTER TABLE targets ADD COLUMN last_seq INTEGER NOT NULL DEFAULT 0;
+UPDATE targets SET last_seq = (SELECT COALESCE(MAX(seq), 0) FROM ingested
+                               WHERE ingested.target_id = targets.id);
+ALTER TABLE targets ADD COLUMN refused_batches INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE targets ADD COLUMN refused_samples INTEGER NOT NULL DEFAULT 0;
+)sql",
   };
   return kMigrations;
 }

@@ -4,6 +4,7 @@
 #include <openssl/sha.h>
 
 #include <algorithm>
+#include <map>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -92,7 +93,7 @@ absl::StatusOr<std::vector<TargetSummary>> Store::QueryTargets(const std::string
           "SELECT t.id, t.agent_id, t.board, t.cpu_model, t.total_samples, "
           "t.total_dispatch_samples, COALESCE((SELECT MAX(version) FROM policy_versions p "
           "WHERE p.target_id = t.id), 0), t.applied_version, t.applied_error, t.last_seen, "
-          "t.dropped_samples, t.pinned_version "
+          "t.dropped_samples, t.pinned_version, t.refused_samples, t.last_seq "
           "FROM targets t ",
           where, " ORDER BY t.agent_id")));
   if (!arg.empty()) q->Bind(1, arg);
@@ -113,6 +114,8 @@ absl::StatusOr<std::vector<TargetSummary>> Store::QueryTargets(const std::string
     s.last_seen = q->ColumnText(9);
     s.dropped_samples = U(q->ColumnInt(10));
     s.pinned_version = U(q->ColumnInt(11));
+    s.refused_samples = U(q->ColumnInt(12));
+    s.last_seq = U(q->ColumnInt(13));
     out.push_back(std::move(s));
   }
   return out;
@@ -183,8 +186,7 @@ absl::StatusOr<TargetRecord> Store::LoadTarget(int64_t target_id) {
 absl::StatusOr<uint64_t> Store::LastDurableSeq(int64_t target_id) {
   absl::MutexLock lock(&mu_);
   SPINTUNE_ASSIGN_OR_RETURN(auto q,
-                            db_->Prepare("SELECT COALESCE(MAX(seq), 0) FROM ingested "
-                                         "WHERE target_id = ?1"));
+                            db_->Prepare("SELECT last_seq FROM targets WHERE id = ?1"));
   q->Bind(1, target_id);
   SPINTUNE_ASSIGN_OR_RETURN(bool row, q->Step());
   return row ? U(q->ColumnInt(0)) : 0;
@@ -272,47 +274,123 @@ absl::Status Store::MergeDispatch(int64_t target_id, const DispatchRecord& delta
 }
 
 absl::StatusOr<bool> Store::IngestBatch(int64_t target_id, const BatchDelta& batch) {
-  SPINTUNE_ASSIGN_OR_RETURN(auto ingested, IngestBatches({{target_id, &batch}}));
-  return ingested[0];
+  SequencedBatch b;
+  b.target_id = target_id;
+  b.seq = b.last_seq = batch.seq;
+  b.delta = &batch;
+  SPINTUNE_ASSIGN_OR_RETURN(auto results, IngestBatches({b}));
+  switch (results[0].outcome) {
+    case IngestOutcome::kStored:
+      return true;
+    case IngestOutcome::kDuplicate:
+      return false;
+    case IngestOutcome::kConflict:
+      return absl::FailedPreconditionError(absl::StrCat("seq ", batch.seq, " conflicts"));
+    case IngestOutcome::kOutOfOrder:
+      break;
+  }
+  return absl::FailedPreconditionError(absl::StrCat(
+      "seq ", batch.seq, " does not follow the last durable seq ", results[0].last_seq));
 }
 
-absl::StatusOr<std::vector<bool>> Store::IngestBatches(
-    const std::vector<std::pair<int64_t, const BatchDelta*>>& batches) {
+absl::StatusOr<std::vector<IngestResult>> Store::IngestBatches(
+    const std::vector<SequencedBatch>& batches) {
   absl::MutexLock lock(&mu_);
   Transaction tx(db_.get());
   SPINTUNE_RETURN_IF_ERROR(tx.Begin());
   SPINTUNE_ASSIGN_OR_RETURN(
-      auto mark, db_->Prepare("INSERT INTO ingested VALUES (?1, ?2, ?3, ?4, ?5) "
-                              "ON CONFLICT DO NOTHING"));
-  SPINTUNE_ASSIGN_OR_RETURN(auto total,
-                            db_->Prepare("SELECT total_samples FROM targets WHERE id = ?1"));
+      auto target, db_->Prepare("SELECT total_samples, last_seq FROM targets WHERE id = ?1"));
+  SPINTUNE_ASSIGN_OR_RETURN(
+      auto earlier, db_->Prepare("SELECT fingerprint, refused_code, refused_message FROM "
+                                 "ingested WHERE target_id = ?1 AND seq = ?2"));
+  SPINTUNE_ASSIGN_OR_RETURN(
+      auto mark, db_->Prepare("INSERT INTO ingested(target_id, seq, samples, dispatch_samples, "
+                              "received_at, last_seq, fingerprint, refused_code, "
+                              "refused_message) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"));
   SPINTUNE_ASSIGN_OR_RETURN(
       auto totals, db_->Prepare("UPDATE targets SET total_samples = total_samples + ?2, "
                                 "total_dispatch_samples = total_dispatch_samples + ?3, "
-                                "last_seen = ?4 WHERE id = ?1"));
+                                "dropped_batches = dropped_batches + ?4, "
+                                "dropped_samples = dropped_samples + ?5, "
+                                "refused_batches = refused_batches + ?6, "
+                                "refused_samples = refused_samples + ?7, "
+                                "last_seq = ?8, last_seen = ?9 WHERE id = ?1"));
   const std::string now = NowRfc3339();
-  std::vector<bool> out;
-  for (const auto& [target_id, batch] : batches) {
-    mark->Reset();
-    mark->Bind(1, target_id).Bind(2, I(batch->seq)).Bind(3, I(batch->completion_samples));
-    mark->Bind(4, I(batch->dispatch_samples)).Bind(5, now);
-    SPINTUNE_RETURN_IF_ERROR(mark->Run());
-    if (db_->Changes() == 0) {  // a duplicate: changes nothing
-      out.push_back(false);
+  struct TargetState {
+    uint64_t total_samples;
+    uint64_t last_seq;
+  };
+  std::map<int64_t, TargetState> state;  // as this transaction leaves them
+  std::vector<IngestResult> out;
+  for (const SequencedBatch& b : batches) {
+    auto st = state.find(b.target_id);
+    if (st == state.end()) {
+      target->Reset();
+      target->Bind(1, b.target_id);
+      SPINTUNE_ASSIGN_OR_RETURN(bool found, target->Step());
+      if (!found) return absl::NotFoundError(absl::StrCat("no target with id ", b.target_id));
+      st = state.emplace(b.target_id, TargetState{U(target->ColumnInt(0)),
+                                                  U(target->ColumnInt(1))}).first;
+    }
+    IngestResult r;
+    r.last_seq = st->second.last_seq;
+    if (b.seq == 0 || b.last_seq < b.seq) {
+      return absl::InvalidArgumentError(absl::StrCat("bad seq range ", b.seq, "..", b.last_seq));
+    }
+    if (b.seq <= st->second.last_seq) {
+      // A resend: the same content, or a conflict.
+      earlier->Reset();
+      earlier->Bind(1, b.target_id).Bind(2, I(b.seq));
+      SPINTUNE_ASSIGN_OR_RETURN(bool found, earlier->Step());
+      // Before migration 6 no fingerprint was kept: take the resend's word.
+      const bool same = found && (earlier->ColumnIsNull(0) ||
+                                  static_cast<uint64_t>(earlier->ColumnInt(0)) == b.fingerprint || b.fingerprint == 0);
+      r.outcome = same ? IngestOutcome::kDuplicate : IngestOutcome::kConflict;
+      if (same && earlier->ColumnInt(1) != 0) {
+        r.refusal = absl::Status(static_cast<absl::StatusCode>(earlier->ColumnInt(1)),
+                                 earlier->ColumnText(2));
+      }
+      out.push_back(std::move(r));
       continue;
     }
-    total->Reset();
-    total->Bind(1, target_id);
-    SPINTUNE_ASSIGN_OR_RETURN(bool found, total->Step());
-    if (!found) return absl::NotFoundError(absl::StrCat("no target with id ", target_id));
-    const uint64_t window = U(total->ColumnInt(0)) / options_.window_samples;
-    for (const auto& k : batch->keys) SPINTUNE_RETURN_IF_ERROR(MergeKey(target_id, window, k));
-    for (const auto& d : batch->dispatch) SPINTUNE_RETURN_IF_ERROR(MergeDispatch(target_id, d));
+    if (b.seq != st->second.last_seq + 1) {
+      r.outcome = IngestOutcome::kOutOfOrder;
+      out.push_back(std::move(r));
+      continue;
+    }
+    const bool store_delta = b.refusal.ok() && !b.dropped && b.delta != nullptr;
+    mark->Reset();
+    mark->Bind(1, b.target_id).Bind(2, I(b.seq));
+    mark->Bind(3, I(store_delta ? b.delta->completion_samples : 0));
+    mark->Bind(4, I(store_delta ? b.delta->dispatch_samples : 0)).Bind(5, now);
+    mark->Bind(6, I(b.last_seq)).Bind(7, static_cast<int64_t>(b.fingerprint));
+    mark->Bind(8, static_cast<int64_t>(b.refusal.code()));
+    mark->Bind(9, std::string(b.refusal.message()));
+    SPINTUNE_RETURN_IF_ERROR(mark->Run());
+    uint64_t samples = 0, dispatch_samples = 0;
+    if (store_delta) {
+      const uint64_t window = st->second.total_samples / options_.window_samples;
+      for (const auto& k : b.delta->keys) {
+        SPINTUNE_RETURN_IF_ERROR(MergeKey(b.target_id, window, k));
+      }
+      for (const auto& d : b.delta->dispatch) {
+        SPINTUNE_RETURN_IF_ERROR(MergeDispatch(b.target_id, d));
+      }
+      samples = b.delta->completion_samples;
+      dispatch_samples = b.delta->dispatch_samples;
+    }
     totals->Reset();
-    totals->Bind(1, target_id).Bind(2, I(batch->completion_samples));
-    totals->Bind(3, I(batch->dispatch_samples)).Bind(4, now);
+    totals->Bind(1, b.target_id).Bind(2, I(samples)).Bind(3, I(dispatch_samples));
+    totals->Bind(4, I(b.dropped ? b.last_seq - b.seq + 1 : 0));
+    totals->Bind(5, I(b.dropped ? b.dropped_samples : 0));
+    totals->Bind(6, I(b.refusal.ok() ? 0 : 1)).Bind(7, I(b.refusal.ok() ? 0 : b.refused_samples));
+    totals->Bind(8, I(b.last_seq)).Bind(9, now);
     SPINTUNE_RETURN_IF_ERROR(totals->Run());
-    out.push_back(true);
+    st->second.total_samples += samples;
+    st->second.last_seq = b.last_seq;
+    r.last_seq = b.last_seq;
+    r.refusal = b.refusal;
+    out.push_back(std::move(r));
   }
   SPINTUNE_RETURN_IF_ERROR(tx.Commit());
   return out;
@@ -752,15 +830,6 @@ absl::Status Store::CheckIntegrity() {
   }
   if (!findings.empty()) return absl::DataLossError("database integrity: " + findings);
   return absl::OkStatus();
-}
-
-absl::Status Store::RecordSpoolDropped(int64_t target_id, uint64_t batches, uint64_t samples) {
-  absl::MutexLock lock(&mu_);
-  SPINTUNE_ASSIGN_OR_RETURN(
-      auto q, db_->Prepare("UPDATE targets SET dropped_batches = dropped_batches + ?2, "
-                           "dropped_samples = dropped_samples + ?3 WHERE id = ?1"));
-  q->Bind(1, target_id).Bind(2, static_cast<int64_t>(batches)).Bind(3, static_cast<int64_t>(samples));
-  return q->Run();
 }
 
 absl::Status Store::RecordApplied(int64_t target_id, uint64_t version,

@@ -57,7 +57,9 @@ struct TargetSummary {
   uint64_t applied_version = 0;
   std::string applied_error;
   std::string last_seen;
-  uint64_t dropped_samples = 0;  // reported by the agent's spool
+  uint64_t dropped_samples = 0;  // dropped by the agent's full spool
+  uint64_t refused_samples = 0;  // in batches the tuner refused (never stored)
+  uint64_t last_seq = 0;         // last durable seq
   // A rolled-back table is pinned: the tuner keeps fitting but stores and
   // pushes no new version until it is unpinned (0: not pinned).
   uint64_t pinned_version = 0;
@@ -81,6 +83,39 @@ struct BatchDelta {
   uint64_t dispatch_samples = 0;
 };
 
+// One batch of an agent's sequence, as IngestBatches() takes it.
+struct SequencedBatch {
+  int64_t target_id = 0;
+  uint64_t seq = 0;       // REQUIRES: >= 1
+  uint64_t last_seq = 0;  // == seq, or the end of a placeholder's range
+  // Of the batch as the agent sent it: a resend must carry the same.
+  uint64_t fingerprint = 0;
+  // What the batch adds (REQUIRES: set unless refused or a placeholder).
+  const BatchDelta* delta = nullptr;
+  // Placeholder of batches seq..last_seq that the agent's spool dropped,
+  // holding this many completion samples.
+  bool dropped = false;
+  uint64_t dropped_samples = 0;
+  // Not OK: the batch is refused (bad content, a limit). Its seq is used up,
+  // nothing of it is stored, and the refusal is answered to resends.
+  absl::Status refusal;
+  uint64_t refused_samples = 0;
+};
+
+enum class IngestOutcome {
+  kStored,      // seq was the target's last seq + 1: stored (or, refused: used up)
+  kDuplicate,   // seq was stored before with the same fingerprint: nothing changed
+  kConflict,    // seq was stored before with other content: nothing changed
+  kOutOfOrder,  // seq is beyond the target's last seq + 1: nothing changed
+};
+
+struct IngestResult {
+  IngestOutcome outcome = IngestOutcome::kStored;
+  uint64_t last_seq = 0;  // the target's last durable seq after this batch
+  // kStored of a refused batch, or kDuplicate of one refused before.
+  absl::Status refusal;
+};
+
 struct StoreOptions {
   // Each target's samples are also kept in windows of this many samples
   // (counted over the target), for drift detection.
@@ -102,16 +137,18 @@ class Store {
   absl::StatusOr<std::vector<TargetSummary>> ListTargets();
   absl::StatusOr<TargetRecord> LoadTarget(int64_t target_id);
 
-  // Highest ingested sequence number of the target (0: none).
+  // The target's last durable sequence number (0: none). Every seq from 1
+  // to it is stored (a batch, a placeholder or a refusal); no other.
   absl::StatusOr<uint64_t> LastDurableSeq(int64_t target_id);
-  // Ingests `batch` atomically. Returns true when ingested, false when this
-  // (target, seq) was already ingested (nothing changes then).
+  // Ingests `batch` (seq batch.seq, fingerprint 0) atomically. Returns true
+  // when stored, false for a duplicate; FailedPrecondition for a conflict or
+  // a seq out of order.
   absl::StatusOr<bool> IngestBatch(int64_t target_id, const BatchDelta& batch);
-  // Several batches (of any targets) in one transaction, one commit: for
-  // each, true when ingested, false when a duplicate. All or none are
-  // stored.
-  absl::StatusOr<std::vector<bool>> IngestBatches(
-      const std::vector<std::pair<int64_t, const BatchDelta*>>& batches);
+  // Several batches (of any targets, in each target's seq order) in one
+  // transaction, one commit; one result per batch (see IngestOutcome). All
+  // or none are stored.
+  absl::StatusOr<std::vector<IngestResult>> IngestBatches(
+      const std::vector<SequencedBatch>& batches);
 
   // Evidence per key: the cumulative histogram, or, for a key whose
   // distribution changed (DetectChanges), the windows since the change.
@@ -176,8 +213,6 @@ class Store {
   void ReclaimSpace();
   // PRAGMA integrity_check: OK, or DataLoss with SQLite's findings.
   absl::Status CheckIntegrity();
-  // Adds what the agent's spool reported dropping.
-  absl::Status RecordSpoolDropped(int64_t target_id, uint64_t batches, uint64_t samples);
   // Records what the agent reported applying (error empty on success).
   absl::Status RecordApplied(int64_t target_id, uint64_t version, const std::string& error);
 

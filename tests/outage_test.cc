@@ -8,6 +8,7 @@
 
 #include <thread>
 
+#include "absl/strings/str_cat.h"
 #include "agent/agent.h"
 #include "agent/policy_sink.h"
 #include "gtest/gtest.h"
@@ -103,12 +104,18 @@ TEST_F(Outage, FullSpoolDropsTheOldestAndTheTunerIsToldExactly) {
   std::this_thread::sleep_for(std::chrono::milliseconds(600));
   auto tuner = StartTuner();
   run.join();
-  ASSERT_TRUE(result.ok()) << result;
   const AgentStats st = agent->stats();
   ASSERT_GT(st.spool_dropped_samples, 0u) << "the outage outlasted the spool";
+  // Dropping data is never silent: the run ends in DataLoss saying how much.
+  EXPECT_TRUE(absl::IsDataLoss(result)) << result;
+  EXPECT_NE(result.message().find(absl::StrCat(st.spool_dropped_samples, " samples) dropped")),
+            std::string::npos)
+      << result;
   const TargetSummary t = Stored();
   EXPECT_EQ(t.total_samples + st.spool_dropped_samples, 30000u);
   EXPECT_EQ(t.dropped_samples, st.spool_dropped_samples);
+  // The placeholders kept every seq: 120 batches, no gap.
+  EXPECT_EQ(t.last_seq, 30000u / 250);
 }
 
 }  // namespace

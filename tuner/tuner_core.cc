@@ -1,9 +1,10 @@
 #include "tuner/tuner_core.h"
 
 #include "absl/strings/str_cat.h"
+#include "common/fingerprint.h"
 #include "common/logging.h"
+#include "common/printable.h"
 #include "common/status_macros.h"
-#include "policy/cold_start.h"
 #include "policy/policy_json.h"
 #include "policy/policy_proto.h"
 #include "tuner/batch_decoder.h"
@@ -12,7 +13,7 @@
 namespace spintune {
 namespace {
 
-v1::TunerMessage RejectedMessage(uint64_t seq, const absl::Status& status, bool retry = false) {
+v1::TunerMessage RejectedMessage(uint64_t seq, const absl::Status& status, bool retry) {
   v1::TunerMessage m;
   auto* r = m.mutable_rejected();
   r->set_seq(seq);
@@ -22,11 +23,48 @@ v1::TunerMessage RejectedMessage(uint64_t seq, const absl::Status& status, bool 
   return m;
 }
 
+// Longest PolicyApplied.error kept (log and database).
+constexpr size_t kMaxAppliedErrorBytes = 1024;
+
+// A placeholder for batches the agent's spool dropped: nothing else in it,
+// a sane range and at most a full batch of samples per batch.
+absl::Status CheckPlaceholder(const v1::SampleBatch& batch) {
+  const auto& d = batch.dropped();
+  if (batch.completions().wait_ns_size() > 0 || batch.dispatches().handler_ns_size() > 0) {
+    return absl::InvalidArgumentError("dropped: a placeholder carries no samples");
+  }
+  if (d.last_seq() < batch.seq() || d.last_seq() - batch.seq() >= (uint64_t{1} << 32)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("dropped.last_seq: ", d.last_seq(), " is not in seq .. seq + 2^32"));
+  }
+  const uint64_t batches = d.last_seq() - batch.seq() + 1;
+  if (d.samples() > batches * kMaxCompletionsPerBatch) {
+    return absl::InvalidArgumentError(absl::StrCat("dropped.samples: ", d.samples(), " in ",
+                                                   batches, " batches is over ",
+                                                   kMaxCompletionsPerBatch, " per batch"));
+  }
+  return absl::OkStatus();
+}
+
+uint64_t FingerprintOf(const v1::SampleBatch& batch) {
+  std::string bytes;
+  {
+    google::protobuf::io::StringOutputStream out(&bytes);
+    google::protobuf::io::CodedOutputStream coded(&out);
+    coded.SetSerializationDeterministic(true);
+    batch.SerializeToCodedStream(&coded);
+  }
+  return Fingerprint64(bytes);
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<TunerCore>> TunerCore::Create(const TunerOptions& options) {
   if (options.fit.max_spin_ns == 0 || options.refit_samples == 0) {
     return absl::InvalidArgumentError("max_spin_ns and refit_samples must be > 0");
+  }
+  if (options.stream_window == 0 || options.max_queued_bytes == 0) {
+    return absl::InvalidArgumentError("stream_window and max_queued_bytes must be > 0");
   }
   SPINTUNE_ASSIGN_OR_RETURN(auto store, Store::Open(options.db_path, options.store));
   return std::unique_ptr<TunerCore>(new TunerCore(options, std::move(store)));
@@ -34,63 +72,126 @@ absl::StatusOr<std::unique_ptr<TunerCore>> TunerCore::Create(const TunerOptions&
 
 TunerCore::TunerCore(TunerOptions options, std::unique_ptr<Store> store)
     : options_(std::move(options)), store_(std::move(store)) {
+  predictor_ = std::make_unique<Predictor>(
+      options_.db_path, options_.fit,
+      [this](int64_t target_id, absl::StatusOr<PolicyTable> table) {
+        auto shared = std::make_shared<absl::StatusOr<PolicyTable>>(std::move(table));
+        Post(nullptr, [this, target_id, shared] { PredictionDone(target_id, std::move(*shared)); });
+      },
+      options_.evidence_ttl);
   worker_ = std::thread([this] { WorkerLoop(); });
 }
 
 TunerCore::~TunerCore() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    stopping_ = true;
-    cv_.notify_all();
-  }
+  queue_.Stop();
   worker_.join();
+  predictor_.reset();  // before the queue's leftovers: it may still post
+  for (auto& job : queue_.TakeAll()) {
+    if (job.done) job.done();
+  }
 }
 
-void TunerCore::Post(std::function<void()> job) {
+void TunerCore::Post(std::shared_ptr<SessionHandle> session, std::function<void()> run,
+                     std::function<void()> done) {
+  TunerJob job;
+  job.session = std::move(session);
+  job.run = std::move(run);
+  job.done = std::move(done);
+  queue_.Push(std::move(job));
+}
+
+void TunerCore::Count(uint64_t TunerCounters::*counter, uint64_t n) {
   std::lock_guard<std::mutex> lock(mu_);
-  jobs_.push_back(Job{std::move(job), nullptr, {}, nullptr});
-  cv_.notify_one();
+  counters_.*counter += n;
 }
 
 void TunerCore::WorkerLoop() {
-  constexpr size_t kMaxGroupBatches = 64;
-  constexpr int kMaxGroupSamples = 1 << 18;
-  absl::Time last_external_check = absl::Now();
+  absl::Time last_tick = absl::Now();
   while (true) {
-    std::vector<Job> group;
-    {
-      std::unique_lock<std::mutex> lock(mu_);
-      // Once a second, busy or not: look for versions stored by another
-      // process (a rollback by `spintune profiles`).
-      const bool work = cv_.wait_for(lock, std::chrono::seconds(1),
-                                     [this] { return stopping_ || !jobs_.empty(); });
-      if (absl::Now() - last_external_check > absl::Seconds(1)) {
-        last_external_check = absl::Now();
-        lock.unlock();
-        PushExternalVersions();
-        continue;
-      }
-      if (!work) continue;
-      if (jobs_.empty()) return;  // stopping, queue drained
-      int samples = 0;
-      do {
-        samples += jobs_.front().batch.completions().wait_ns_size();
-        group.push_back(std::move(jobs_.front()));
-        jobs_.pop_front();
-      } while (group.front().session && !jobs_.empty() && jobs_.front().session &&
-               group.size() < kMaxGroupBatches && samples < kMaxGroupSamples);
+    std::vector<TunerJob> unit = queue_.Next(absl::Seconds(1));
+    // Once a second, busy or not: versions stored by another process (a
+    // rollback by `spintune profiles`) and streams that never said hello.
+    if (absl::Now() - last_tick > absl::Seconds(1)) {
+      last_tick = absl::Now();
+      PushExternalVersions();
+      EndSilentStreams();
     }
-    if (group.front().session) {
-      IngestGroup(group);
+    if (unit.empty()) {
+      if (queue_.stopped()) return;
+      ResumeReaders();
+      continue;
+    }
+    if (unit.front().is_batch()) {
+      IngestGroup(unit);
     } else {
-      group.front().run();
+      unit.front().run();
     }
+    for (auto& job : unit) {
+      if (job.done) job.done();
+    }
+    ResumeReaders();
+  }
+}
+
+void TunerCore::OnOpen(std::shared_ptr<SessionHandle> session) {
+  std::lock_guard<std::mutex> lock(admit_mu_);
+  silent_.push_back(session);
+}
+
+void TunerCore::EndSilentStreams() {
+  std::vector<std::shared_ptr<SessionHandle>> expired;
+  {
+    std::lock_guard<std::mutex> lock(admit_mu_);
+    const absl::Time now = absl::Now();
+    std::vector<std::weak_ptr<SessionHandle>> still;
+    for (auto& weak : silent_) {
+      auto s = weak.lock();
+      if (!s || s->hello_seen.load() || !s->open()) continue;
+      if (now - s->opened_at > options_.hello_timeout) {
+        expired.push_back(std::move(s));
+      } else {
+        still.push_back(weak);
+      }
+    }
+    silent_ = std::move(still);
+  }
+  for (auto& s : expired) {
+    Count(&TunerCounters::hello_timeouts);
+    s->Fail(absl::DeadlineExceededError(absl::StrCat(
+        "no hello within ", absl::FormatDuration(options_.hello_timeout))));
+  }
+}
+
+bool TunerCore::AdmitRead(const std::shared_ptr<SessionHandle>& session) {
+  std::lock_guard<std::mutex> lock(admit_mu_);
+  if (queue_.queued_bytes() < options_.max_queued_bytes) return true;
+  waiting_readers_.push_back(session);
+  return false;
+}
+
+void TunerCore::ResumeReaders() {
+  std::vector<std::weak_ptr<SessionHandle>> resume;
+  {
+    std::lock_guard<std::mutex> lock(admit_mu_);
+    if (waiting_readers_.empty() || queue_.queued_bytes() >= options_.max_queued_bytes) return;
+    resume.swap(waiting_readers_);
+  }
+  for (auto& weak : resume) {
+    if (auto s = weak.lock()) s->ResumeReading();
   }
 }
 
 void TunerCore::OnSessionEnd(std::shared_ptr<SessionHandle> session) {
-  Post([this, session = std::move(session)] {
+  Post(nullptr, [this, session = std::move(session)] {
     if (session->target_id == 0) return;  // never said hello successfully
+    auto& list = sessions_[session->target_id];
+    list.erase(std::remove_if(list.begin(), list.end(),
+                              [&](const std::weak_ptr<SessionHandle>& w) {
+                                auto s = w.lock();
+                                return !s || s == session;
+                              }),
+               list.end());
+    if (list.empty()) sessions_.erase(session->target_id);
     std::lock_guard<std::mutex> lock(mu_);
     --counters_.active_sessions;
   });
@@ -121,38 +222,28 @@ TunerCounters TunerCore::counters() const {
 
 void TunerCore::OnHello(std::shared_ptr<SessionHandle> session, v1::Hello hello,
                         std::function<void()> done) {
-  Post([this, session, hello = std::move(hello), done = std::move(done)] {
+  session->hello_seen = true;
+  auto h = std::make_shared<v1::Hello>(std::move(hello));
+  Post(session, [this, session, h] {
+    const v1::Hello& hello = *h;
     auto record = DecodeHello(hello);
-    if (!record.ok()) {
-      session->Fail(record.status());
-      return done();
-    }
+    if (!record.ok()) return session->Fail(record.status());
     auto id = store_->UpsertTarget(*record);
     absl::StatusOr<uint64_t> durable = id.ok() ? store_->LastDurableSeq(*id) : id.status();
     absl::StatusOr<std::optional<PolicyTable>> latest =
-        id.ok() ? store_->LoadPolicy(*id, 0) : id.status();
-    if (!durable.ok() || !latest.ok()) {
-      const absl::Status why = !durable.ok() ? durable.status() : latest.status();
-      Logger().error("hello from agent={} failed: {}", hello.agent_id(), why.ToString());
-      if (absl::IsResourceExhausted(why)) store_->ReclaimSpace();
-      session->Fail(absl::UnavailableError("tuner storage unavailable"));
-      return done();
+        durable.ok() ? store_->LoadPolicy(*id, 0) : durable.status();
+    if (!latest.ok()) {
+      Logger().error("hello from agent={} failed: storage: {}", hello.agent_id(),
+                     latest.status().ToString());
+      Count(&TunerCounters::storage_errors);
+      if (absl::IsResourceExhausted(latest.status())) store_->ReclaimSpace();
+      return session->Fail(absl::UnavailableError("tuner storage unavailable; retry later"));
     }
-    if (!latest->has_value() && *durable == 0) {
-      *latest = Predict(*id, *record);
-    }
-    if (hello.spool_dropped_batches() > 0 || hello.spool_dropped_samples() > 0) {
-      Logger().warn("agent={} dropped {} batches ({} samples) from its full spool while the "
-                    "tuner was away",
-                    hello.agent_id(), hello.spool_dropped_batches(), hello.spool_dropped_samples());
-      absl::Status s = store_->RecordSpoolDropped(*id, hello.spool_dropped_batches(),
-                                                  hello.spool_dropped_samples());
-      if (!s.ok()) {
-        session->Fail(absl::UnavailableError("tuner storage unavailable"));
-        return done();
-      }
-      std::lock_guard<std::mutex> lock(mu_);
-      counters_.spool_dropped_samples += hello.spool_dropped_samples();
+    // Cold start in the background: a Hello must not cost time in
+    // proportion to what the database holds.
+    if (!latest->has_value() && *durable == 0 && predicting_.count(*id) == 0) {
+      predicting_[*id];
+      predictor_->Request(*id, *record);
     }
     session->target_id = *id;
     session->hello = hello;
@@ -169,7 +260,7 @@ void TunerCore::OnHello(std::shared_ptr<SessionHandle> session, v1::Hello hello,
     session->Send(std::move(ack));
     Logger().info("session agent={} board={} target={} last_durable_seq={} policy_version={} "
                   "applied={}",
-                  hello.agent_id(), hello.target().board(), *id, *durable, current,
+                  hello.agent_id(), Printable(hello.target().board()), *id, *durable, current,
                   hello.applied_policy_version());
     pushed_version_[*id] = std::max(pushed_version_[*id], current);
     if (current != 0 && current != hello.applied_policy_version()) {
@@ -177,132 +268,213 @@ void TunerCore::OnHello(std::shared_ptr<SessionHandle> session, v1::Hello hello,
       PolicyTableToProto(**latest, update.mutable_policy()->mutable_table());
       session->Send(std::move(update));
     }
-    done();
-  });
+  }, std::move(done));
 }
 
 void TunerCore::OnBatch(std::shared_ptr<SessionHandle> session, v1::SampleBatch batch,
-                        std::function<void()> done) {
-  std::lock_guard<std::mutex> lock(mu_);
-  jobs_.push_back(Job{nullptr, std::move(session), std::move(batch), std::move(done)});
-  cv_.notify_one();
+                        uint64_t bytes, std::function<void()> done) {
+  TunerJob job;
+  job.session = std::move(session);
+  job.batch = std::move(batch);
+  job.bytes = bytes;
+  job.done = std::move(done);
+  queue_.Push(std::move(job));
 }
 
-void TunerCore::IngestGroup(std::vector<Job>& jobs) {
-  // A refused batch is resent later; refusing what follows it on its stream
-  // keeps the target's durable sequence numbers free of gaps.
-  auto defer = [this](Job& job, const absl::Status& why) {
+void TunerCore::IngestGroup(std::vector<TunerJob>& jobs) {
+  // A batch not stored now is resent later; refusing what follows it on its
+  // stream keeps the agent's resends in seq order.
+  auto defer = [this](TunerJob& job, const absl::Status& why) {
     job.session->stalled = true;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      ++counters_.batches_deferred;
-    }
+    Count(&TunerCounters::batches_deferred);
     job.session->Send(RejectedMessage(job.batch.seq(), why, /*retry=*/true));
   };
-  auto refuse = [this](Job& job, const absl::Status& why, uint64_t TunerCounters::*counter) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      ++(counters_.*counter);
-    }
-    job.session->Send(RejectedMessage(job.batch.seq(), why));
+  struct Item {
+    TunerJob* job;
+    BatchDelta delta;
+    SequencedBatch batch;
   };
-  std::vector<size_t> accepted;  // indexes into jobs
-  std::vector<BatchDelta> deltas(jobs.size());
-  for (size_t i = 0; i < jobs.size(); ++i) {
-    Job& job = jobs[i];
+  std::vector<Item> items;
+  items.reserve(jobs.size());
+  std::map<int64_t, std::set<PolicyKey>> group_keys;  // keys this group adds, per target
+  for (TunerJob& job : jobs) {
     SessionHandle& session = *job.session;
-    if (session.target_id == 0) continue;  // the hello failed
+    // A closed stream cannot be acknowledged: its agent resends.
+    if (session.target_id == 0 || !session.open()) continue;
     if (session.stalled) {
-      defer(job, absl::UnavailableError("an earlier batch of this stream was refused; reconnect"));
+      defer(job, absl::UnavailableError("an earlier batch of this stream was not stored; "
+                                        "reconnect and resend in order"));
       continue;
     }
-    auto delta = DecodeBatch(job.batch, session.hello);
-    if (!delta.ok()) {
-      refuse(job, delta.status(), &TunerCounters::batches_rejected);
+    const v1::SampleBatch& b = job.batch;
+    if (b.seq() == 0) {
+      Count(&TunerCounters::batches_rejected);
+      session.Send(RejectedMessage(0, absl::InvalidArgumentError("batch.seq: must be >= 1"), false));
       continue;
     }
-    if (absl::Status limit = CheckKeyLimit(session, *delta); !limit.ok()) {
-      refuse(job, limit, &TunerCounters::batches_over_limit);
-      continue;
-    }
-    if (absl::Status limit = CheckRate(session, *delta); !limit.ok()) {
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        ++counters_.batches_over_limit;
+    Item item{&job, {}, {}};
+    SequencedBatch& sb = item.batch;
+    sb.target_id = session.target_id;
+    sb.seq = sb.last_seq = b.seq();
+    sb.fingerprint = FingerprintOf(b);
+    if (b.has_dropped()) {
+      sb.refusal = CheckPlaceholder(b);
+      if (sb.refusal.ok()) {
+        sb.dropped = true;
+        sb.last_seq = b.dropped().last_seq();
+        sb.dropped_samples = b.dropped().samples();
       }
-      defer(job, limit);  // the same batch is fine later
-      continue;
+    } else if (auto delta = DecodeBatch(b, session.hello); !delta.ok()) {
+      sb.refusal = delta.status();
+      sb.refused_samples = static_cast<uint64_t>(b.completions().wait_ns_size());
+    } else {
+      item.delta = std::move(*delta);
+      absl::Status limit = CheckKeyLimit(session, item.delta, &group_keys[session.target_id]);
+      if (absl::IsUnavailable(limit)) {
+        Count(&TunerCounters::storage_errors);
+        defer(job, limit);
+        continue;
+      }
+      if (limit.ok()) {
+        if (absl::Status rate = CheckRate(session, item.delta); !rate.ok()) {
+          Count(&TunerCounters::batches_over_limit);
+          defer(job, rate);  // the same batch is fine later
+          continue;
+        }
+      }
+      sb.refusal = limit;
+      if (!limit.ok()) sb.refused_samples = item.delta.completion_samples;
     }
-    deltas[i] = std::move(*delta);
-    accepted.push_back(i);
+    items.push_back(std::move(item));
   }
-  std::vector<std::pair<int64_t, const BatchDelta*>> to_store;
-  for (size_t i : accepted) to_store.emplace_back(jobs[i].session->target_id, &deltas[i]);
-  absl::StatusOr<std::vector<bool>> ingested = std::vector<bool>();
-  if (!to_store.empty()) ingested = store_->IngestBatches(to_store);
-  if (!ingested.ok()) {
-    Logger().error("ingest of {} batches failed: {}", to_store.size(),
-                   ingested.status().ToString());
-    if (absl::IsResourceExhausted(ingested.status())) store_->ReclaimSpace();
+  // (items is final now: point each batch at its delta.)
+  for (auto& item : items) {
+    item.batch.delta = item.batch.refusal.ok() && !item.batch.dropped ? &item.delta : nullptr;
+  }
+  std::vector<SequencedBatch> to_store;
+  to_store.reserve(items.size());
+  for (const auto& item : items) to_store.push_back(item.batch);
+  absl::StatusOr<std::vector<IngestResult>> results = std::vector<IngestResult>();
+  if (!to_store.empty()) results = store_->IngestBatches(to_store);
+  if (!results.ok()) {
+    Logger().error("storing {} batches failed: {}", to_store.size(), results.status().ToString());
+    Count(&TunerCounters::storage_errors);
+    if (absl::IsResourceExhausted(results.status())) store_->ReclaimSpace();
     // The agents keep the batches and resend them on their next session.
     const absl::Status why = absl::UnavailableError(
-        absl::IsResourceExhausted(ingested.status()) ? "tuner storage is full"
-                                                     : "tuner storage unavailable");
-    for (size_t i : accepted) defer(jobs[i], why);
-    accepted.clear();
+        absl::IsResourceExhausted(results.status()) ? "tuner storage is full; resend later"
+                                                    : "tuner storage unavailable; resend later");
+    for (auto& item : items) defer(*item.job, why);
+    return;
   }
   std::set<int64_t> refit;
-  for (size_t n = 0; n < accepted.size(); ++n) {
-    Job& job = jobs[accepted[n]];
-    const BatchDelta& delta = deltas[accepted[n]];
-    const bool stored = (*ingested)[n];
-    for (const auto& k : delta.keys) {
-      known_keys_[job.session->target_id].insert(k.key);
-    }
-    v1::TunerMessage ack;
-    ack.mutable_batch_ack()->set_seq(job.batch.seq());
-    ack.mutable_batch_ack()->set_duplicate(!stored);
-    job.session->Send(std::move(ack));
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      ObserveIngestLatency(absl::Now() - job.received);
-      if (stored) {
-        ++counters_.batches_ingested;
-        counters_.samples_ingested += delta.completion_samples;
-      } else {
-        ++counters_.batches_duplicate;
+  for (size_t n = 0; n < items.size(); ++n) {
+    TunerJob& job = *items[n].job;
+    const SequencedBatch& sb = items[n].batch;
+    const IngestResult& r = (*results)[n];
+    SessionHandle& session = *job.session;
+    const uint64_t seq = sb.seq;
+    switch (r.outcome) {
+      case IngestOutcome::kStored:
+      case IngestOutcome::kDuplicate: {
+        if (!r.refusal.ok()) {
+          // Used up now or before: the same answer every time.
+          Count(absl::IsResourceExhausted(r.refusal) ? &TunerCounters::batches_over_limit
+                                                     : &TunerCounters::batches_rejected);
+          session.Send(RejectedMessage(seq, r.refusal, /*retry=*/false));
+          break;
+        }
+        const bool stored = r.outcome == IngestOutcome::kStored;
+        v1::TunerMessage ack;
+        ack.mutable_batch_ack()->set_seq(seq);
+        ack.mutable_batch_ack()->set_duplicate(!stored);
+        session.Send(std::move(ack));
+        {
+          std::lock_guard<std::mutex> lock(mu_);
+          ObserveIngestLatency(absl::Now() - job.received);
+          if (!stored) {
+            ++counters_.batches_duplicate;
+          } else if (sb.dropped) {
+            ++counters_.batches_ingested;
+            counters_.spool_dropped_samples += sb.dropped_samples;
+          } else {
+            ++counters_.batches_ingested;
+            counters_.samples_ingested += items[n].delta.completion_samples;
+          }
+        }
+        if (stored && sb.dropped) {
+          Logger().warn("agent={} dropped batches seq {}..{} ({} samples) from its full spool",
+                        session.hello.agent_id(), sb.seq, sb.last_seq, sb.dropped_samples);
+        }
+        if (!stored || sb.dropped) break;
+        for (const auto& k : items[n].delta.keys) known_keys_[session.target_id].insert(k.key);
+        stored_since_fit_.insert(session.target_id);
+        uint64_t& since = samples_since_fit_[session.target_id];
+        since += items[n].delta.completion_samples;
+        auto last = last_refit_.find(session.target_id);
+        if (since >= options_.refit_samples &&
+            (last == last_refit_.end() ||
+             absl::Now() - last->second >= options_.min_refit_interval)) {
+          refit.insert(session.target_id);
+        }
+        break;
       }
-    }
-    if (stored) {
-      uint64_t& since = samples_since_fit_[job.session->target_id];
-      since += delta.completion_samples;
-      auto last = last_refit_.find(job.session->target_id);
-      if (since >= options_.refit_samples &&
-          (last == last_refit_.end() || absl::Now() - last->second >= options_.min_refit_interval)) {
-        refit.insert(job.session->target_id);
-      }
+      case IngestOutcome::kConflict:
+        Count(&TunerCounters::batches_conflict);
+        Logger().error("agent={} resent seq {} with content other than what is stored: another "
+                       "client reports as this agent id{}",
+                       session.hello.agent_id(), seq,
+                       options_.require_tokens ? "" : " (the tuner runs without --require-tokens)");
+        session.Send(RejectedMessage(
+            seq,
+            absl::AlreadyExistsError(absl::StrCat(
+                "seq ", seq, " of agent '", session.hello.agent_id(),
+                "' is already stored with other content (another client reporting as this "
+                "agent id?)")),
+            /*retry=*/false));
+        break;
+      case IngestOutcome::kOutOfOrder:
+        Count(&TunerCounters::batches_out_of_order);
+        job.session->stalled = true;
+        Count(&TunerCounters::batches_deferred);
+        session.Send(RejectedMessage(
+            seq,
+            absl::OutOfRangeError(absl::StrCat("seq ", seq, " does not follow the last durable seq ",
+                                               r.last_seq, " of agent '", session.hello.agent_id(),
+                                               "' (expected ", r.last_seq + 1,
+                                               "); reconnect and resend from there")),
+            /*retry=*/true));
+        break;
     }
   }
   for (int64_t target : refit) Refit(target, /*force=*/false);
-  for (auto& job : jobs) job.done();
 }
 
-absl::Status TunerCore::CheckKeyLimit(SessionHandle& session, const BatchDelta& delta) {
+absl::Status TunerCore::CheckKeyLimit(SessionHandle& session, const BatchDelta& delta,
+                                      std::set<PolicyKey>* group_keys) {
   auto known = known_keys_.find(session.target_id);
   if (known == known_keys_.end()) {
     auto keys = store_->ListKeys(session.target_id);
-    if (!keys.ok()) return absl::UnavailableError("tuner storage unavailable");
+    if (!keys.ok()) {
+      Logger().error("reading the keys of target={} failed: {}", session.target_id,
+                     keys.status().ToString());
+      return absl::UnavailableError("tuner storage unavailable; resend later");
+    }
     known = known_keys_.emplace(session.target_id,
                                 std::set<PolicyKey>(keys->begin(), keys->end())).first;
   }
-  uint64_t added = 0;
-  for (const auto& k : delta.keys) added += known->second.count(k.key) == 0 ? 1 : 0;
-  if (known->second.size() + added > options_.max_keys_per_target) {
+  std::vector<PolicyKey> added;
+  for (const auto& k : delta.keys) {
+    if (known->second.count(k.key) == 0 && group_keys->count(k.key) == 0) added.push_back(k.key);
+  }
+  const uint64_t total = known->second.size() + group_keys->size() + added.size();
+  if (total > options_.max_keys_per_target) {
     return absl::ResourceExhaustedError(absl::StrCat(
-        "completions: the target would have ", known->second.size() + added,
+        "completions: the target would have ", total,
         " keys (cpu class, device, opcode, size class); the limit is ",
         options_.max_keys_per_target, " (--max-keys-per-target)"));
   }
+  group_keys->insert(added.begin(), added.end());
   return absl::OkStatus();
 }
 
@@ -329,75 +501,87 @@ absl::Status TunerCore::CheckRate(SessionHandle& session, const BatchDelta& delt
 
 void TunerCore::OnApplied(std::shared_ptr<SessionHandle> session, v1::PolicyApplied applied,
                           std::function<void()> done) {
-  Post([this, session, applied = std::move(applied), done = std::move(done)] {
-    if (session->target_id != 0) {
-      absl::Status s = store_->RecordApplied(session->target_id, applied.version(),
-                                             applied.ok() ? "" : applied.error());
-      if (!s.ok()) Logger().error("recording applied version failed: {}", s.ToString());
-      if (applied.ok()) {
-        Logger().info("agent={} applied policy version={}", session->hello.agent_id(),
-                      applied.version());
-      } else {
-        Logger().warn("agent={} refused policy version={}: {}", session->hello.agent_id(),
-                      applied.version(), applied.error());
-      }
+  auto a = std::make_shared<v1::PolicyApplied>(std::move(applied));
+  Post(session, [this, session, a] {
+    if (session->target_id == 0) return;
+    // Bounded and escaped: it reaches the log and the database.
+    const std::string error = a->ok() ? "" : Printable(a->error(), kMaxAppliedErrorBytes);
+    absl::Status s = store_->RecordApplied(session->target_id, a->version(), error);
+    if (!s.ok()) {
+      Count(&TunerCounters::storage_errors);
+      Logger().error("recording applied version failed: {}", s.ToString());
     }
-    done();
-  });
+    if (a->ok()) {
+      Logger().info("agent={} applied policy version={}", session->hello.agent_id(),
+                    a->version());
+    } else {
+      Logger().warn("agent={} refused policy version={}: {}", session->hello.agent_id(),
+                    a->version(), error);
+    }
+  }, std::move(done));
 }
 
 void TunerCore::OnDrain(std::shared_ptr<SessionHandle> session, std::function<void()> done) {
-  Post([this, session, done = std::move(done)] {
-    if (session->target_id == 0) return done();
-    Refit(session->target_id, /*force=*/true);
-    auto target = store_->FindTarget(session->hello.agent_id());
-    v1::TunerMessage m;
-    if (target.ok() && target->has_value()) {
-      m.mutable_drained()->set_current_policy_version((*target)->current_version);
-      m.mutable_drained()->set_total_samples((*target)->total_samples);
+  Post(session, [this, session] {
+    const int64_t target_id = session->target_id;
+    if (target_id == 0) return;
+    auto drain = [this, session, target_id] {
+      // A final fit, unless nothing was stored since the last one: a stream
+      // of Drains costs one lookup each.
+      if (stored_since_fit_.count(target_id) > 0) Refit(target_id, /*force=*/true);
+      auto target = store_->FindTarget(session->hello.agent_id());
+      v1::TunerMessage m;
+      if (target.ok() && target->has_value()) {
+        m.mutable_drained()->set_current_policy_version((*target)->current_version);
+        m.mutable_drained()->set_total_samples((*target)->total_samples);
+      }
+      session->Send(std::move(m));
+    };
+    // The final fit comes after the cold-start table being predicted.
+    auto pending = predicting_.find(target_id);
+    if (pending != predicting_.end()) {
+      pending->second.push_back(std::move(drain));
+    } else {
+      drain();
     }
-    session->Send(std::move(m));
-    done();
-  });
+  }, std::move(done));
 }
 
-std::optional<PolicyTable> TunerCore::Predict(int64_t target_id, const TargetRecord& target) {
-  auto targets = store_->ListTargets();
-  if (!targets.ok()) return std::nullopt;
-  std::vector<BoardEvidence> others;
-  for (const auto& t : *targets) {
-    if (t.id == target_id || t.total_samples == 0) continue;
-    auto record = store_->LoadTarget(t.id);
-    auto keys = record.ok() ? store_->LoadKeys(t.id) : record.status();
-    auto dispatch = keys.ok() ? store_->LoadDispatch(t.id) : keys.status();
-    if (!dispatch.ok()) continue;
-    FitInputs in = BuildFitInputs(*record, std::move(*keys), *dispatch);
-    others.push_back({std::move(in.cpu_classes), std::move(in.devices), std::move(in.keys)});
+void TunerCore::PredictionDone(int64_t target_id, absl::StatusOr<PolicyTable> table) {
+  if (table.ok()) {
+    StorePrediction(target_id, std::move(*table));
+  } else {
+    Logger().info("target={}: no predicted table ({})", target_id, table.status().message());
   }
-  FitInputs self = BuildFitInputs(target, {}, {});
-  auto table = PredictPolicyTable(others, self, options_.fit);
-  if (!table.ok()) {
-    Logger().info("target={} board={}: no predicted table ({})", target_id, target.board,
-                  table.status().message());
-    return std::nullopt;
+  auto waiting = predicting_.extract(target_id);
+  if (!waiting.empty()) {
+    for (auto& then : waiting.mapped()) then();
   }
-  auto version = store_->AppendPolicyVersion(target_id, &*table);
+}
+
+void TunerCore::StorePrediction(int64_t target_id, PolicyTable table) {
+  // Samples may have arrived meanwhile; a fitted table wins.
+  auto latest = store_->LoadPolicy(target_id, 0);
+  if (!latest.ok() || latest->has_value()) return;
+  auto version = store_->AppendPolicyVersion(target_id, &table);
   if (!version.ok()) {
+    Count(&TunerCounters::storage_errors);
     Logger().error("storing the predicted table failed: {}", version.status().ToString());
-    return std::nullopt;
+    return;
   }
   {
     std::lock_guard<std::mutex> lock(mu_);
     ++counters_.predicted_tables;
     ++counters_.policy_versions;
   }
-  Logger().info("target={} board={} predicted policy version={} entries={} from {} boards",
-                target_id, target.board, *version, table->entries.size(), others.size());
-  return std::move(*table);
+  Logger().info("target={} board={} predicted policy version={} entries={}", target_id,
+                table.board, *version, table.entries.size());
+  Push(target_id, table);
 }
 
 void TunerCore::Refit(int64_t target_id, bool force) {
   samples_since_fit_[target_id] = 0;
+  stored_since_fit_.erase(target_id);
   last_refit_[target_id] = absl::Now();
   auto changed = store_->DetectChanges(target_id, options_.change);
   if (!changed.ok()) {
@@ -505,7 +689,7 @@ void TunerCore::Push(int64_t target_id, const PolicyTable& table) {
 }
 
 void TunerCore::ListTargets(std::function<void(absl::StatusOr<v1::ListTargetsResponse>)> done) {
-  Post([this, done = std::move(done)] {
+  Post(nullptr, [this, done = std::move(done)] {
     auto targets = store_->ListTargets();
     if (!targets.ok()) return done(targets.status());
     v1::ListTargetsResponse resp;
@@ -526,7 +710,7 @@ void TunerCore::ListTargets(std::function<void(absl::StatusOr<v1::ListTargetsRes
 
 void TunerCore::GetPolicy(const v1::GetPolicyRequest& request,
                           std::function<void(absl::StatusOr<v1::GetPolicyResponse>)> done) {
-  Post([this, request, done = std::move(done)] {
+  Post(nullptr, [this, request, done = std::move(done)] {
     auto target = store_->FindTarget(request.agent_id());
     if (!target.ok()) return done(target.status());
     if (!target->has_value()) {

@@ -2,30 +2,48 @@
 // worker thread. gRPC reactions post work here and never block; the worker
 // validates, persists, refits and answers through SessionHandle::Send().
 //
-// Batches waiting back to back in the queue are stored in one SQLite
-// transaction (group commit: one fsync for many batches, each still
-// acknowledged only after that commit).
+// Exactly-once: a target's batches are stored strictly in seq order (the
+// store takes seq only as its last durable seq + 1); a resent seq is
+// acknowledged as a duplicate when its fingerprint matches what was stored,
+// refused (ALREADY_EXISTS) when not; a seq beyond the next is refused with
+// retry (OUT_OF_RANGE) and the stream's later batches too, so the agent
+// reconnects and resends in order. A batch refused for its content or a
+// limit uses its seq up (nothing stored, the refusal is kept and repeated to
+// resends). Storage failures are retryable, logged as errors and counted.
+//
+// Fairness and memory: streams take turns on the worker (tuner/job_queue.h);
+// each stream has at most TunerOptions::stream_window messages in the core
+// (the gRPC layer stops reading it until some are done, so flow control
+// holds the rest back in the client); batches queued in the core are bounded
+// by max_queued_bytes (reads pause while over it). A Hello costs the same
+// whatever the database holds: a new target's cold-start table is predicted
+// in the background (tuner/predictor.h) and pushed when ready. A stream that
+// sends no Hello within hello_timeout is ended.
+//
+// Batches waiting back to back are stored in one SQLite transaction (group
+// commit: one fsync for many batches, each still acknowledged only after
+// that commit).
 //
 // Per target it counts samples ingested since the last fit and refits when
-// TunerOptions::refit_samples have arrived (and on Drain). Before a refit it
-// runs drift detection (Store::DetectChanges); the fit then keeps each key's
-// wait unless the new one is cheaper by FitConfig::hysteresis. A refit whose
-// decisions equal the stored latest version only refreshes that version's
-// evidence; a different table becomes a new version and is pushed to every
-// live session of the target. A pinned target (rolled back with `spintune
-// profiles rollback`) is not refitted; a version another process stored is
-// noticed within a second and pushed.
+// TunerOptions::refit_samples have arrived (and on Drain, when anything was
+// stored since). Before a refit it runs drift detection
+// (Store::DetectChanges); the fit then keeps each key's wait unless the new
+// one is cheaper by FitConfig::hysteresis. A refit whose decisions equal the
+// stored latest version only refreshes that version's evidence; a different
+// table becomes a new version and is pushed to every live session of the
+// target. A pinned target (rolled back with `spintune profiles rollback`) is
+// not refitted; a version another process stored is noticed within a second
+// and pushed.
 //
 // Thread-safety: all public methods are thread-safe and non-blocking
-// (except Create() and the destructor, which joins the worker).
+// (except Create() and the destructor, which stops the worker; work still
+// queued then is dropped unacknowledged, so agents resend it).
 #ifndef SPINTUNE_TUNER_TUNER_CORE_H_
 #define SPINTUNE_TUNER_TUNER_CORE_H_
 
 #include <array>
-#include <condition_variable>
 #include <limits>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -42,27 +60,11 @@
 #include "proto/channel_security.h"
 #include "spintune/v1/spintune.pb.h"
 #include "storage/store.h"
+#include "tuner/job_queue.h"
+#include "tuner/predictor.h"
+#include "tuner/session_handle.h"
 
 namespace spintune {
-
-// One agent connection as the core sees it.
-class SessionHandle {
- public:
-  virtual ~SessionHandle() = default;
-  // Queues a message for the agent. Thread-safe, non-blocking; dropped when
-  // the stream is gone.
-  virtual void Send(v1::TunerMessage message) = 0;
-  // Ends the stream with `status` after queued messages are written.
-  virtual void Fail(absl::Status status) = 0;
-
-  // Written and read only on the core's worker thread.
-  int64_t target_id = 0;
-  v1::Hello hello;
-  // Set when a batch could not be stored (storage full or failing) or was
-  // over the rate limit: every later batch of this stream is refused too, so
-  // the durable sequence numbers of a target never have a gap.
-  bool stalled = false;
-};
 
 struct TunerOptions {
   std::string db_path = "spintune.db";
@@ -87,8 +89,18 @@ struct TunerOptions {
   // RESOURCE_EXHAUSTED and ends that stream only).
   int max_message_bytes = 16 << 20;
   // Every call must carry a valid bearer token (spintune tokens): an agent's
-  // token binds it to its target, admin RPCs need an admin token.
+  // token binds it to its target, admin RPCs need an admin token. Without
+  // it any client that reaches the port can report for any agent id.
   bool require_tokens = false;
+  // Messages of one stream in the core at once (read back-pressure).
+  size_t stream_window = 32;
+  // Bytes of batches queued in the core at once, over all streams; reads
+  // pause while it is exceeded.
+  uint64_t max_queued_bytes = 256ull << 20;
+  // A stream that sends no Hello within this is ended (DEADLINE_EXCEEDED).
+  absl::Duration hello_timeout = absl::Seconds(10);
+  // Cold start: how long the other targets' evidence is reused.
+  absl::Duration evidence_ttl = absl::Seconds(30);
   ServerTls tls;  // no cert: plaintext
 };
 
@@ -96,16 +108,20 @@ struct TunerCounters {
   uint64_t sessions = 0;
   uint64_t batches_ingested = 0;
   uint64_t batches_duplicate = 0;
-  uint64_t batches_rejected = 0;   // invalid content, never stored
-  uint64_t batches_deferred = 0;   // storage failing, rate or stall: resent later
+  uint64_t batches_rejected = 0;   // invalid content, never stored (seq used up)
+  uint64_t batches_deferred = 0;   // storage failing, rate, order or stall: resent later
   uint64_t batches_over_limit = 0; // key cardinality or rate limit
+  uint64_t batches_conflict = 0;   // a resent seq with other content
+  uint64_t batches_out_of_order = 0;  // a seq beyond the next expected one
+  uint64_t storage_errors = 0;     // storage reads or writes that failed
+  uint64_t hello_timeouts = 0;     // streams ended for sending no Hello
   uint64_t samples_ingested = 0;
   uint64_t refits = 0;
   uint64_t policy_versions = 0;
   uint64_t pushes = 0;
   uint64_t changes_detected = 0;
   uint64_t predicted_tables = 0;
-  uint64_t spool_dropped_samples = 0;  // agents' reports
+  uint64_t spool_dropped_samples = 0;  // agents' placeholders for dropped batches
   uint64_t unauthenticated = 0;        // calls without a valid token
   uint64_t permission_denied = 0;      // valid token, wrong target or not admin
   uint64_t active_sessions = 0;        // streams that said hello and are still open
@@ -124,21 +140,26 @@ inline constexpr std::array<double, 14> kIngestLatencyBoundsSeconds = {
 class TunerCore {
  public:
   static absl::StatusOr<std::unique_ptr<TunerCore>> Create(const TunerOptions& options);
-  // Finishes queued work, then stops the worker.
+  // Stops the worker after the unit it is on; drops what is still queued
+  // (unacknowledged: the agents resend it).
   ~TunerCore();
 
   // Session events, in stream order. `done` runs on the worker when the
-  // event has been handled.
+  // event has been handled (or dropped at shutdown).
+  void OnOpen(std::shared_ptr<SessionHandle> session);
   void CountRefusedCall(bool authenticated);
   void OnHello(std::shared_ptr<SessionHandle> session, v1::Hello hello,
                std::function<void()> done);
-  void OnBatch(std::shared_ptr<SessionHandle> session, v1::SampleBatch batch,
+  void OnBatch(std::shared_ptr<SessionHandle> session, v1::SampleBatch batch, uint64_t bytes,
                std::function<void()> done);
   void OnApplied(std::shared_ptr<SessionHandle> session, v1::PolicyApplied applied,
                  std::function<void()> done);
   void OnDrain(std::shared_ptr<SessionHandle> session, std::function<void()> done);
   // The stream ended (any way).
   void OnSessionEnd(std::shared_ptr<SessionHandle> session);
+  // True when the core has room for more of what `session` sends; false: it
+  // will call session->ResumeReading() once it has.
+  bool AdmitRead(const std::shared_ptr<SessionHandle>& session);
 
   // Admin requests; `done` runs on the worker.
   void ListTargets(std::function<void(absl::StatusOr<v1::ListTargetsResponse>)> done);
@@ -146,55 +167,58 @@ class TunerCore {
                  std::function<void(absl::StatusOr<v1::GetPolicyResponse>)> done);
 
   TunerCounters counters() const;
+  // Bytes of batches queued in the core now.
+  uint64_t queued_bytes() const { return queue_.queued_bytes(); }
   // The valid token `token` (thread-safe, blocking on SQLite; not on the
   // worker). NotFound for an unknown or revoked token.
   absl::StatusOr<TokenRecord> Authenticate(const std::string& token);
   const TunerOptions& options() const { return options_; }
 
  private:
-  // A queued unit of work: a batch (grouped with the batches after it) or
-  // anything else.
-  struct Job {
-    std::function<void()> run;
-    std::shared_ptr<SessionHandle> session;  // batch jobs
-    v1::SampleBatch batch;
-    std::function<void()> done;
-    absl::Time received = absl::Now();
-  };
-  void ObserveIngestLatency(absl::Duration d);  // REQUIRES: mu_ held
   TunerCore(TunerOptions options, std::unique_ptr<Store> store);
-  void Post(std::function<void()> job);
+  void Post(std::shared_ptr<SessionHandle> session, std::function<void()> run,
+            std::function<void()> done = nullptr);
   void WorkerLoop();
-  // Checks, stores in one transaction and acknowledges consecutive batches.
-  void IngestGroup(std::vector<Job>& jobs);
+  // Checks, stores in one transaction and answers a group of batches.
+  void IngestGroup(std::vector<TunerJob>& jobs);
+  void ObserveIngestLatency(absl::Duration d);  // REQUIRES: mu_ held
+  void Count(uint64_t TunerCounters::*counter, uint64_t n = 1);
   // Worker-only helpers.
   void Refit(int64_t target_id, bool force);
-  // Cold start: a predicted table for a target without samples or policy,
-  // from the other targets' evidence. Returns it when one was stored.
-  std::optional<PolicyTable> Predict(int64_t target_id, const TargetRecord& target);
+  // The predictor's answer for `target_id`: stores and pushes the table if
+  // the target still has none, then runs what waited for it (drains).
+  void PredictionDone(int64_t target_id, absl::StatusOr<PolicyTable> table);
+  void StorePrediction(int64_t target_id, PolicyTable table);
   void Push(int64_t target_id, const PolicyTable& table);
   // Pushes a target's latest version when another process (spintune
   // profiles rollback) stored one since it was last pushed.
   void PushExternalVersions();
-
-  const TunerOptions options_;
-  std::unique_ptr<Store> store_;
-
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<Job> jobs_;
-  bool stopping_ = false;
-  TunerCounters counters_;
-  std::thread worker_;
+  // Ends streams that sent no Hello within options_.hello_timeout.
+  void EndSilentStreams();
+  // Lets paused streams read again when the queue has room.
+  void ResumeReaders();
 
   // The key cardinality limit (refuse) and the agent's rate limit (resend
   // later) for a decoded batch of `session`. RESOURCE_EXHAUSTED naming the
-  // limit's flag.
-  absl::Status CheckKeyLimit(SessionHandle& session, const BatchDelta& delta);
+  // limit's flag; Unavailable when the keys cannot be read.
+  absl::Status CheckKeyLimit(SessionHandle& session, const BatchDelta& delta,
+                             std::set<PolicyKey>* group_keys);
   absl::Status CheckRate(SessionHandle& session, const BatchDelta& delta);
+
+  const TunerOptions options_;
+  std::unique_ptr<Store> store_;
+  JobQueue queue_;
+
+  mutable std::mutex mu_;
+  TunerCounters counters_;
+
+  std::mutex admit_mu_;
+  std::vector<std::weak_ptr<SessionHandle>> waiting_readers_;  // guarded by admit_mu_
+  std::vector<std::weak_ptr<SessionHandle>> silent_;           // guarded by admit_mu_
 
   // Worker-only state.
   std::map<int64_t, uint64_t> samples_since_fit_;
+  std::set<int64_t> stored_since_fit_;  // targets with batches stored since their last fit
   std::map<int64_t, absl::Time> last_refit_;
   std::map<int64_t, std::set<PolicyKey>> known_keys_;  // loaded on first use
   struct Bucket {
@@ -204,7 +228,12 @@ class TunerCore {
   std::map<std::string, Bucket> rate_;  // per agent id
   std::map<int64_t, std::vector<std::weak_ptr<SessionHandle>>> sessions_;
   std::map<int64_t, uint64_t> pushed_version_;  // highest version pushed per target
+  // Targets whose cold-start table is being predicted, with what waits for it.
+  std::map<int64_t, std::vector<std::function<void()>>> predicting_;
   int64_t data_version_ = 0;                    // Store::DataVersion() last seen
+
+  std::unique_ptr<Predictor> predictor_;  // after the queue: it posts to it
+  std::thread worker_;                    // last: started after everything above
 };
 
 }  // namespace spintune

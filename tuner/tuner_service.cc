@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
+#include "common/printable.h"
 
 namespace spintune {
 
@@ -18,22 +19,44 @@ namespace {
 
 class SessionReactor;
 
+// Most bytes queued for one agent before the tuner gives up on it: an agent
+// that does not read its stream must not grow the tuner.
+constexpr uint64_t kMaxOutgoingBytes = 64ull << 20;
+
 // The part of a stream that outlives its reactor while work for it is queued
-// in the core: the write queue and the finish rules.
+// in the core: the read and write state and the finish rules.
 //
-// Rules: one write in flight; Finish() exactly once, only when no write is in
-// flight, and either on Fail() or once the agent closed its side, no job is
-// pending and the queue is empty. The reactor is touched only while a write
-// is in flight or before Finish(), so it is alive whenever it is used.
-class SessionState final : public SessionHandle {
+// Rules: one read and one write in flight; Finish() exactly once, only when
+// no write is in flight, and either on Fail(), on cancellation, or once the
+// agent closed its side, no job is pending and the queue is empty. A new read
+// starts only while fewer than the stream window of its messages are in the
+// core and the core has room (TunerCore::AdmitRead); otherwise it starts
+// when that changes (JobDone, ResumeReading). The reactor is touched only
+// before Finish() or while a read or write is in flight, so it is alive
+// whenever it is used.
+class SessionState final : public SessionHandle,
+                           public std::enable_shared_from_this<SessionState> {
  public:
-  explicit SessionState(SessionReactor* reactor) : reactor_(reactor) {}
+  SessionState(SessionReactor* reactor, TunerCore* core, v1::AgentMessage* request)
+      : reactor_(reactor), core_(core), request_(request) {}
 
   void Send(v1::TunerMessage message) override {
+    bool overflow = false;
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (finish_called_ || write_failed_) return;
-      queue_.push_back(std::move(message));
+      const uint64_t size = message.ByteSizeLong();
+      if (queued_bytes_ + size > kMaxOutgoingBytes) {
+        overflow = true;
+      } else {
+        queued_bytes_ += size;
+        queue_.push_back(std::move(message));
+      }
+    }
+    if (overflow) {
+      Fail(absl::ResourceExhaustedError(
+          "the agent does not read what the tuner sends (64 MiB queued); closing"));
+      return;
     }
     Pump();
   }
@@ -48,6 +71,13 @@ class SessionState final : public SessionHandle {
     Pump();
   }
 
+  bool open() const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return !finish_requested_ && !finish_called_ && !write_failed_ && !cancelled_;
+  }
+
+  void ResumeReading() override { MaybeRead(); }
+
   void JobStarted() {
     std::lock_guard<std::mutex> lock(mu_);
     ++pending_jobs_;
@@ -57,12 +87,26 @@ class SessionState final : public SessionHandle {
       std::lock_guard<std::mutex> lock(mu_);
       --pending_jobs_;
     }
+    MaybeRead();
     Pump();
   }
-  void ReadsDone() {
+  // OnReadDone: the read finished (ok: a message is in *request_).
+  void ReadDone(bool ok) {
     {
       std::lock_guard<std::mutex> lock(mu_);
-      reads_done_ = true;
+      reading_ = false;
+      if (!ok) reads_done_ = true;
+    }
+    if (!ok) Pump();
+  }
+  void Cancelled() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      cancelled_ = true;
+      if (!finish_requested_) {
+        finish_requested_ = true;
+        finish_status_ = grpc::Status(grpc::CANCELLED, "cancelled");
+      }
     }
     Pump();
   }
@@ -70,9 +114,12 @@ class SessionState final : public SessionHandle {
     {
       std::lock_guard<std::mutex> lock(mu_);
       writing_ = false;
+      queued_bytes_ -= in_flight_bytes_;
+      in_flight_bytes_ = 0;
       if (!ok) {
         write_failed_ = true;
         queue_.clear();
+        queued_bytes_ = 0;
       }
     }
     Pump();
@@ -86,20 +133,35 @@ class SessionState final : public SessionHandle {
     return finish_requested_ || finish_called_;
   }
 
+  // Starts the next read when the window and the core allow it.
+  void MaybeRead();
   // Starts the next write or the Finish, outside the lock.
   void Pump();
 
  private:
-  std::mutex mu_;
+  // REQUIRES: mu_ held.
+  bool CanRead() const {
+    return reactor_ != nullptr && !reading_ && !reads_done_ && !finish_requested_ &&
+           !finish_called_ && pending_jobs_ < core_->options().stream_window;
+  }
+
+  mutable std::mutex mu_;
+  std::recursive_mutex call_mu_;  // StartRead() and Finish() one at a time
   SessionReactor* reactor_;
+  TunerCore* const core_;
+  v1::AgentMessage* const request_;  // the reactor's read buffer
   std::deque<v1::TunerMessage> queue_;
+  uint64_t queued_bytes_ = 0;  // queue_ and in_flight_
   v1::TunerMessage in_flight_;  // stable until OnWriteDone
+  uint64_t in_flight_bytes_ = 0;
+  bool reading_ = false;
   bool writing_ = false;
   bool write_failed_ = false;
   bool reads_done_ = false;
+  bool cancelled_ = false;
   bool finish_requested_ = false;
   bool finish_called_ = false;
-  int pending_jobs_ = 0;
+  size_t pending_jobs_ = 0;
   grpc::Status finish_status_;
 };
 
@@ -114,32 +176,37 @@ class SessionReactor final
         peer_(std::move(peer)),
         bound_target_(std::move(bound_target)),
         token_name_(std::move(token_name)),
-        state_(std::make_shared<SessionState>(this)) {
+        state_(std::make_shared<SessionState>(this, core, &request_)) {
     if (!refusal.ok()) {
       Finish(refusal);
       return;
     }
-    StartRead(&request_);
+    core_->OnOpen(state_);
+    state_->MaybeRead();
   }
 
   void OnReadDone(bool ok) override {
     if (!ok) {
-      state_->ReadsDone();
+      state_->ReadDone(false);
       return;
     }
     auto state = state_;
     auto done = [state] { state->JobDone(); };
     switch (request_.msg_case()) {
       case v1::AgentMessage::kHello:
-        if (seen_hello_) return state_->Fail(absl::FailedPreconditionError("second hello"));
+        if (seen_hello_) {
+          state_->ReadDone(true);
+          return state_->Fail(absl::FailedPreconditionError("second hello"));
+        }
         seen_hello_ = true;
         if (!bound_target_.empty() && request_.hello().agent_id() != bound_target_) {
           core_->CountRefusedCall(/*authenticated=*/true);
           Logger().warn("refused {}: token '{}' reporting as '{}'", peer_, token_name_,
-                        request_.hello().agent_id());
+                        Printable(request_.hello().agent_id()));
+          state_->ReadDone(true);
           return state_->Fail(absl::PermissionDeniedError(
               absl::StrCat("token '", token_name_, "' is for target '", bound_target_,
-                           "', not '", request_.hello().agent_id(), "'")));
+                           "', not '", Printable(request_.hello().agent_id()), "'")));
         }
         state_->JobStarted();
         core_->OnHello(state_, std::move(*request_.mutable_hello()), done);
@@ -148,11 +215,13 @@ class SessionReactor final
       case v1::AgentMessage::kApplied:
       case v1::AgentMessage::kDrain:
         if (!seen_hello_) {
+          state_->ReadDone(true);
           return state_->Fail(absl::FailedPreconditionError("the first message must be hello"));
         }
         state_->JobStarted();
         if (request_.has_batch()) {
-          core_->OnBatch(state_, std::move(*request_.mutable_batch()), done);
+          const uint64_t bytes = request_.batch().ByteSizeLong();
+          core_->OnBatch(state_, std::move(*request_.mutable_batch()), bytes, done);
         } else if (request_.has_applied()) {
           core_->OnApplied(state_, std::move(*request_.mutable_applied()), done);
         } else {
@@ -160,16 +229,20 @@ class SessionReactor final
         }
         break;
       default:
+        state_->ReadDone(true);
         return state_->Fail(absl::InvalidArgumentError("empty agent message"));
     }
-    if (state_->finishing()) return;
     request_.Clear();
-    StartRead(&request_);
+    state_->ReadDone(true);
+    state_->MaybeRead();
   }
 
   void OnWriteDone(bool ok) override { state_->WriteDone(ok); }
 
-  void OnCancel() override { Logger().debug("session from {} cancelled", peer_); }
+  void OnCancel() override {
+    Logger().debug("session from {} cancelled", peer_);
+    state_->Cancelled();
+  }
 
   void OnDone() override {
     state_->Detach();
@@ -182,10 +255,30 @@ class SessionReactor final
   std::string peer_;
   std::string bound_target_;
   std::string token_name_;
-  std::shared_ptr<SessionState> state_;
   v1::AgentMessage request_;
+  std::shared_ptr<SessionState> state_;
   bool seen_hello_ = false;  // reactions run one at a time per stream
 };
+
+void SessionState::MaybeRead() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!CanRead()) return;
+  }
+  // Over the core's memory bound: it calls ResumeReading() when there is room.
+  if (!core_->AdmitRead(shared_from_this())) return;
+  // No Finish() between the check and StartRead() (after Finish the reactor
+  // may be gone).
+  std::lock_guard<std::recursive_mutex> call(call_mu_);
+  SessionReactor* reactor = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!CanRead()) return;
+    reading_ = true;
+    reactor = reactor_;
+  }
+  reactor->StartRead(request_);
+}
 
 void SessionState::Pump() {
   enum { kNothing, kWrite, kFinish } action = kNothing;
@@ -194,12 +287,14 @@ void SessionState::Pump() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (finish_called_ || writing_ || reactor_ == nullptr) return;
-    if (!queue_.empty() && !write_failed_) {
+    if (!queue_.empty() && !write_failed_ && !cancelled_) {
       in_flight_ = std::move(queue_.front());
+      in_flight_bytes_ = in_flight_.ByteSizeLong();
       queue_.pop_front();
       writing_ = true;
       action = kWrite;
     } else if (finish_requested_ || write_failed_ || (reads_done_ && pending_jobs_ == 0)) {
+      // A read may still be in flight: gRPC completes it (not ok) before OnDone.
       finish_called_ = true;
       action = kFinish;
       status = finish_status_;
@@ -207,7 +302,10 @@ void SessionState::Pump() {
     reactor = reactor_;
   }
   if (action == kWrite) reactor->StartWrite(&in_flight_);
-  if (action == kFinish) reactor->Finish(status);
+  if (action == kFinish) {
+    std::lock_guard<std::recursive_mutex> call(call_mu_);
+    reactor->Finish(status);
+  }
 }
 
 }  // namespace

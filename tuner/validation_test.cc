@@ -186,6 +186,26 @@ TEST_F(Validation, EveryBatchRuleRefusesNamesTheFieldAndTheStreamGoesOn) {
       {"dispatch device",
        [](v1::SampleBatch* b) { b->mutable_dispatches()->set_device_index(0, 2); },
        grpc::INVALID_ARGUMENT, "dispatches.device_index[0]"},
+      {"placeholder with samples",
+       [](v1::SampleBatch* b) { b->mutable_dropped()->set_last_seq(b->seq()); },
+       grpc::INVALID_ARGUMENT, "dropped: a placeholder carries no samples"},
+      {"placeholder range",
+       [](v1::SampleBatch* b) {
+         const uint64_t seq = b->seq();
+         b->Clear();
+         b->set_seq(seq);
+         b->mutable_dropped()->set_last_seq(seq - 1);
+       },
+       grpc::INVALID_ARGUMENT, "dropped.last_seq"},
+      {"placeholder samples",
+       [](v1::SampleBatch* b) {
+         const uint64_t seq = b->seq();
+         b->Clear();
+         b->set_seq(seq);
+         b->mutable_dropped()->set_last_seq(seq + 1);
+         b->mutable_dropped()->set_samples(3 * 65536);
+       },
+       grpc::INVALID_ARGUMENT, "dropped.samples"},
       {"dispatch cpu class",
        [](v1::SampleBatch* b) { b->mutable_dispatches()->set_cpu_class_index(0, 9); },
        grpc::INVALID_ARGUMENT, "dispatches.cpu_class_index[0]"},
@@ -207,7 +227,9 @@ TEST_F(Validation, EveryBatchRuleRefusesNamesTheFieldAndTheStreamGoesOn) {
     EXPECT_EQ(m.rejected().code(), rule.code);
     EXPECT_NE(m.rejected().message().find(rule.field), std::string::npos) << m.rejected().message();
     EXPECT_FALSE(m.rejected().retry()) << "bad content is never resent";
-    // The same stream carries on.
+    // The same stream carries on: a refused batch used its seq up (seq 0 has
+    // none to use).
+    if (bad.seq() == 0) --seq;
     ASSERT_TRUE(s.SendBatch(GoodBatch(++seq, 10)));
     ASSERT_TRUE(s.Read(&m));
     EXPECT_TRUE(m.has_batch_ack()) << m.DebugString();

@@ -1,0 +1,108 @@
+#include "tuner/job_queue.h"
+
+namespace spintune {
+
+void JobQueue::Push(TunerJob job) {
+  std::lock_guard<std::mutex> lock(mu_);
+  bytes_ += job.bytes;
+  ++jobs_;
+  if (!job.session) {
+    other_.push_back(std::move(job));
+  } else {
+    auto& q = streams_[job.session.get()];
+    if (q.empty()) ring_.push_back(job.session.get());
+    q.push_back(std::move(job));
+  }
+  cv_.notify_one();
+}
+
+std::vector<TunerJob> JobQueue::Next(absl::Duration timeout) {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait_for(lock, absl::ToChronoNanoseconds(timeout),
+               [this] { return stopped_ || jobs_ > 0; });
+  if (stopped_) return {};
+  return NextLocked();
+}
+
+std::vector<TunerJob> JobQueue::NextLocked() {
+  std::vector<TunerJob> unit;
+  auto take = [&](std::deque<TunerJob>& q) {
+    bytes_ -= q.front().bytes;
+    --jobs_;
+    unit.push_back(std::move(q.front()));
+    q.pop_front();
+  };
+  const bool other_first = other_turn_ || ring_.empty();
+  other_turn_ = !other_turn_;
+  if (other_first && !other_.empty()) {
+    take(other_);
+    return unit;
+  }
+  uint64_t samples = 0;
+  const size_t turns = ring_.size();
+  for (size_t t = 0; t < turns; ++t) {
+    const SessionHandle* s = ring_.front();
+    auto& q = streams_[s];
+    if (!q.front().is_batch()) {
+      if (!unit.empty()) break;  // its turn comes next
+      take(q);
+    } else {
+      for (size_t n = 0; n < kQuantum && !q.empty() && q.front().is_batch() &&
+                         unit.size() < kMaxGroupBatches && samples < kMaxGroupSamples;
+           ++n) {
+        samples += static_cast<uint64_t>(q.front().batch.completions().wait_ns_size());
+        take(q);
+      }
+    }
+    ring_.pop_front();
+    if (q.empty()) {
+      streams_.erase(s);
+    } else {
+      ring_.push_back(s);
+    }
+    if (!unit.back().is_batch() || unit.size() >= kMaxGroupBatches ||
+        samples >= kMaxGroupSamples) {
+      break;
+    }
+  }
+  if (unit.empty() && !other_.empty()) take(other_);
+  return unit;
+}
+
+void JobQueue::Stop() {
+  std::lock_guard<std::mutex> lock(mu_);
+  stopped_ = true;
+  cv_.notify_all();
+}
+
+std::vector<TunerJob> JobQueue::TakeAll() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<TunerJob> all;
+  for (auto& j : other_) all.push_back(std::move(j));
+  for (auto& [s, q] : streams_) {
+    for (auto& j : q) all.push_back(std::move(j));
+  }
+  other_.clear();
+  streams_.clear();
+  ring_.clear();
+  bytes_ = 0;
+  jobs_ = 0;
+  return all;
+}
+
+bool JobQueue::stopped() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stopped_;
+}
+
+uint64_t JobQueue::queued_bytes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return bytes_;
+}
+
+size_t JobQueue::queued_jobs() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return jobs_;
+}
+
+}  // namespace spintune

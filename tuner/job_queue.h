@@ -1,0 +1,74 @@
+// JobQueue: the tuner worker's queue, fair across agent streams.
+//
+// Each stream's jobs run in the order they were posted. Streams take turns
+// (round robin), so one stream flooding the queue (batches, drains, hellos)
+// delays another by at most one turn; work without a stream (admin RPCs,
+// stream ends, background results) takes every other turn. Batch jobs are
+// handed out in groups (for one SQLite commit): up to `kQuantum` consecutive
+// batches of each stream in turn, within the group limits. The bytes of
+// queued batches are tracked for the tuner's memory bound.
+//
+// Thread-safety: all methods are thread-safe.
+#ifndef SPINTUNE_TUNER_JOB_QUEUE_H_
+#define SPINTUNE_TUNER_JOB_QUEUE_H_
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "spintune/v1/spintune.pb.h"
+#include "tuner/session_handle.h"
+
+namespace spintune {
+
+struct TunerJob {
+  std::shared_ptr<SessionHandle> session;  // null: not a stream's job
+  std::function<void()> run;               // empty: a batch job
+  v1::SampleBatch batch;
+  std::function<void()> done;  // runs after the job (may be empty)
+  absl::Time received = absl::Now();
+  uint64_t bytes = 0;  // of the batch as received
+  bool is_batch() const { return !run; }
+};
+
+class JobQueue {
+ public:
+  static constexpr size_t kQuantum = 8;
+  static constexpr size_t kMaxGroupBatches = 64;
+  static constexpr uint64_t kMaxGroupSamples = 1 << 18;
+
+  void Push(TunerJob job);
+  // The next unit of work, waiting up to `timeout`: one job, or a group of
+  // batch jobs. Empty on timeout or once Stop() was called.
+  std::vector<TunerJob> Next(absl::Duration timeout);
+  // Wakes Next() and makes it return empty from now on.
+  void Stop();
+  // Everything still queued (after Stop()).
+  std::vector<TunerJob> TakeAll();
+  bool stopped() const;
+  uint64_t queued_bytes() const;
+  size_t queued_jobs() const;
+
+ private:
+  std::vector<TunerJob> NextLocked();
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopped_ = false;
+  std::map<const SessionHandle*, std::deque<TunerJob>> streams_;
+  std::deque<const SessionHandle*> ring_;  // streams with jobs, in turn order
+  std::deque<TunerJob> other_;
+  bool other_turn_ = false;
+  uint64_t bytes_ = 0;
+  size_t jobs_ = 0;
+};
+
+}  // namespace spintune
+
+#endif  // SPINTUNE_TUNER_JOB_QUEUE_H_
