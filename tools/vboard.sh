@@ -149,14 +149,17 @@ echo
 jq -r '.entries[] | select(.device == "mmc0" and .fallback == false) |
   [.opcode, .size_class, .strategy, .spin_ns, .sleep_ns, .poll_interval_ns,
    .expected_cpu_ns, .expected_latency_ns, .samples] | @tsv' "$OUT/policy.json" > "$OUT/predicted.tsv"
-printf "%-6s %-6s %-26s %-17s %-17s %-17s %-17s %-17s %s\n" OPCODE BYTES "TABLE (pushed)" \
+printf "%-6s %-6s %-30s %-17s %-17s %-17s %-17s %-17s %s\n" OPCODE BYTES "TABLE (pushed)" \
   "PREDICTED" "DEFAULT RULE" "ALWAYS IRQ" "ALWAYS SPIN" "WITH TABLE" "(cpu/latency per request, us)"
 paste <(costs default) <(costs irq) <(costs spin) <(costs table) | while read -r op bytes dc dl _ _ ic il _ _ sc sl _ _ tc tl; do
   sc_bits=$(awk -v b="$bytes" 'BEGIN { n = 0; while (b > 0) { n++; b = int(b / 2) } print n }')
   pred=$(awk -v o="$op" -v s="$sc_bits" -F'\t' '$1 == o && $2 == s {
-      p = $3; if ($4 > 0) p = p " T=" $4 / 1000; if ($5 > 0) p = p " S=" $5 / 1000; if ($6 > 0) p = p " I=" $6 / 1000
+      p = $3
+      if ($5 > 0) p = p sprintf(" S=%.1f", $5 / 1000)
+      if ($4 > 0) p = p sprintf(" T=%.1f", $4 / 1000)
+      if ($6 > 0) p = p sprintf(" I=%.1f", $6 / 1000)
       printf "%s|%.1f/%.1f", p, $7 / 1000, $8 / 1000 }' "$OUT/predicted.tsv")
-  printf "%-6s %-6s %-26s %-17s %-17s %-17s %-17s %-17s\n" "$op" "$bytes" "${pred%%|*}" "${pred#*|}" \
+  printf "%-6s %-6s %-30s %-17s %-17s %-17s %-17s %-17s\n" "$op" "$bytes" "${pred%%|*}" "${pred#*|}" \
     "$(awk -v c="$dc" -v l="$dl" 'BEGIN { printf "%.1f/%.1f", c / 1000, l / 1000 }')" \
     "$(awk -v c="$ic" -v l="$il" 'BEGIN { printf "%.1f/%.1f", c / 1000, l / 1000 }')" \
     "$(awk -v c="$sc" -v l="$sl" 'BEGIN { printf "%.1f/%.1f", c / 1000, l / 1000 }')" \

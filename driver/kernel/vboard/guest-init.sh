@@ -41,6 +41,7 @@ run() {  # run MODE SECTION: the demo driver's workload, then its results
 run table default
 run irq irq
 run spin spin
+echo "sleep $((REQUESTS / 4)) 1" > $DEMO/run || fail "run sleep"
 section platform < $DEMO/platform
 [ -s /tmp/platform.json ] || cat $DEMO/platform > /tmp/platform.json
 

@@ -23,8 +23,9 @@
  * Control (debugfs, as root):
  *   echo "MODE COUNT SEED" > /sys/kernel/debug/spintune_vboard/run
  *	MODE: table (spintune's table, or the default rule before a push),
- *	irq (always sleep), spin (always poll); COUNT requests cycling
- *	through the four kinds of command; SEED picks the card's latencies.
+ *	irq (always sleep), spin (always poll), sleep (a timer sleep longer
+ *	than any command, then poll: what a timer sleep costs); COUNT requests
+ *	cycling through the four kinds of command; SEED picks the latencies.
  *   cat /sys/kernel/debug/spintune_vboard/results    per key, last run
  *   cat /sys/kernel/debug/spintune_vboard/platform   platform costs JSON
  *
@@ -78,8 +79,7 @@ void mmc_release_host(struct mmc_host *host);
 #define VB_WAIT_TIMEOUT_NS (100ull * NSEC_PER_MSEC)
 #define VB_ALWAYS_SPIN_NS SPINTUNE_MAX_SPIN_NS
 #define VB_KINDS 4
-#define VB_TIMER_CALIBRATION_SLEEPS 100
-#define VB_TIMER_CALIBRATION_NS 200000u
+#define VB_SLEEP_NS (2ull * NSEC_PER_MSEC) /* longer than any command */
 
 /**
  * struct vb_card_profile - the virtual card's latency for one kind of command.
@@ -149,8 +149,7 @@ struct vb_key_result {
  * @results: the last run's results per kind.
  * @irq_run: the last irq run's results (platform costs).
  * @spin_run: the last spin run's results (platform costs).
- * @timer_cpu_ns: mean CPU of a calibration sleep.
- * @timer_wake_ns: mean oversleep of a calibration sleep.
+ * @sleep_run: the last sleep run's results (platform costs).
  * @debugfs: the control directory.
  */
 struct vb_board {
@@ -171,8 +170,7 @@ struct vb_board {
 	struct vb_key_result results[VB_KINDS];
 	struct vb_key_result irq_run[VB_KINDS];
 	struct vb_key_result spin_run[VB_KINDS];
-	u64 timer_cpu_ns;
-	u64 timer_wake_ns;
+	struct vb_key_result sleep_run[VB_KINDS];
 	struct dentry *debugfs;
 };
 
@@ -329,6 +327,10 @@ static void vb_run(struct vb_board *vb, const char *mode, u32 count, u32 seed)
 	static const struct spintune_entry spin = {
 		.strategy = SPINTUNE_SPIN, .spin_ns = VB_ALWAYS_SPIN_NS,
 	};
+	static const struct spintune_entry sleep = {
+		.strategy = SPINTUNE_SLEEP_THEN_SPIN, .sleep_ns = VB_SLEEP_NS,
+		.spin_ns = VB_ALWAYS_SPIN_NS,
+	};
 	const bool table = !strcmp(mode, "table");
 	struct rnd_state rnd;
 	u32 i;
@@ -347,7 +349,7 @@ static void vb_run(struct vb_board *vb, const char *mode, u32 count, u32 seed)
 			spintune_begin(vb->st, 0, k->opcode, k->blocks * VB_BLOCK_BYTES, &w);
 		} else {
 			memset(&w, 0, sizeof(w));
-			w.entry = mode[0] == 'i' ? irq : spin;
+			w.entry = mode[0] == 'i' ? irq : mode[1] == 'p' ? spin : sleep;
 		}
 		vb_one(vb, k, block, hold_ns, &w.entry, &w.stats, &vb->results[i % VB_KINDS]);
 		if (table)
@@ -360,27 +362,8 @@ static void vb_run(struct vb_board *vb, const char *mode, u32 count, u32 seed)
 		memcpy(vb->irq_run, vb->results, sizeof(vb->results));
 	else if (!strcmp(mode, "spin"))
 		memcpy(vb->spin_run, vb->results, sizeof(vb->results));
-}
-
-/* The cost of a timer sleep the wait helpers take (SPINTUNE_SLEEP_NS). */
-static void vb_calibrate_timer(struct vb_board *vb)
-{
-	u64 cpu = 0, over = 0;
-	int i;
-
-	for (i = 0; i < VB_TIMER_CALIBRATION_SLEEPS; i++) {
-		const u64 t0 = ktime_get_ns(), idle0 = vb_idle_ns();
-		u64 t1, idle1;
-
-		SPINTUNE_SLEEP_NS(VB_TIMER_CALIBRATION_NS);
-		t1 = ktime_get_ns();
-		idle1 = vb_idle_ns();
-		cpu += (t1 - t0) - min(t1 - t0, idle1 - idle0);
-		over += (t1 - t0) > VB_TIMER_CALIBRATION_NS ?
-			(t1 - t0) - VB_TIMER_CALIBRATION_NS : 0;
-	}
-	vb->timer_cpu_ns = cpu / VB_TIMER_CALIBRATION_SLEEPS;
-	vb->timer_wake_ns = over / VB_TIMER_CALIBRATION_SLEEPS;
+	else if (!strcmp(mode, "sleep"))
+		memcpy(vb->sleep_run, vb->results, sizeof(vb->results));
 }
 
 static ssize_t run_write(struct file *file, const char __user *ubuf, size_t len,
@@ -396,13 +379,12 @@ static ssize_t run_write(struct file *file, const char __user *ubuf, size_t len,
 		return -EFAULT;
 	line[len] = 0;
 	if (sscanf(line, "%7s %u %u", mode, &count, &seed) != 3 ||
-	    (strcmp(mode, "table") && strcmp(mode, "irq") && strcmp(mode, "spin")) ||
+	    (strcmp(mode, "table") && strcmp(mode, "irq") && strcmp(mode, "spin") &&
+	     strcmp(mode, "sleep")) ||
 	    !count)
 		return -EINVAL;
 	mutex_lock(&vb->lock);
 	vb_run(vb, mode, count, seed);
-	if (!strcmp(mode, "irq"))
-		vb_calibrate_timer(vb);
 	mutex_unlock(&vb->lock);
 	return len;
 }
@@ -438,35 +420,55 @@ static int results_show(struct seq_file *m, void *unused)
 }
 DEFINE_SHOW_ATTRIBUTE(results);
 
+/* Means over the kinds of a run: CPU, latency and card time per request. */
+static void vb_run_means(const struct vb_key_result *run, u64 *cpu, u64 *lat, u64 *card)
+{
+	u64 n = 0;
+	int i;
+
+	*cpu = *lat = *card = 0;
+	for (i = 0; i < VB_KINDS; i++) {
+		n += run[i].n;
+		*cpu += run[i].cpu_ns;
+		*lat += run[i].latency_ns;
+		*card += run[i].card_ns;
+	}
+	if (n) {
+		*cpu /= n;
+		*lat /= n;
+		*card /= n;
+	}
+}
+
 /*
- * Platform costs for the tuner (docs/csv-formats.md), from the last irq and
- * spin runs on the same seed. Both runs take the card's interrupt and run
- * its handler; the model charges SPIN only the completion time X, so the
- * overhead a spinning request shows beyond X is taken off the IRQ path's
- * CPU too, leaving what the interrupt path costs more than spinning.
+ * Platform costs for the tuner (docs/csv-formats.md) from the last irq,
+ * spin and sleep runs on one seed. Every request costs the CPU the same
+ * work whatever the wait (issuing it, the card's interrupt handler): a
+ * spinning request shows it as CPU beyond its completion time X, which
+ * the model does not charge SPIN. The same amount is taken off the IRQ
+ * path's and the timer sleep's CPU, so all three are priced alike.
  */
 static int platform_show(struct seq_file *m, void *unused)
 {
 	struct vb_board *vb = m->private;
-	u64 n = 0, irq_cpu = 0, wake = 0, slept = 0, spin_over = 0, spin_n = 0;
+	u64 irq_cpu, irq_lat, irq_card, spin_cpu, spin_lat, spin_card;
+	u64 sleep_cpu, sleep_lat, sleep_card, wake = 0, slept = 0, common;
 	int i;
 
 	mutex_lock(&vb->lock);
+	vb_run_means(vb->irq_run, &irq_cpu, &irq_lat, &irq_card);
+	vb_run_means(vb->spin_run, &spin_cpu, &spin_lat, &spin_card);
+	vb_run_means(vb->sleep_run, &sleep_cpu, &sleep_lat, &sleep_card);
 	for (i = 0; i < VB_KINDS; i++) {
-		n += vb->irq_run[i].n;
-		irq_cpu += vb->irq_run[i].cpu_ns;
 		wake += vb->irq_run[i].wake_ns;
 		slept += vb->irq_run[i].slept;
-		spin_n += vb->spin_run[i].n;
-		spin_over += vb->spin_run[i].cpu_ns - min(vb->spin_run[i].cpu_ns,
-							   vb->spin_run[i].card_ns);
 	}
-	if (n && slept && spin_n) {
-		const u64 overhead = spin_over / spin_n;
-
+	if (slept && spin_cpu && sleep_lat) {
+		common = spin_cpu - min(spin_cpu, spin_card);
 		seq_printf(m, "{\"irq_cpu_ns\": %llu, \"irq_wake_ns\": %llu, \"poll_read_ns\": %u, \"timer_cpu_ns\": %llu, \"timer_wake_ns\": %llu}\n",
-			   irq_cpu / n - min(irq_cpu / n, overhead), wake / slept,
-			   50, vb->timer_cpu_ns, vb->timer_wake_ns);
+			   irq_cpu - min(irq_cpu, common), wake / slept, 50,
+			   sleep_cpu - min(sleep_cpu, common),
+			   sleep_lat - min(sleep_lat, VB_SLEEP_NS));
 	}
 	mutex_unlock(&vb->lock);
 	return 0;
