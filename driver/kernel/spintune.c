@@ -146,12 +146,15 @@ static const char *spintune_strategy_name(u8 strategy)
 	case SPINTUNE_POLL_SLEEP:
 		return "poll_sleep";
 	default:
-		return "?";
+		return "driver"; /* no table, no rule: the driver's own way */
 	}
 }
 
-/* The entry in force for a key; caller holds rcu_read_lock(). */
-static void spintune_entry_for(struct spintune_dev *sd, u8 cpu_class, u32 opcode,
+/*
+ * The entry in force for a key; false when the driver's own way is (no
+ * table, no rule). Caller holds rcu_read_lock().
+ */
+static bool spintune_entry_for(struct spintune_dev *sd, u8 cpu_class, u32 opcode,
 			       u64 bytes, struct spintune_entry *out)
 {
 	const struct spintune_installed *inst = rcu_dereference(sd->installed);
@@ -160,8 +163,11 @@ static void spintune_entry_for(struct spintune_dev *sd, u8 cpu_class, u32 opcode
 		*out = *spintune_lookup(&inst->table, cpu_class, opcode, bytes);
 	else if (sd->default_table)
 		*out = *spintune_lookup(sd->default_table, cpu_class, opcode, bytes);
-	else
+	else if (sd->rule)
 		sd->rule(cpu_class, opcode, bytes, out);
+	else
+		return false;
+	return true;
 }
 
 /* The statistics slot of a key: open addressing, claimed lock-free. */
@@ -183,15 +189,18 @@ static u16 spintune_slot(struct spintune_dev *sd, u64 key)
 	return 0;
 }
 
-void spintune_begin(struct spintune_dev *sd, u8 cpu_class, u32 opcode,
+bool spintune_begin(struct spintune_dev *sd, u8 cpu_class, u32 opcode,
 		    u64 bytes, struct spintune_wait *w)
 {
-	memset(&w->stats, 0, sizeof(w->stats));
+	bool found;
+
+	memset(w, 0, sizeof(*w));
 	rcu_read_lock();
-	spintune_entry_for(sd, cpu_class, opcode, bytes, &w->entry);
+	found = spintune_entry_for(sd, cpu_class, opcode, bytes, &w->entry);
 	rcu_read_unlock();
 	w->slot = spintune_slot(sd, spintune__entry_key(cpu_class, opcode,
 							spintune_size_class(bytes)));
+	return found;
 }
 EXPORT_SYMBOL_GPL(spintune_begin);
 
@@ -463,7 +472,7 @@ static int stats_show(struct seq_file *m, void *unused)
 	for (slot = 0; slot <= SPINTUNE_SLOTS; slot++) {
 		const u64 tag = atomic64_read(&sd->keys[slot]);
 		struct spintune_key_stats sum = {};
-		struct spintune_entry e;
+		struct spintune_entry e = {};
 		u8 cpu_class, size_class;
 		u32 opcode;
 		int cpu;
@@ -508,7 +517,7 @@ static bool spintune_info_valid(const struct spintune_dev_info *info)
 {
 	size_t len;
 
-	if (!info || !info->name || (!info->table && !info->rule))
+	if (!info || !info->name)
 		return false;
 	len = strnlen(info->name, SPINTUNE_DEVICE_NAME_BYTES);
 	return len > 0 && len < SPINTUNE_DEVICE_NAME_BYTES && !strchr(info->name, '/');
@@ -540,7 +549,7 @@ struct spintune_dev *spintune_register(const struct spintune_dev_info *info)
 	sd->dev = info->dev;
 	sd->default_table = info->table;
 	sd->rule = info->rule;
-	sd->source = info->table ? "header" : "rule";
+	sd->source = info->table ? "header" : info->rule ? "rule" : "driver";
 	mutex_init(&sd->lock);
 	INIT_LIST_HEAD(&sd->node);
 	kobject_init(&sd->kobj, &spintune_ktype);
@@ -572,8 +581,9 @@ struct spintune_dev *spintune_register(const struct spintune_dev_info *info)
 	debugfs_create_file("stats", 0444, sd->debugfs, sd, &stats_fops);
 	if (sd->dev)
 		spintune_load_firmware(sd);
-	spintune_log(sd, info, "registered; %s default, table version %llu in force\n",
-		     info->table ? "compiled-in" : "built-in rule",
+	spintune_log(sd, info, "registered; default: %s; table version %llu in force\n",
+		     info->table ? "compiled-in table" :
+		     info->rule ? "built-in rule" : "the driver's own waits",
 		     spintune_version(sd));
 	return sd;
 }

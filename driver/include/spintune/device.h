@@ -56,7 +56,10 @@ typedef void (*spintune_rule_fn)(u8 cpu_class, u32 opcode, u64 bytes,
  * @dev: the driver's device (for the kernel log and request_firmware());
  *	may be NULL, then no firmware is requested.
  * @table: default table compiled in (from a generated header), or NULL.
- * @rule: built-in rule used when @table is NULL; one of the two is required.
+ * @rule: built-in rule used when @table is NULL, or NULL: then, until a
+ *	table arrives, spintune_begin() returns false and the driver waits as
+ *	it always did (for rules that need more than the opcode and length,
+ *	such as spi-bcm2835's estimate from the bus clock).
  */
 struct spintune_dev_info {
 	const char *name;
@@ -111,8 +114,12 @@ void spintune_unregister(struct spintune_dev *sd);
  *
  * O(log n) in the table's size plus O(1) for the statistics slot; never
  * sleeps, never allocates: safe in atomic and hard-IRQ context.
+ *
+ * Return: true when @w->entry says how to wait; false when no table is in
+ * force and the device has no rule: wait the driver's own way (and still
+ * call spintune_end(), with what it did in @w->stats).
  */
-void spintune_begin(struct spintune_dev *sd, u8 cpu_class, u32 opcode,
+bool spintune_begin(struct spintune_dev *sd, u8 cpu_class, u32 opcode,
 		    u64 bytes, struct spintune_wait *w);
 
 /**

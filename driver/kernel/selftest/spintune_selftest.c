@@ -4,11 +4,12 @@
  *
  * Debian's 6.1 kernel has no KUnit (CONFIG_KUNIT is not set), so the tests
  * run at module load and print KTAP: "ok N name" / "not ok N name" and a
- * closing "# spintune_selftest: pass:P fail:F". Every way a blob can be
- * refused is tried through spintune_install_blob() on a registered device,
- * and each must leave the table in force (version, entries, blob read-back)
- * untouched and name its reason. Also covered: the RCU swap, the
- * compiled-in default from a generated header, the built-in rule, and
+ * closing "# totals: pass:P fail:F". Every way a blob can be refused is
+ * tried through spintune_install_blob() on a registered device, and each
+ * must leave the table in force (version and entries) untouched and name
+ * its reason. Also covered: the RCU swap, the compiled-in default from a
+ * generated header, the built-in rule, no default at all (the driver's
+ * own waits), and
  * firmware loading from /lib/firmware/spintune/stfw0.bin (the virtual
  * board ships that file; without it the test says so and fails).
  *
@@ -325,6 +326,31 @@ static void st_header_default(void)
 	spintune_unregister(sd);
 }
 
+static void st_driver_default(void)
+{
+	static const struct spintune_dev_info info = { .name = "stdriver0" };
+	struct spintune_dev *sd = spintune_register(&info);
+	struct spintune_wait w;
+	u8 *blob;
+	bool before, after = false;
+
+	st_report(!IS_ERR(sd), "registers a device without a default");
+	if (IS_ERR(sd))
+		return;
+	before = spintune_begin(sd, 0, 17, 512, &w);
+	spintune_end(sd, &w);
+	blob = kmalloc(ST_BLOB_BYTES, GFP_KERNEL);
+	if (blob) {
+		st_build(blob, "stdriver0", 3, 1000);
+		after = !spintune_install_blob(sd, blob, ST_BLOB_BYTES, "selftest") &&
+			spintune_begin(sd, 0, 17, 512, &w) && w.entry.spin_ns == 1000;
+		kfree(blob);
+	}
+	st_report(!before && after,
+		  "without a default the driver waits its own way until a table arrives");
+	spintune_unregister(sd);
+}
+
 static struct platform_device *st_pdev;
 static struct spintune_dev *st_fw_dev;
 
@@ -365,6 +391,7 @@ static int __init st_init(void)
 	pr_info("KTAP version 1\n");
 	st_loader();
 	st_header_default();
+	st_driver_default();
 	st_firmware();
 	/* The one refusal a registered device cannot reach: its storage is
 	 * sized from the blob, so check the parser's capacity bound directly.
