@@ -44,6 +44,11 @@ check() {
         echo "pushed version and sysfs differ: $v"; return 1; }
       ;;
     cost)
+      # Every request of every run completed without an error.
+      for run in default irq spin table; do
+        section $run | awk -v r=$run 'NR > 2 && $13 != 0 {
+          print r ": " $13 " failed requests of opcode " $1; bad = 1 } END { exit bad }' || return 1
+      done
       # J = CPU + latency (objective balanced) per request, per kind.
       paste <(costs table) <(costs irq) <(costs spin) | awk -v m="$MARGIN" '
         { t = $3 + $4; i = $7 + $8; s = $11 + $12; best = i < s ? i : s

@@ -293,7 +293,12 @@ static void vb_one(struct vb_board *vb, const struct vb_card_profile *k, u32 blo
 
 	t0 = ktime_get_ns();
 	idle0 = vb_idle_ns();
-	mmc_start_request(vb->host, &mrq);
+	if (mmc_start_request(vb->host, &mrq)) { /* refused: no done callback */
+		if (vb->orig_ops->post_req)
+			vb->orig_ops->post_req(vb->host, &mrq, -EIO);
+		r->errors++;
+		return;
+	}
 	rc = spintune_wait(entry, vb_done_read, done, done, VB_WAIT_TIMEOUT_NS, stats, vb);
 	if (rc) { /* SPINTUNE_ARM_IRQ, or a spin or poll that gave up */
 		wait_for_completion(&vb->done);
