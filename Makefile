@@ -9,9 +9,10 @@ DEB_PACKAGES := cmake ninja-build g++ pkg-config \
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc \
   libeigen3-dev libsqlite3-dev libgtest-dev libgmock-dev libbenchmark-dev \
   libcli11-dev nlohmann-json3-dev libspdlog-dev liburing-dev clang libclang-rt-14-dev \
-  openssl libssl-dev libmicrohttpd-dev curl chromium
+  openssl libssl-dev libmicrohttpd-dev curl chromium \
+  linux-headers-amd64 qemu-system-x86 busybox-static kmod cpio jq
 
-.PHONY: all deps configure build demo demo-live test bench uring-ref clean
+.PHONY: all deps configure build demo demo-live test bench uring-ref vboard clean
 
 all: build
 
@@ -36,6 +37,10 @@ test: build
 
 uring-ref: build
 	@tools/uring_ref_demo.sh $(BUILD)
+
+# spintune.ko on Debian's 6.1 kernel under QEMU: the loop on a virtual board.
+vboard: build
+	@tools/vboard.sh $(BUILD)
 
 bench: build
 	@$(BUILD)/bench/optimizer_bench

@@ -9,8 +9,10 @@
  *   SPINTUNE_CPU_RELAX()     pause inside a busy loop
  *   SPINTUNE_SLEEP_NS(ns)    sleep about ns; may sleep (not atomic-safe)
  *
- * Kernel: ktime_get_ns(), cpu_relax(), fsleep() (udelay below 10 us,
- * usleep_range up to a few ticks, msleep beyond). POSIX:
+ * Kernel: ktime_get_ns(), cpu_relax(), and an hrtimer sleep without slack
+ * (schedule_hrtimeout_range(), as usleep_range() does inside): fsleep()
+ * would busy-wait below 10 us and sleep up to twice as long above, which
+ * is not the sleep the cost model prices. POSIX:
  * clock_gettime(CLOCK_MONOTONIC), the architecture's pause/yield hint,
  * nanosleep(). The POSIX part is the only place the headers use libc.
  */
@@ -18,9 +20,10 @@
 #define SPINTUNE_COMPAT_H
 
 #ifdef __KERNEL__
-#include <linux/delay.h>
+#include <linux/hrtimer.h>
 #include <linux/ktime.h>
 #include <linux/processor.h>
+#include <linux/sched.h>
 
 #ifndef SPINTUNE_NOW_NS
 #define SPINTUNE_NOW_NS() ((uint64_t)ktime_get_ns())
@@ -29,7 +32,14 @@
 #define SPINTUNE_CPU_RELAX() cpu_relax()
 #endif
 #ifndef SPINTUNE_SLEEP_NS
-#define SPINTUNE_SLEEP_NS(ns) fsleep(DIV_ROUND_UP((ns), 1000))
+static inline void spintune__kernel_sleep_ns(u64 ns)
+{
+	ktime_t expires = ns_to_ktime(ns);
+
+	__set_current_state(TASK_UNINTERRUPTIBLE);
+	schedule_hrtimeout_range(&expires, 0, HRTIMER_MODE_REL);
+}
+#define SPINTUNE_SLEEP_NS(ns) spintune__kernel_sleep_ns(ns)
 #endif
 
 #else /* user space */

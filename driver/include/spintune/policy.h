@@ -250,6 +250,116 @@ static inline bool spintune_entry_valid(const struct spintune_entry *e)
 	}
 }
 
+/* Records why a blob was refused (when the caller asked) and returns rc. */
+#define SPINTUNE__REFUSE(why, rc, text)                                    \
+	({                                                                 \
+		if (why)                                                   \
+			*(why) = (text);                                   \
+		(rc);                                                      \
+	})
+
+/**
+ * spintune_blob_parse_why() - spintune_blob_parse(), saying why it refused.
+ * @buf, @len, @storage, @capacity, @table: as for spintune_blob_parse().
+ * @why: NULL, or receives a static English phrase naming the first check
+ *	that failed (e.g. "CRC-32 mismatch"); untouched on success.
+ *
+ * Same checks and return values as spintune_blob_parse(); for drivers that
+ * log the reason of a refusal (spintune.ko). Never sleeps.
+ *
+ * Returns: as spintune_blob_parse().
+ */
+static inline int spintune_blob_parse_why(const void *buf, size_t len,
+					  struct spintune_entry *storage,
+					  uint32_t capacity,
+					  struct spintune_table *table,
+					  const char **why)
+{
+	const uint8_t *p = (const uint8_t *)buf;
+	uint32_t total, count, i;
+	uint64_t prev_key = 0;
+
+	if (!p || !storage || !table)
+		return SPINTUNE__REFUSE(why, -EINVAL, "no buffer");
+	if (len < SPINTUNE_BLOB_HEADER_BYTES)
+		return SPINTUNE__REFUSE(why, -EINVAL, "shorter than a header");
+	if (spintune__le32(p) != SPINTUNE_BLOB_MAGIC)
+		return SPINTUNE__REFUSE(why, -EINVAL, "bad magic");
+	if (spintune__le16(p + 4) != SPINTUNE_BLOB_VERSION)
+		return SPINTUNE__REFUSE(why, -EPROTONOSUPPORT, "unknown format version");
+	if (spintune__le16(p + 6) != SPINTUNE_BLOB_HEADER_BYTES)
+		return SPINTUNE__REFUSE(why, -EINVAL, "bad header size");
+	if (spintune__le16(p + 28) != SPINTUNE_BLOB_ENTRY_BYTES)
+		return SPINTUNE__REFUSE(why, -EINVAL, "bad entry size");
+	if (spintune__le16(p + 30) != 0)
+		return SPINTUNE__REFUSE(why, -EINVAL, "reserved header field set");
+	total = spintune__le32(p + 8);
+	count = spintune__le32(p + 24);
+	if (count == 0)
+		return SPINTUNE__REFUSE(why, -EINVAL, "no entries");
+	if (count > SPINTUNE_MAX_ENTRIES)
+		return SPINTUNE__REFUSE(why, -E2BIG, "more entries than SPINTUNE_MAX_ENTRIES");
+	if (count > capacity)
+		return SPINTUNE__REFUSE(why, -E2BIG, "more entries than the storage holds");
+	/* count <= SPINTUNE_MAX_ENTRIES keeps this product far from overflow. */
+	if (total != SPINTUNE_BLOB_HEADER_BYTES + count * SPINTUNE_BLOB_ENTRY_BYTES)
+		return SPINTUNE__REFUSE(why, -EINVAL, "declared size does not match the entry count");
+	if (len < total)
+		return SPINTUNE__REFUSE(why, -EMSGSIZE, "shorter than its header declares");
+	if (spintune_crc32(0, p + 16, total - 16) != spintune__le32(p + 12))
+		return SPINTUNE__REFUSE(why, -EBADMSG, "CRC-32 mismatch");
+	if (p[32 + SPINTUNE_DEVICE_NAME_BYTES - 1] != 0)
+		return SPINTUNE__REFUSE(why, -EINVAL, "device name not terminated");
+
+	/* First pass: validate without writing anything. */
+	for (i = 0; i < count; i++) {
+		const uint8_t *q = p + SPINTUNE_BLOB_HEADER_BYTES + i * SPINTUNE_BLOB_ENTRY_BYTES;
+		struct spintune_entry e;
+		uint64_t key;
+
+		e.cpu_class = q[0];
+		e.size_class = q[1];
+		e.strategy = q[2];
+		e.flags = q[3];
+		e.opcode = spintune__le32(q + 4);
+		e.spin_ns = spintune__le32(q + 8);
+		e.sleep_ns = spintune__le32(q + 12);
+		e.poll_interval_ns = spintune__le32(q + 16);
+		if (spintune__le32(q + 20) != 0)
+			return SPINTUNE__REFUSE(why, -EINVAL, "reserved entry field set");
+		if (!spintune_entry_valid(&e))
+			return SPINTUNE__REFUSE(why, -EINVAL,
+						"an entry breaks a bound (strategy, parameters, flags or wildcards)");
+		if (((e.flags & SPINTUNE_ENTRY_FALLBACK) != 0) != (i == count - 1))
+			return SPINTUNE__REFUSE(why, -EINVAL, "the fallback entry is not exactly the last");
+		key = spintune__entry_key(e.cpu_class, e.opcode, e.size_class);
+		if (i > 0 && key <= prev_key)
+			return SPINTUNE__REFUSE(why, -EINVAL, "keys not strictly increasing");
+		prev_key = key;
+	}
+
+	/* Second pass: decode. */
+	for (i = 0; i < count; i++) {
+		const uint8_t *q = p + SPINTUNE_BLOB_HEADER_BYTES + i * SPINTUNE_BLOB_ENTRY_BYTES;
+
+		storage[i].cpu_class = q[0];
+		storage[i].size_class = q[1];
+		storage[i].strategy = q[2];
+		storage[i].flags = q[3];
+		storage[i].opcode = spintune__le32(q + 4);
+		storage[i].spin_ns = spintune__le32(q + 8);
+		storage[i].sleep_ns = spintune__le32(q + 12);
+		storage[i].poll_interval_ns = spintune__le32(q + 16);
+	}
+	table->entries = storage;
+	table->count = count;
+	table->version = (uint64_t)spintune__le32(p + 16) |
+			 ((uint64_t)spintune__le32(p + 20) << 32);
+	for (i = 0; i < SPINTUNE_DEVICE_NAME_BYTES; i++)
+		table->device[i] = (char)p[32 + i];
+	return 0;
+}
+
 /**
  * spintune_blob_parse() - validate a policy blob and decode it into a table.
  * @buf: the blob (any alignment); only the first @len bytes are read.
@@ -275,80 +385,7 @@ static inline int spintune_blob_parse(const void *buf, size_t len,
 				      struct spintune_entry *storage,
 				      uint32_t capacity, struct spintune_table *table)
 {
-	const uint8_t *p = (const uint8_t *)buf;
-	uint32_t total, count, i;
-	uint64_t prev_key = 0;
-
-	if (!p || !storage || !table || len < SPINTUNE_BLOB_HEADER_BYTES)
-		return -EINVAL;
-	if (spintune__le32(p) != SPINTUNE_BLOB_MAGIC)
-		return -EINVAL;
-	if (spintune__le16(p + 4) != SPINTUNE_BLOB_VERSION)
-		return -EPROTONOSUPPORT;
-	if (spintune__le16(p + 6) != SPINTUNE_BLOB_HEADER_BYTES ||
-	    spintune__le16(p + 28) != SPINTUNE_BLOB_ENTRY_BYTES ||
-	    spintune__le16(p + 30) != 0)
-		return -EINVAL;
-	total = spintune__le32(p + 8);
-	count = spintune__le32(p + 24);
-	if (count == 0)
-		return -EINVAL;
-	if (count > SPINTUNE_MAX_ENTRIES || count > capacity)
-		return -E2BIG;
-	/* count <= SPINTUNE_MAX_ENTRIES keeps this product far from overflow. */
-	if (total != SPINTUNE_BLOB_HEADER_BYTES + count * SPINTUNE_BLOB_ENTRY_BYTES)
-		return -EINVAL;
-	if (len < total)
-		return -EMSGSIZE;
-	if (spintune_crc32(0, p + 16, total - 16) != spintune__le32(p + 12))
-		return -EBADMSG;
-	if (p[32 + SPINTUNE_DEVICE_NAME_BYTES - 1] != 0)
-		return -EINVAL;
-
-	/* First pass: validate without writing anything. */
-	for (i = 0; i < count; i++) {
-		const uint8_t *q = p + SPINTUNE_BLOB_HEADER_BYTES + i * SPINTUNE_BLOB_ENTRY_BYTES;
-		struct spintune_entry e;
-		uint64_t key;
-
-		e.cpu_class = q[0];
-		e.size_class = q[1];
-		e.strategy = q[2];
-		e.flags = q[3];
-		e.opcode = spintune__le32(q + 4);
-		e.spin_ns = spintune__le32(q + 8);
-		e.sleep_ns = spintune__le32(q + 12);
-		e.poll_interval_ns = spintune__le32(q + 16);
-		if (spintune__le32(q + 20) != 0 || !spintune_entry_valid(&e))
-			return -EINVAL;
-		if (((e.flags & SPINTUNE_ENTRY_FALLBACK) != 0) != (i == count - 1))
-			return -EINVAL;
-		key = spintune__entry_key(e.cpu_class, e.opcode, e.size_class);
-		if (i > 0 && key <= prev_key)
-			return -EINVAL;
-		prev_key = key;
-	}
-
-	/* Second pass: decode. */
-	for (i = 0; i < count; i++) {
-		const uint8_t *q = p + SPINTUNE_BLOB_HEADER_BYTES + i * SPINTUNE_BLOB_ENTRY_BYTES;
-
-		storage[i].cpu_class = q[0];
-		storage[i].size_class = q[1];
-		storage[i].strategy = q[2];
-		storage[i].flags = q[3];
-		storage[i].opcode = spintune__le32(q + 4);
-		storage[i].spin_ns = spintune__le32(q + 8);
-		storage[i].sleep_ns = spintune__le32(q + 12);
-		storage[i].poll_interval_ns = spintune__le32(q + 16);
-	}
-	table->entries = storage;
-	table->count = count;
-	table->version = (uint64_t)spintune__le32(p + 16) |
-			 ((uint64_t)spintune__le32(p + 20) << 32);
-	for (i = 0; i < SPINTUNE_DEVICE_NAME_BYTES; i++)
-		table->device[i] = (char)p[32 + i];
-	return 0;
+	return spintune_blob_parse_why(buf, len, storage, capacity, table, NULL);
 }
 
 #ifdef __cplusplus

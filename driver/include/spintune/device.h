@@ -1,0 +1,171 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * spintune.ko: the registration API a kernel driver uses to hold a policy
+ * table per device (docs/kernel-module.md).
+ *
+ *	static const struct spintune_dev_info info = {
+ *		.name = "mmc0", .dev = &pdev->dev, .rule = my_default_rule,
+ *	};
+ *	host->st = spintune_register(&info);
+ *	...
+ *	struct spintune_wait w;
+ *
+ *	spintune_begin(host->st, 0, cmd->opcode, bytes, &w);
+ *	ret = spintune_wait(&w.entry, readl, val, val & DONE, timeout_ns,
+ *			    &w.stats, reg);
+ *	spintune_end(host->st, &w);
+ *
+ * A table arrives by a write of a blob to /sys/kernel/spintune/<name>/table,
+ * by request_firmware("spintune/<name>.bin") at registration, or compiled in
+ * (a header from `spintune header`, passed as @table). The blob is checked by
+ * spintune_blob_parse() (policy.h); a refused blob leaves the table in force
+ * and the kernel log says why. Tables are swapped with RCU: spintune_begin()
+ * copies the entry it needs, so a wait that sleeps never touches a table
+ * that may be freed.
+ */
+#ifndef SPINTUNE_DEVICE_H
+#define SPINTUNE_DEVICE_H
+
+#ifdef __KERNEL__
+#include <linux/types.h>
+
+#include "spintune/wait.h"
+
+struct device;
+struct spintune_dev;
+
+/**
+ * typedef spintune_rule_fn - a driver's built-in wait rule.
+ * @cpu_class: the CPU class the caller runs on.
+ * @opcode: the command's opcode.
+ * @bytes: the command's transfer length in bytes.
+ * @out: receives the entry to use; must satisfy spintune_entry_valid().
+ *
+ * The rule is the driver's behaviour before spintune ("IRQ for data
+ * transfers, poll every 5 us otherwise"); it is used while no table is in
+ * force. Called from any context: must not sleep.
+ */
+typedef void (*spintune_rule_fn)(u8 cpu_class, u32 opcode, u64 bytes,
+				 struct spintune_entry *out);
+
+/**
+ * struct spintune_dev_info - what a driver registers.
+ * @name: device name: the sysfs directory, the firmware file
+ *	spintune/<name>.bin and the device a blob must name (at most
+ *	SPINTUNE_DEVICE_NAME_BYTES - 1 bytes, no '/').
+ * @dev: the driver's device (for the kernel log and request_firmware());
+ *	may be NULL, then no firmware is requested.
+ * @table: default table compiled in (from a generated header), or NULL.
+ * @rule: built-in rule used when @table is NULL, or NULL: then, until a
+ *	table arrives, spintune_begin() returns false and the driver waits as
+ *	it always did (for rules that need more than the opcode and length,
+ *	such as spi-bcm2835's estimate from the bus clock).
+ */
+struct spintune_dev_info {
+	const char *name;
+	struct device *dev;
+	const struct spintune_table *table;
+	spintune_rule_fn rule;
+};
+
+/**
+ * struct spintune_wait - one wait's state, on the caller's stack.
+ * @entry: a copy of the entry in force for the command; stays valid however
+ *	long the wait sleeps, whatever tables are swapped meanwhile.
+ * @stats: what this wait did: pass &w.stats to the wait.h helpers.
+ * @slot: the key's statistics slot (internal).
+ */
+struct spintune_wait {
+	struct spintune_entry entry;
+	struct spintune_wait_stats stats;
+	u16 slot;
+};
+
+/**
+ * spintune_register() - register a device and load its initial table.
+ * @info: the device; copied, need not outlive the call.
+ *
+ * Creates /sys/kernel/spintune/<name>/ and the debugfs statistics, then
+ * tries request_firmware("spintune/<name>.bin") when @info->dev is set: a
+ * valid blob there replaces the default, a refused one is logged and the
+ * default stays. Must be called from process context (may sleep).
+ *
+ * Return: the handle, or an ERR_PTR(): -EINVAL for a bad @info, -EEXIST
+ * when the name is taken, -ENOMEM.
+ */
+struct spintune_dev *spintune_register(const struct spintune_dev_info *info);
+
+/**
+ * spintune_unregister() - remove a device; its tables are freed.
+ * @sd: the handle (NULL or an ERR_PTR is ignored).
+ *
+ * REQUIRES: no spintune_begin()/spintune_end() on @sd runs or will run.
+ * May sleep.
+ */
+void spintune_unregister(struct spintune_dev *sd);
+
+/**
+ * spintune_begin() - look up how to wait for one command.
+ * @sd: the device.
+ * @cpu_class: the CPU class the caller runs on (0 on a single-class SoC).
+ * @opcode: the command's opcode.
+ * @bytes: the command's transfer length in bytes.
+ * @w: receives a copy of the entry and zeroed statistics.
+ *
+ * O(log n) in the table's size plus O(1) for the statistics slot; never
+ * sleeps, never allocates: safe in atomic and hard-IRQ context.
+ *
+ * Return: true when @w->entry says how to wait; false when no table is in
+ * force and the device has no rule: wait the driver's own way (and still
+ * call spintune_end(), with what it did in @w->stats).
+ */
+bool spintune_begin(struct spintune_dev *sd, u8 cpu_class, u32 opcode,
+		    u64 bytes, struct spintune_wait *w);
+
+/**
+ * spintune_end() - account a finished wait in the key's statistics.
+ * @sd: the device.
+ * @w: the wait from spintune_begin(), after the wait.h helper returned.
+ *
+ * Never sleeps; safe in atomic context.
+ */
+void spintune_end(struct spintune_dev *sd, const struct spintune_wait *w);
+
+/**
+ * spintune_install_blob() - validate a blob and put it in force.
+ * @sd: the device.
+ * @blob: the blob (any alignment).
+ * @len: its length in bytes.
+ * @origin: where it came from, for the kernel log ("sysfs", "firmware").
+ *
+ * What the sysfs attribute and the firmware loader call. On success the
+ * new table is swapped in with RCU and the old one freed after a grace
+ * period; on failure the table in force stays and the log says why.
+ * May sleep.
+ *
+ * Return: 0, or the parser's -errno (see spintune_blob_parse()); -ENODEV
+ * when the blob names another device; -ENOMEM.
+ */
+int spintune_install_blob(struct spintune_dev *sd, const void *blob, size_t len,
+			  const char *origin);
+
+/**
+ * spintune_last_error() - why the last refused blob was refused.
+ * @sd: the device.
+ * @buf: receives "ORIGIN: REASON (-ERRNO)", or "" when none was refused.
+ * @len: size of @buf in bytes.
+ *
+ * What /sys/kernel/spintune/<name>/last_error shows. May sleep.
+ */
+void spintune_last_error(struct spintune_dev *sd, char *buf, size_t len);
+
+/**
+ * spintune_version() - the version of the table in force.
+ * @sd: the device.
+ *
+ * Return: the blob's version, 0 while the default is in force.
+ */
+u64 spintune_version(struct spintune_dev *sd);
+
+#endif /* __KERNEL__ */
+#endif /* SPINTUNE_DEVICE_H */

@@ -1,0 +1,630 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * spintune.ko - policy tables for drivers that wait for their devices.
+ *
+ * A driver registers a device (spintune_register()) with a default: a table
+ * compiled in from a generated header, or a built-in rule. Tables arrive as
+ * blobs (docs/policy-format.md): written to /sys/kernel/spintune/<name>/table
+ * (what `spintune-agent --sink attr:...` does) or shipped in
+ * /lib/firmware/spintune/<name>.bin. Each blob is checked by the same parser
+ * user space uses (spintune_blob_parse_why() in policy.h), then put in force
+ * with an RCU pointer swap; the old table is freed after a grace period. A
+ * refused blob changes nothing and the kernel log says why.
+ *
+ * Per device:
+ *   /sys/kernel/spintune/<name>/table     the blob in force (read), a new one (write)
+ *   /sys/kernel/spintune/<name>/version   the version in force, 0 for the default
+ *   /sys/kernel/spintune/<name>/source    rule, header, firmware or sysfs
+ *   /sys/kernel/spintune/<name>/last_error why the last refused blob was refused
+ *   /sys/kernel/debug/spintune/<name>/stats   wait statistics per key
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/debugfs.h>
+#include <linux/device.h>
+#include <linux/err.h>
+#include <linux/firmware.h>
+#include <linux/hash.h>
+#include <linux/kobject.h>
+#include <linux/list.h>
+#include <linux/module.h>
+#include <linux/mutex.h>
+#include <linux/overflow.h>
+#include <linux/percpu.h>
+#include <linux/rcupdate.h>
+#include <linux/seq_file.h>
+#include <linux/slab.h>
+#include <linux/string.h>
+#include <linux/sysfs.h>
+#include <asm/unaligned.h>
+
+#include "spintune/device.h"
+#include "spintune/policy.h"
+
+/* Statistics slots per device: a power of two, plus slot 0 for overflow. */
+#define SPINTUNE_SLOT_BITS 7
+#define SPINTUNE_SLOTS (1u << SPINTUNE_SLOT_BITS)
+#define SPINTUNE_SLOT_PROBES 8
+#define SPINTUNE_MAX_BLOB_BYTES \
+	(SPINTUNE_BLOB_HEADER_BYTES + SPINTUNE_MAX_ENTRIES * SPINTUNE_BLOB_ENTRY_BYTES)
+
+/**
+ * struct spintune_installed - a table put in force from a blob.
+ * @rcu: frees it after the grace period that follows its replacement.
+ * @table: the decoded table; its entries are @entries.
+ * @blob: the blob it came from (read back through sysfs), after @entries.
+ * @blob_bytes: length of @blob.
+ * @entries: the decoded entries.
+ */
+struct spintune_installed {
+	struct rcu_head rcu;
+	struct spintune_table table;
+	const u8 *blob;
+	size_t blob_bytes;
+	struct spintune_entry entries[];
+};
+
+/**
+ * struct spintune_key_stats - one key's wait counters on one CPU.
+ * @waits: finished waits.
+ * @spin_hits: waits that completed while polling.
+ * @irq_fallbacks: waits handed to the interrupt.
+ * @timeouts: waits that gave up.
+ * @sleeps: timer sleeps.
+ * @polls: condition evaluations.
+ */
+struct spintune_key_stats {
+	u64 waits;
+	u64 spin_hits;
+	u64 irq_fallbacks;
+	u64 timeouts;
+	u64 sleeps;
+	u64 polls;
+};
+
+/**
+ * struct spintune_dev - a registered device.
+ * @kobj: /sys/kernel/spintune/<name>; its release frees the device.
+ * @node: in spintune_devices.
+ * @name: the device name.
+ * @dev: the driver's device, or NULL.
+ * @default_table: compiled-in default, or NULL.
+ * @rule: built-in default when @default_table is NULL.
+ * @installed: the table from a blob in force, NULL while the default is.
+ * @lock: serializes installs and the staging of multi-page writes.
+ * @source: where the table in force came from; under @lock.
+ * @last_error: why the last refused blob was refused; under @lock.
+ * @staging: a blob written in several page-sized pieces; under @lock.
+ * @staged_bytes: bytes in @staging.
+ * @keys: statistics slot i holds key + 1 (0: free); slot 0 is overflow.
+ * @stats: per-CPU array of SPINTUNE_SLOTS + 1 counters.
+ * @debugfs: the device's debugfs directory.
+ */
+struct spintune_dev {
+	struct kobject kobj;
+	struct list_head node;
+	char name[SPINTUNE_DEVICE_NAME_BYTES];
+	struct device *dev;
+	const struct spintune_table *default_table;
+	spintune_rule_fn rule;
+	struct spintune_installed __rcu *installed;
+	struct mutex lock;
+	const char *source;
+	char last_error[128];
+	u8 *staging;
+	size_t staged_bytes;
+	atomic64_t keys[SPINTUNE_SLOTS + 1];
+	struct spintune_key_stats __percpu *stats;
+	struct dentry *debugfs;
+};
+
+static struct kobject *spintune_root;
+static struct dentry *spintune_debugfs_root;
+static LIST_HEAD(spintune_devices);
+static DEFINE_MUTEX(spintune_devices_lock);
+
+#define spintune_log(sd, level, fmt, ...)                                      \
+	do {                                                                   \
+		if ((sd)->dev)                                                 \
+			dev_##level((sd)->dev, "spintune %s: " fmt, (sd)->name, \
+				    ##__VA_ARGS__);                            \
+		else                                                           \
+			pr_##level("%s: " fmt, (sd)->name, ##__VA_ARGS__);     \
+	} while (0)
+
+static const char *spintune_strategy_name(u8 strategy)
+{
+	switch (strategy) {
+	case SPINTUNE_IRQ:
+		return "irq";
+	case SPINTUNE_SPIN:
+		return "spin";
+	case SPINTUNE_SPIN_THEN_IRQ:
+		return "spin_then_irq";
+	case SPINTUNE_SLEEP_THEN_SPIN:
+		return "sleep_then_spin";
+	case SPINTUNE_POLL_SLEEP:
+		return "poll_sleep";
+	default:
+		return "driver"; /* no table, no rule: the driver's own way */
+	}
+}
+
+/*
+ * The entry in force for a key; false when the driver's own way is (no
+ * table, no rule). Caller holds rcu_read_lock().
+ */
+static bool spintune_entry_for(struct spintune_dev *sd, u8 cpu_class, u32 opcode,
+			       u64 bytes, struct spintune_entry *out)
+{
+	const struct spintune_installed *inst = rcu_dereference(sd->installed);
+
+	if (inst)
+		*out = *spintune_lookup(&inst->table, cpu_class, opcode, bytes);
+	else if (sd->default_table)
+		*out = *spintune_lookup(sd->default_table, cpu_class, opcode, bytes);
+	else if (sd->rule)
+		sd->rule(cpu_class, opcode, bytes, out);
+	else
+		return false;
+	return true;
+}
+
+/* The statistics slot of a key: open addressing, claimed lock-free. */
+static u16 spintune_slot(struct spintune_dev *sd, u64 key)
+{
+	const u64 tag = key + 1;
+	const u32 home = hash_64(tag, SPINTUNE_SLOT_BITS);
+	u32 i;
+
+	for (i = 0; i < SPINTUNE_SLOT_PROBES; i++) {
+		const u16 slot = 1 + ((home + i) & (SPINTUNE_SLOTS - 1));
+		s64 cur = atomic64_read(&sd->keys[slot]);
+
+		if (cur == 0)
+			cur = atomic64_cmpxchg(&sd->keys[slot], 0, tag);
+		if (cur == 0 || cur == tag)
+			return slot;
+	}
+	return 0;
+}
+
+bool spintune_begin(struct spintune_dev *sd, u8 cpu_class, u32 opcode,
+		    u64 bytes, struct spintune_wait *w)
+{
+	bool found;
+
+	memset(w, 0, sizeof(*w));
+	rcu_read_lock();
+	found = spintune_entry_for(sd, cpu_class, opcode, bytes, &w->entry);
+	rcu_read_unlock();
+	w->slot = spintune_slot(sd, spintune__entry_key(cpu_class, opcode,
+							spintune_size_class(bytes)));
+	return found;
+}
+EXPORT_SYMBOL_GPL(spintune_begin);
+
+void spintune_end(struct spintune_dev *sd, const struct spintune_wait *w)
+{
+	struct spintune_key_stats __percpu *s = sd->stats + w->slot;
+
+	this_cpu_inc(s->waits);
+	this_cpu_add(s->spin_hits, w->stats.spin_hits);
+	this_cpu_add(s->irq_fallbacks, w->stats.irq_fallbacks);
+	this_cpu_add(s->timeouts, w->stats.timeouts);
+	this_cpu_add(s->sleeps, w->stats.sleeps);
+	this_cpu_add(s->polls, w->stats.polls);
+}
+EXPORT_SYMBOL_GPL(spintune_end);
+
+u64 spintune_version(struct spintune_dev *sd)
+{
+	const struct spintune_installed *inst;
+	u64 version;
+
+	rcu_read_lock();
+	inst = rcu_dereference(sd->installed);
+	version = inst ? inst->table.version : 0;
+	rcu_read_unlock();
+	return version;
+}
+EXPORT_SYMBOL_GPL(spintune_version);
+
+/* Refuses a blob: keeps the table in force, records and logs why. */
+static int spintune_refuse(struct spintune_dev *sd, const char *origin,
+			   size_t len, int rc, const char *why)
+{
+	lockdep_assert_held(&sd->lock);
+	snprintf(sd->last_error, sizeof(sd->last_error), "%s: %s (%d)", origin,
+		 why, rc);
+	spintune_log(sd, err,
+		     "refused a %zu-byte table from %s: %s (%d); version %llu stays in force\n",
+		     len, origin, why, rc, spintune_version(sd));
+	return rc;
+}
+
+void spintune_last_error(struct spintune_dev *sd, char *buf, size_t len)
+{
+	mutex_lock(&sd->lock);
+	strscpy(buf, sd->last_error, len);
+	mutex_unlock(&sd->lock);
+}
+EXPORT_SYMBOL_GPL(spintune_last_error);
+
+static int spintune_install_locked(struct spintune_dev *sd, const u8 *blob,
+				   size_t len, const char *origin)
+{
+	struct spintune_installed *inst, *old;
+	const char *why = "";
+	u32 capacity = 1;
+	size_t total;
+	int rc;
+
+	lockdep_assert_held(&sd->lock);
+	/* Size the storage by the declared count; the parser checks it. */
+	if (len >= SPINTUNE_BLOB_HEADER_BYTES)
+		capacity = clamp_t(u32, get_unaligned_le32(blob + 24), 1,
+				   SPINTUNE_MAX_ENTRIES);
+	inst = kzalloc(struct_size(inst, entries, capacity) + len, GFP_KERNEL);
+	if (!inst)
+		return spintune_refuse(sd, origin, len, -ENOMEM, "out of memory");
+	rc = spintune_blob_parse_why(blob, len, inst->entries, capacity,
+				     &inst->table, &why);
+	if (rc)
+		goto refuse;
+	total = get_unaligned_le32(blob + 8);
+	if (len != total) {
+		rc = -EINVAL;
+		why = "bytes after the declared end";
+		goto refuse;
+	}
+	if (strncmp(inst->table.device, sd->name, sizeof(sd->name))) {
+		rc = -ENODEV;
+		why = "fitted for another device";
+		goto refuse;
+	}
+	inst->blob = (const u8 *)&inst->entries[capacity];
+	memcpy((u8 *)inst->blob, blob, len);
+	inst->blob_bytes = len;
+
+	old = rcu_dereference_protected(sd->installed, lockdep_is_held(&sd->lock));
+	rcu_assign_pointer(sd->installed, inst);
+	sd->source = origin;
+	if (old)
+		kfree_rcu(old, rcu);
+	spintune_log(sd, info, "table version %llu (%u entries) from %s in force\n",
+		     inst->table.version, inst->table.count, origin);
+	return 0;
+
+refuse:
+	kfree(inst);
+	return spintune_refuse(sd, origin, len, rc, why);
+}
+
+int spintune_install_blob(struct spintune_dev *sd, const void *blob, size_t len,
+			  const char *origin)
+{
+	int rc;
+
+	mutex_lock(&sd->lock);
+	rc = spintune_install_locked(sd, blob, len, origin);
+	mutex_unlock(&sd->lock);
+	return rc;
+}
+EXPORT_SYMBOL_GPL(spintune_install_blob);
+
+static inline struct spintune_dev *to_spintune_dev(struct kobject *kobj)
+{
+	return container_of(kobj, struct spintune_dev, kobj);
+}
+
+/*
+ * kernfs hands a binary attribute at most a page per call: a longer blob
+ * arrives as a page-sized write (which user space sees as a short write)
+ * followed by writes at increasing offsets. Any other write is a whole blob.
+ */
+static ssize_t table_write(struct file *file, struct kobject *kobj,
+			   struct bin_attribute *attr, char *buf, loff_t off,
+			   size_t count)
+{
+	struct spintune_dev *sd = to_spintune_dev(kobj);
+	const u8 *blob = buf;
+	size_t len = count;
+	int rc = 0;
+	u8 *grown;
+
+	mutex_lock(&sd->lock);
+	if (off == 0) {
+		kfree(sd->staging);
+		sd->staging = NULL;
+		sd->staged_bytes = 0;
+		if (count < PAGE_SIZE)
+			goto install;
+	} else if (!sd->staging || off != sd->staged_bytes) {
+		rc = spintune_refuse(sd, "sysfs", count, -EINVAL,
+				     "a write that does not continue the blob being written");
+		goto out;
+	}
+	if (sd->staged_bytes + count > SPINTUNE_MAX_BLOB_BYTES) {
+		rc = spintune_refuse(sd, "sysfs", sd->staged_bytes + count, -EFBIG,
+				     "larger than any valid table");
+		goto drop;
+	}
+	grown = krealloc(sd->staging, sd->staged_bytes + count, GFP_KERNEL);
+	if (!grown) {
+		rc = spintune_refuse(sd, "sysfs", count, -ENOMEM, "out of memory");
+		goto drop;
+	}
+	memcpy(grown + sd->staged_bytes, buf, count);
+	sd->staging = grown;
+	sd->staged_bytes += count;
+	if (count == PAGE_SIZE && sd->staged_bytes >= 12 &&
+	    get_unaligned_le32(sd->staging + 8) > sd->staged_bytes)
+		goto out; /* more pages to come */
+	blob = sd->staging;
+	len = sd->staged_bytes;
+install:
+	rc = spintune_install_locked(sd, blob, len, "sysfs");
+drop:
+	kfree(sd->staging);
+	sd->staging = NULL;
+	sd->staged_bytes = 0;
+out:
+	mutex_unlock(&sd->lock);
+	return rc ? rc : count;
+}
+
+static ssize_t table_read(struct file *file, struct kobject *kobj,
+			  struct bin_attribute *attr, char *buf, loff_t off,
+			  size_t count)
+{
+	struct spintune_dev *sd = to_spintune_dev(kobj);
+	const struct spintune_installed *inst;
+	ssize_t n = 0;
+
+	rcu_read_lock();
+	inst = rcu_dereference(sd->installed);
+	if (inst && off < inst->blob_bytes) {
+		n = min_t(size_t, count, inst->blob_bytes - off);
+		memcpy(buf, inst->blob + off, n);
+	}
+	rcu_read_unlock();
+	return n;
+}
+
+static BIN_ATTR_RW(table, 0);
+
+static ssize_t version_show(struct kobject *kobj, struct kobj_attribute *attr,
+			    char *buf)
+{
+	return sysfs_emit(buf, "%llu\n", spintune_version(to_spintune_dev(kobj)));
+}
+
+static ssize_t source_show(struct kobject *kobj, struct kobj_attribute *attr,
+			   char *buf)
+{
+	struct spintune_dev *sd = to_spintune_dev(kobj);
+	ssize_t n;
+
+	mutex_lock(&sd->lock);
+	n = sysfs_emit(buf, "%s\n", sd->source);
+	mutex_unlock(&sd->lock);
+	return n;
+}
+
+static ssize_t last_error_show(struct kobject *kobj, struct kobj_attribute *attr,
+			       char *buf)
+{
+	char why[sizeof(((struct spintune_dev *)0)->last_error)];
+
+	spintune_last_error(to_spintune_dev(kobj), why, sizeof(why));
+	return sysfs_emit(buf, "%s\n", why);
+}
+
+static struct kobj_attribute version_attr = __ATTR_RO(version);
+static struct kobj_attribute source_attr = __ATTR_RO(source);
+static struct kobj_attribute last_error_attr = __ATTR_RO(last_error);
+
+static struct attribute *spintune_attrs[] = {
+	&version_attr.attr,
+	&source_attr.attr,
+	&last_error_attr.attr,
+	NULL,
+};
+
+static struct bin_attribute *spintune_bin_attrs[] = {
+	&bin_attr_table,
+	NULL,
+};
+
+static const struct attribute_group spintune_group = {
+	.attrs = spintune_attrs,
+	.bin_attrs = spintune_bin_attrs,
+};
+
+static const struct attribute_group *spintune_groups[] = {
+	&spintune_group,
+	NULL,
+};
+
+static void spintune_release(struct kobject *kobj)
+{
+	struct spintune_dev *sd = to_spintune_dev(kobj);
+
+	free_percpu(sd->stats);
+	kfree(sd->staging);
+	kfree(sd);
+}
+
+static struct kobj_type spintune_ktype = {
+	.release = spintune_release,
+	.sysfs_ops = &kobj_sysfs_ops,
+	.default_groups = spintune_groups,
+};
+
+static int stats_show(struct seq_file *m, void *unused)
+{
+	struct spintune_dev *sd = m->private;
+	u32 slot;
+
+	seq_printf(m, "# version %llu\n", spintune_version(sd));
+	seq_puts(m, "cpu opcode size_class strategy spin_ns sleep_ns poll_interval_ns waits spin_hits irq_fallbacks timeouts sleeps polls\n");
+	for (slot = 0; slot <= SPINTUNE_SLOTS; slot++) {
+		const u64 tag = atomic64_read(&sd->keys[slot]);
+		struct spintune_key_stats sum = {};
+		struct spintune_entry e = {};
+		u8 cpu_class, size_class;
+		u32 opcode;
+		int cpu;
+
+		for_each_possible_cpu(cpu) {
+			const struct spintune_key_stats *s =
+				per_cpu_ptr(sd->stats + slot, cpu);
+
+			sum.waits += s->waits;
+			sum.spin_hits += s->spin_hits;
+			sum.irq_fallbacks += s->irq_fallbacks;
+			sum.timeouts += s->timeouts;
+			sum.sleeps += s->sleeps;
+			sum.polls += s->polls;
+		}
+		if (!sum.waits)
+			continue;
+		if (!tag) { /* slot 0: keys beyond the slots */
+			seq_printf(m, "* * * - - - - %llu %llu %llu %llu %llu %llu\n",
+				   sum.waits, sum.spin_hits, sum.irq_fallbacks,
+				   sum.timeouts, sum.sleeps, sum.polls);
+			continue;
+		}
+		cpu_class = (tag - 1) >> 40;
+		opcode = (u32)((tag - 1) >> 8);
+		size_class = (u8)(tag - 1);
+		rcu_read_lock();
+		spintune_entry_for(sd, cpu_class, opcode,
+				   size_class ? 1ull << (size_class - 1) : 0, &e);
+		rcu_read_unlock();
+		seq_printf(m, "%u %u %u %s %u %u %u %llu %llu %llu %llu %llu %llu\n",
+			   cpu_class, opcode, size_class,
+			   spintune_strategy_name(e.strategy), e.spin_ns, e.sleep_ns,
+			   e.poll_interval_ns, sum.waits, sum.spin_hits,
+			   sum.irq_fallbacks, sum.timeouts, sum.sleeps, sum.polls);
+	}
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(stats);
+
+static bool spintune_info_valid(const struct spintune_dev_info *info)
+{
+	size_t len;
+
+	if (!info || !info->name)
+		return false;
+	len = strnlen(info->name, SPINTUNE_DEVICE_NAME_BYTES);
+	return len > 0 && len < SPINTUNE_DEVICE_NAME_BYTES && !strchr(info->name, '/');
+}
+
+static void spintune_load_firmware(struct spintune_dev *sd)
+{
+	const struct firmware *fw;
+	char path[sizeof("spintune/.bin") + SPINTUNE_DEVICE_NAME_BYTES];
+
+	snprintf(path, sizeof(path), "spintune/%s.bin", sd->name);
+	if (firmware_request_nowarn(&fw, path, sd->dev))
+		return; /* no file: the default stays */
+	spintune_install_blob(sd, fw->data, fw->size, "firmware");
+	release_firmware(fw);
+}
+
+struct spintune_dev *spintune_register(const struct spintune_dev_info *info)
+{
+	struct spintune_dev *sd, *other;
+	int rc;
+
+	if (!spintune_info_valid(info))
+		return ERR_PTR(-EINVAL);
+	sd = kzalloc(sizeof(*sd), GFP_KERNEL);
+	if (!sd)
+		return ERR_PTR(-ENOMEM);
+	strscpy(sd->name, info->name, sizeof(sd->name));
+	sd->dev = info->dev;
+	sd->default_table = info->table;
+	sd->rule = info->rule;
+	sd->source = info->table ? "header" : info->rule ? "rule" : "driver";
+	mutex_init(&sd->lock);
+	INIT_LIST_HEAD(&sd->node);
+	kobject_init(&sd->kobj, &spintune_ktype);
+	sd->stats = __alloc_percpu(sizeof(*sd->stats) * (SPINTUNE_SLOTS + 1),
+				   __alignof__(*sd->stats));
+	if (!sd->stats) {
+		kobject_put(&sd->kobj);
+		return ERR_PTR(-ENOMEM);
+	}
+
+	mutex_lock(&spintune_devices_lock);
+	list_for_each_entry(other, &spintune_devices, node) {
+		if (!strcmp(other->name, sd->name)) {
+			mutex_unlock(&spintune_devices_lock);
+			kobject_put(&sd->kobj);
+			return ERR_PTR(-EEXIST);
+		}
+	}
+	rc = kobject_add(&sd->kobj, spintune_root, "%s", sd->name);
+	if (rc) {
+		mutex_unlock(&spintune_devices_lock);
+		kobject_put(&sd->kobj);
+		return ERR_PTR(rc);
+	}
+	list_add_tail(&sd->node, &spintune_devices);
+	mutex_unlock(&spintune_devices_lock);
+
+	sd->debugfs = debugfs_create_dir(sd->name, spintune_debugfs_root);
+	debugfs_create_file("stats", 0444, sd->debugfs, sd, &stats_fops);
+	if (sd->dev)
+		spintune_load_firmware(sd);
+	spintune_log(sd, info, "registered; default: %s; table version %llu in force\n",
+		     info->table ? "compiled-in table" :
+		     info->rule ? "built-in rule" : "the driver's own waits",
+		     spintune_version(sd));
+	return sd;
+}
+EXPORT_SYMBOL_GPL(spintune_register);
+
+void spintune_unregister(struct spintune_dev *sd)
+{
+	struct spintune_installed *inst;
+
+	if (IS_ERR_OR_NULL(sd))
+		return;
+	debugfs_remove_recursive(sd->debugfs);
+	mutex_lock(&spintune_devices_lock);
+	list_del(&sd->node);
+	mutex_unlock(&spintune_devices_lock);
+	kobject_del(&sd->kobj); /* waits for sysfs readers and writers */
+	inst = rcu_replace_pointer(sd->installed, NULL, true);
+	if (inst)
+		kfree_rcu(inst, rcu);
+	kobject_put(&sd->kobj);
+}
+EXPORT_SYMBOL_GPL(spintune_unregister);
+
+static int __init spintune_init(void)
+{
+	spintune_root = kobject_create_and_add("spintune", kernel_kobj);
+	if (!spintune_root)
+		return -ENOMEM;
+	spintune_debugfs_root = debugfs_create_dir("spintune", NULL);
+	return 0;
+}
+
+static void __exit spintune_exit(void)
+{
+	debugfs_remove_recursive(spintune_debugfs_root);
+	kobject_put(spintune_root);
+}
+
+module_init(spintune_init);
+module_exit(spintune_exit);
+
+MODULE_DESCRIPTION("spintune: per-command wait policy tables for device drivers");
+MODULE_AUTHOR("spintune developers");
+MODULE_LICENSE("GPL");

@@ -1,0 +1,97 @@
+#!/bin/busybox sh
+# /init of the virtual board's initramfs (tools/vboard.sh builds it).
+# Loads spintune.ko and runs its self-test, brings up the SD card under the
+# demo driver, measures the default rule, always-IRQ and always-spin, runs
+# spintune-agent against the tuner on the host while the demo driver
+# works, measures again with the pushed table, then writes a corrupted blob
+# and checks that it is refused. Every result goes to the console between
+# "@@ begin NAME" and "@@ end NAME" lines; the host reads them.
+/bin/busybox --install -s /bin
+mount -t proc proc /proc
+mount -t sysfs sys /sys
+mount -t devtmpfs dev /dev
+mount -t debugfs none /sys/kernel/debug
+mount -t tracefs nodev /sys/kernel/tracing
+mkdir -p /tmp /var/lib/spintune
+export PATH=/bin:/sbin
+
+arg() { sed -n "s/.*spintune\.$1=\([^ ]*\).*/\1/p" /proc/cmdline; }
+REQUESTS=$(arg requests)
+SAMPLES=$(arg samples)
+TUNER=$(arg tuner)
+DEMO=/sys/kernel/debug/spintune_vboard
+ST=/sys/kernel/spintune/mmc0
+
+section() { echo "@@ begin $1"; cat; echo "@@ end $1"; }
+fail() { echo "@@ fail $*"; poweroff -f; }
+
+insmod /modules/spintune.ko || fail "insmod spintune.ko"
+insmod /modules/spintune_selftest.ko || fail "insmod spintune_selftest.ko"
+dmesg | sed -n 's/.*spintune_selftest: //p' | section selftest
+
+modprobe sdhci-pci || fail "modprobe sdhci-pci"
+insmod /modules/spintune_vboard.ko || fail "insmod spintune_vboard.ko"
+for _ in 1 2 3 4 5 6 7 8 9 10; do [ -e $DEMO/run ] && break; sleep 0.2; done
+[ -e $DEMO/run ] || fail "the demo driver did not bind the SD card"
+
+run() {  # run MODE SECTION: the demo driver's workload, then its results
+  echo "$1 $REQUESTS 1" > $DEMO/run || fail "run $1"
+  section "$2" < $DEMO/results
+}
+run table default
+run irq irq
+run spin spin
+echo "sleep $((REQUESTS / 4)) 1" > $DEMO/run || fail "run sleep"
+section platform < $DEMO/platform
+[ -s /tmp/platform.json ] || cat $DEMO/platform > /tmp/platform.json
+
+# The loop: the agent traces the card while the demo driver works.
+modprobe e1000 || fail "modprobe e1000"
+ip link set lo up
+ip link set eth0 up
+ip addr add 10.0.2.15/24 dev eth0
+spintune-agent --tuner "$TUNER" --agent-id vboard --source tracefs:mmc0 \
+  --platform /tmp/platform.json --sink "attr:$ST/table" --state-dir "" \
+  --max-samples "$SAMPLES" --give-up-after 60 --batch-size 256 > /tmp/agent.log 2>&1 &
+agent=$!
+for _ in $(seq 100); do
+  grep -q "session up" /tmp/agent.log && break
+  kill -0 $agent 2>/dev/null || break
+  sleep 0.1
+done
+while kill -0 $agent 2>/dev/null; do
+  echo "table 200 2" > $DEMO/run
+done
+wait $agent
+echo "agent exit $?" >> /tmp/agent.log
+section agent < /tmp/agent.log
+
+pushed=$(sed -n 's/.*applied_version=\([0-9]*\).*/\1/p' /tmp/agent.log | tail -1)
+echo "pushed=${pushed:-none} sysfs=$(cat $ST/version) source=$(cat $ST/source)" | section version
+run table table
+section stats < /sys/kernel/debug/spintune/mmc0/stats
+
+# A corrupted blob: the table in force with one entry byte flipped.
+cat $ST/table > /tmp/good.bin
+before=$(cat $ST/version)
+size=$(wc -c < /tmp/good.bin)
+if [ "$size" -gt 64 ]; then
+  cp /tmp/good.bin /tmp/bad.bin
+  byte=$(dd if=/tmp/good.bin bs=1 skip=72 count=1 2>/dev/null | od -An -tu1 | tr -d ' ')
+  printf "\\$(printf %o $(( (byte + 1) % 256 )))" |
+    dd of=/tmp/bad.bin bs=1 seek=72 conv=notrunc 2>/dev/null
+  if cat /tmp/bad.bin > $ST/table 2>/tmp/write.err; then rc=0; else rc=1; fi
+  cat $ST/table > /tmp/after.bin
+  same=no
+  cmp -s /tmp/good.bin /tmp/after.bin && same=yes
+  {
+    echo "write_failed=$rc error=$(cat /tmp/write.err | sed 's/.*: //')"
+    echo "version_before=$before version_after=$(cat $ST/version) table_unchanged=$same"
+    echo "last_error=$(cat $ST/last_error)"
+    dmesg | grep "refused a" | tail -1
+  } | section corrupt
+else
+  echo "no table in force ($size bytes)" | section corrupt
+fi
+echo "@@ done"
+poweroff -f

@@ -1,0 +1,185 @@
+#!/usr/bin/env bash
+# `make vboard`: the whole loop on a virtual board. Boots Debian's own 6.1
+# kernel under QEMU (TCG, -icount: guest time counts instructions, so runs
+# repeat) with an SD card on sdhci-pci, a busybox initramfs, spintune.ko,
+# its self-test and the demo driver (driver/kernel/vboard/). In the guest,
+# spintune-agent traces the card's mmc, irq and sched events, streams them
+# to a tuner on this host's loopback (QEMU user networking, restricted: the
+# guest reaches nothing but the tuner's port) and writes the pushed table
+# into /sys/kernel/spintune/mmc0/table. Prints per key what the table
+# predicts and what the demo driver measured with its default rule,
+# always-IRQ, always-spin and the pushed table, then checks the results.
+#
+#   tools/vboard.sh [BUILD]          run, report, check (exit 1 on a failed check)
+#   tools/vboard.sh --check NAME [BUILD]   one check on the last run's log
+#
+# Exit 77 (skip) without qemu-system-x86_64 or the kernel headers.
+# Set-up kept between runs in BUILD/vboard-cache (kernel image and modules
+# of the headers' ABI, from the linux-image .deb: nothing is installed).
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+check_only=""
+if [ "${1:-}" = "--check" ]; then check_only=$2; shift 2; fi
+BUILD=$(cd "${1:-build}" && pwd)
+OUT=$BUILD/vboard
+LOG=$OUT/guest.log
+REQUESTS=${SPINTUNE_VBOARD_REQUESTS:-2000}   # per measured run, four kinds of command
+SAMPLES=${SPINTUNE_VBOARD_SAMPLES:-3000}     # the agent stops after this many
+MARGIN=${SPINTUNE_VBOARD_MARGIN:-0.05}       # table no worse than the better pure policy by more
+
+section() { sed -n "/^@@ begin $1\r\?$/,/^@@ end $1\r\?$/p" "$LOG" | sed '1d;$d' | tr -d '\r'; }
+
+# Per kind of command: "opcode bytes cpu_ns lat_ns" of one measured run.
+costs() { section "$1" | awk 'NR > 2 {print $1, $2, $4, $5}'; }
+
+check() {
+  case $1 in
+    selftest)
+      section selftest | grep -q "^# totals: pass:[1-9][0-9]* fail:0$" || {
+        section selftest | grep -v "^ok "; return 1; }
+      ;;
+    version)
+      local v; v=$(section version)
+      echo "$v" | grep -Eq "^pushed=([1-9][0-9]*) sysfs=\1 source=sysfs$" || {
+        echo "pushed version and sysfs differ: $v"; return 1; }
+      ;;
+    cost)
+      # Every request of every run completed without an error.
+      for run in default irq spin table; do
+        section $run | awk -v r=$run 'NR > 2 && $13 != 0 {
+          print r ": " $13 " failed requests of opcode " $1; bad = 1 } END { exit bad }' || return 1
+      done
+      # J = CPU + latency (objective balanced) per request, per kind.
+      paste <(costs table) <(costs irq) <(costs spin) | awk -v m="$MARGIN" '
+        { t = $3 + $4; i = $7 + $8; s = $11 + $12; best = i < s ? i : s
+          printf "opcode %s %s bytes: table J %.1f us, irq %.1f us, spin %.1f us -> %+.1f%% vs the better\n",
+                 $1, $2, t / 1000, i / 1000, s / 1000, 100 * (t - best) / best
+          if (t > best * (1 + m)) bad++ ; n++ }
+        END { exit (n == 0 || bad > 0) }'
+      ;;
+    corrupt)
+      local c; c=$(section corrupt)
+      echo "$c" | grep -q "^write_failed=1 " && echo "$c" | grep -q "table_unchanged=yes" &&
+        echo "$c" | grep -Eq "version_before=([1-9][0-9]*) version_after=\1 " &&
+        echo "$c" | grep -q "CRC-32 mismatch" || { echo "$c"; return 1; }
+      ;;
+    *) echo "unknown check $1"; return 2 ;;
+  esac
+}
+
+if [ -n "$check_only" ]; then
+  [ -s "$LOG" ] || { echo "skip: no guest log (tools/vboard.sh did not run)"; exit 77; }
+  check "$check_only"
+  exit
+fi
+
+command -v qemu-system-x86_64 >/dev/null || { echo "skip: qemu-system-x86_64 is missing"; exit 77; }
+KV=$("$here/driver/kernel/build.sh" --kv)
+[ -n "$KV" ] && [ -d "/usr/src/linux-headers-$KV" ] || {
+  echo "skip: no Debian kernel headers (linux-headers-amd64)"; exit 77; }
+start=$(date +%s.%N)
+rm -rf "$OUT"
+mkdir -p "$OUT"
+
+# 1. The guest kernel: vmlinuz and the modules the board needs, from the .deb.
+CACHE=$BUILD/vboard-cache/$KV
+if [ ! -s "$CACHE/vmlinuz" ]; then
+  rm -rf "$CACHE"
+  mkdir -p "$CACHE/deb"
+  (cd "$CACHE/deb" && apt-get download -q "linux-image-$KV" >/dev/null 2>&1) || {
+    echo "cannot download linux-image-$KV"; exit 1; }
+  dpkg-deb --fsys-tarfile "$CACHE"/deb/*.deb | tar -x -C "$CACHE" --wildcards \
+    './boot/vmlinuz-*' "./lib/modules/$KV/modules.*" "./lib/modules/$KV/kernel/drivers/mmc/*" \
+    "./lib/modules/$KV/kernel/drivers/net/ethernet/intel/e1000/*"
+  mv "$CACHE/boot/vmlinuz-$KV" "$CACHE/vmlinuz"
+  rm -rf "$CACHE/deb" "$CACHE/boot"
+fi
+
+# 2. spintune.ko, the self-test and the demo driver against the headers.
+KMOD=$(SPINTUNE_CLI="$BUILD/cli/spintune" "$here/driver/kernel/build.sh" "$OUT/kmod" "$KV")
+
+# 3. The initramfs: busybox, the modules, the agent and its libraries.
+ROOT=$OUT/root
+mkdir -p "$ROOT"/{bin,dev,proc,sys,tmp,modules,lib/firmware/spintune}
+cp /bin/busybox "$ROOT/bin/busybox"
+cp -a "$CACHE/lib" "$ROOT/"
+depmod -b "$ROOT" "$KV"
+cp "$KMOD/spintune.ko" "$KMOD/selftest/spintune_selftest.ko" "$KMOD/vboard/spintune_vboard.ko" \
+  "$ROOT/modules/"
+"$BUILD/cli/spintune" blob --json "$here/driver/kernel/selftest/fixture-policy.json" \
+  --device stfw0 -o "$ROOT/lib/firmware/spintune/stfw0.bin" >/dev/null
+cp "$BUILD/agent/spintune-agent" "$ROOT/bin/"
+ldd "$BUILD/agent/spintune-agent" | awk '/=> \// {print $3} /^\t\/lib/ {print $1}' |
+  while read -r lib; do
+    mkdir -p "$ROOT$(dirname "$lib")"
+    cp -L "$lib" "$ROOT$lib"
+  done
+cp "$here/driver/kernel/vboard/guest-init.sh" "$ROOT/init"
+chmod +x "$ROOT/init"
+(cd "$ROOT" && find . | cpio -o -H newc --quiet | gzip -1 > "$OUT/initrd.gz")
+truncate -s 64M "$OUT/sd.img"   # QEMU wants a power of two
+
+# 4. The tuner, on loopback; the guest reaches it as 10.0.2.100:50051 only.
+. "$here/tools/lib.sh"
+start_tuner "$BUILD" "$OUT"
+trap 'kill "$tuner_pid" 2>/dev/null || true' EXIT
+port=${addr##*:}
+setup=$(date +%s.%N)
+
+# 5. Boot; the guest powers off when done (panic=-1: a panic ends QEMU too).
+timeout 300 qemu-system-x86_64 -accel tcg -m 768 -smp 1 -nodefaults -display none \
+  -serial stdio -no-reboot -icount shift=4,sleep=off,align=off \
+  -kernel "$CACHE/vmlinuz" -initrd "$OUT/initrd.gz" \
+  -append "console=ttyS0 panic=-1 quiet spintune.tuner=10.0.2.100:50051 spintune.requests=$REQUESTS spintune.samples=$SAMPLES" \
+  -device sdhci-pci -drive if=none,id=sd0,file="$OUT/sd.img",format=raw -device sd-card,drive=sd0 \
+  -netdev "user,id=n0,restrict=on,guestfwd=tcp:10.0.2.100:50051-tcp:127.0.0.1:$port" \
+  -device e1000,netdev=n0 > "$LOG" 2>&1 || true
+end=$(date +%s.%N)
+kill -INT "$tuner_pid" 2>/dev/null || true
+wait "$tuner_pid" 2>/dev/null || true
+trap - EXIT
+grep -q "^@@ done" "$LOG" || { echo "the guest did not finish:"; tail -40 "$LOG"; exit 1; }
+
+# 6. The report.
+"$BUILD/cli/spintune" --db "$OUT/spintune.db" policy vboard --format json > "$OUT/policy.json"
+echo "virtual board: Debian $KV under QEMU TCG (-icount shift=4: 16 ns per guest instruction),"
+echo "SD card on sdhci-pci, demo driver spintune_vboard, $REQUESTS requests per measured run"
+echo
+sed -n 's/.*\] \(spintune_vboard .*virtual board.*\)/\1/p' "$LOG" | head -1
+echo "self-test of the loader: $(section selftest | sed -n 's/^# totals: //p')"
+echo "platform costs measured in the guest: $(section platform)"
+echo "loop: $(section agent | grep -o 'done samples=.*' | tail -1)"
+echo "table version pushed and in sysfs: $(section version)"
+echo
+jq -r '.entries[] | select(.device == "mmc0" and .fallback == false) |
+  [.opcode, .size_class, .strategy, .spin_ns, .sleep_ns, .poll_interval_ns,
+   .expected_cpu_ns, .expected_latency_ns, .samples] | @tsv' "$OUT/policy.json" > "$OUT/predicted.tsv"
+printf "%-6s %-6s %-30s %-17s %-17s %-17s %-17s %-17s %s\n" OPCODE BYTES "TABLE (pushed)" \
+  "PREDICTED" "DEFAULT RULE" "ALWAYS IRQ" "ALWAYS SPIN" "WITH TABLE" "(cpu/latency per request, us)"
+paste <(costs default) <(costs irq) <(costs spin) <(costs table) | while read -r op bytes dc dl _ _ ic il _ _ sc sl _ _ tc tl; do
+  sc_bits=$(awk -v b="$bytes" 'BEGIN { n = 0; while (b > 0) { n++; b = int(b / 2) } print n }')
+  pred=$(awk -v o="$op" -v s="$sc_bits" -F'\t' '$1 == o && $2 == s {
+      p = $3
+      if ($5 > 0) p = p sprintf(" S=%.1f", $5 / 1000)
+      if ($4 > 0) p = p sprintf(" T=%.1f", $4 / 1000)
+      if ($6 > 0) p = p sprintf(" I=%.1f", $6 / 1000)
+      printf "%s|%.1f/%.1f", p, $7 / 1000, $8 / 1000 }' "$OUT/predicted.tsv")
+  printf "%-6s %-6s %-30s %-17s %-17s %-17s %-17s %-17s\n" "$op" "$bytes" "${pred%%|*}" "${pred#*|}" \
+    "$(awk -v c="$dc" -v l="$dl" 'BEGIN { printf "%.1f/%.1f", c / 1000, l / 1000 }')" \
+    "$(awk -v c="$ic" -v l="$il" 'BEGIN { printf "%.1f/%.1f", c / 1000, l / 1000 }')" \
+    "$(awk -v c="$sc" -v l="$sl" 'BEGIN { printf "%.1f/%.1f", c / 1000, l / 1000 }')" \
+    "$(awk -v c="$tc" -v l="$tl" 'BEGIN { printf "%.1f/%.1f", c / 1000, l / 1000 }')"
+done
+echo
+echo "corrupted blob written to /sys/kernel/spintune/mmc0/table:"
+section corrupt | sed 's/^/  /'
+echo
+awk -v a="$start" -v b="$setup" -v c="$end" 'BEGIN {
+  printf "set-up %.1f s, guest run %.1f s, whole run %.1f s\n", b - a, c - b, c - a }'
+echo
+failed=0
+for c in selftest version cost corrupt; do
+  if out=$(check $c 2>&1); then echo "check $c: ok"; else echo "check $c: FAILED"; failed=1; fi
+  [ "$c" = cost ] && echo "$out" | sed 's/^/  /'
+done
+exit $failed
