@@ -33,6 +33,9 @@ int main(int argc, char** argv) {
   double min_refit_interval_s = 1.0;
   double max_agent_rate = 0;
   int max_message_mb = 16;
+  uint64_t max_queued_mb = 256;
+  size_t stream_window = 32;
+  double hello_timeout_s = 10;
   bool require_tokens = false;
   spintune::ServerTls tls;
   std::string log_level = "info";
@@ -92,6 +95,20 @@ int main(int argc, char** argv) {
   app.add_option("--max-message-mb", max_message_mb, "Largest message accepted, MiB")
       ->check(CLI::Range(1, 256))
       ->capture_default_str();
+  app.add_option("--max-queued-mb", max_queued_mb,
+                 "Batches waiting to be stored, MiB over all agents; reading pauses above it "
+                 "(the tuner's memory: about this plus one message per open stream)")
+      ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 20))
+      ->capture_default_str();
+  app.add_option("--stream-window", stream_window,
+                 "Messages of one agent stream in the tuner at once; more wait in the agent "
+                 "(gRPC flow control), so one agent cannot crowd out the others")
+      ->check(CLI::Range(size_t{1}, size_t{4096}))
+      ->capture_default_str();
+  app.add_option("--hello-timeout", hello_timeout_s,
+                 "Seconds a new stream has to send its Hello before it is closed")
+      ->check(CLI::Range(0.1, 3600.0))
+      ->capture_default_str();
   app.add_option("--tls-cert", tls.cert, "Server certificate (PEM; enables TLS)");
   app.add_option("--tls-key", tls.key, "Server private key (PEM)");
   app.add_option("--tls-client-ca", tls.client_ca,
@@ -143,17 +160,21 @@ int main(int argc, char** argv) {
   options.min_refit_interval = absl::Seconds(min_refit_interval_s);
   options.max_agent_samples_per_second = max_agent_rate;
   options.max_message_bytes = max_message_mb << 20;
+  options.max_queued_bytes = max_queued_mb << 20;
+  options.stream_window = stream_window;
+  options.hello_timeout = absl::Seconds(hello_timeout_s);
   options.require_tokens = require_tokens;
   options.tls = tls;
-  if (!spintune::IsLoopbackAddress(listen)) {
-    if (tls.cert.empty()) {
-      spintune::Logger().warn("listening on {} without TLS: samples and tables travel in clear "
-                              "text (--tls-cert/--tls-key)", listen);
-    }
-    if (!require_tokens) {
-      spintune::Logger().warn("listening on {} without --require-tokens: any agent can report "
-                              "for any target and read every table", listen);
-    }
+  if (!spintune::IsLoopbackAddress(listen) && tls.cert.empty()) {
+    spintune::Logger().warn("listening on {} without TLS: samples and tables travel in clear "
+                            "text (--tls-cert/--tls-key)", listen);
+  }
+  if (!require_tokens) {
+    spintune::Logger().warn(
+        "no --require-tokens: any {} that reaches {} can report samples for any agent id (they "
+        "count as that agent's) and read every table; use tokens (spintune tokens add) unless "
+        "every client is trusted",
+        spintune::IsLoopbackAddress(listen) ? "local process" : "client", listen);
   }
 
   // Block signals before gRPC starts its threads.
@@ -191,8 +212,9 @@ int main(int argc, char** argv) {
     std::unique_lock<std::mutex> lock(mu);
     cv.wait(lock, [&] { return stop; });
   }
-  const spintune::TunerCounters c = server->core()->counters();
-  server->Shutdown(absl::Seconds(shutdown_deadline_s));
+  // The counters after the shutdown: what was stored until the end.
+  spintune::TunerCounters c;
+  server->Shutdown(absl::Seconds(shutdown_deadline_s), &c);
   spintune::Logger().info(
       "stopped sessions={} batches={} duplicates={} rejected={} deferred={} over_limit={} "
       "samples={} refits={} versions={} pushes={} changes={}",

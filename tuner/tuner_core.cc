@@ -67,25 +67,29 @@ absl::StatusOr<std::unique_ptr<TunerCore>> TunerCore::Create(const TunerOptions&
     return absl::InvalidArgumentError("stream_window and max_queued_bytes must be > 0");
   }
   SPINTUNE_ASSIGN_OR_RETURN(auto store, Store::Open(options.db_path, options.store));
-  return std::unique_ptr<TunerCore>(new TunerCore(options, std::move(store)));
+  // The fitter starts before the core exists: its results reach the core
+  // through this slot (set below, cleared when the core stops the fitter).
+  auto slot = std::make_shared<std::atomic<TunerCore*>>(nullptr);
+  FitterOptions fo{options.db_path, options.store, options.fit, options.change,
+                   options.evidence_ttl};
+  SPINTUNE_ASSIGN_OR_RETURN(auto fitter, Fitter::Create(fo, [slot](FitResult r) {
+                              if (TunerCore* core = slot->load()) core->OnFitResult(std::move(r));
+                            }));
+  std::unique_ptr<TunerCore> core(new TunerCore(options, std::move(store), std::move(fitter)));
+  slot->store(core.get());
+  return core;
 }
 
-TunerCore::TunerCore(TunerOptions options, std::unique_ptr<Store> store)
-    : options_(std::move(options)), store_(std::move(store)) {
-  predictor_ = std::make_unique<Predictor>(
-      options_.db_path, options_.fit,
-      [this](int64_t target_id, absl::StatusOr<PolicyTable> table) {
-        auto shared = std::make_shared<absl::StatusOr<PolicyTable>>(std::move(table));
-        Post(nullptr, [this, target_id, shared] { PredictionDone(target_id, std::move(*shared)); });
-      },
-      options_.evidence_ttl);
+TunerCore::TunerCore(TunerOptions options, std::unique_ptr<Store> store,
+                     std::unique_ptr<Fitter> fitter)
+    : options_(std::move(options)), store_(std::move(store)), fitter_(std::move(fitter)) {
   worker_ = std::thread([this] { WorkerLoop(); });
 }
 
-TunerCore::~TunerCore() {
+void TunerCore::Stop() {
+  fitter_.reset();  // first: it posts to the queue
   queue_.Stop();
-  worker_.join();
-  predictor_.reset();  // before the queue's leftovers: it may still post
+  if (worker_.joinable()) worker_.join();
   for (auto& job : queue_.TakeAll()) {
     if (job.done) job.done();
   }
@@ -241,12 +245,10 @@ void TunerCore::OnHello(std::shared_ptr<SessionHandle> session, v1::Hello hello,
     }
     // Cold start in the background: a Hello must not cost time in
     // proportion to what the database holds.
-    if (!latest->has_value() && *durable == 0 && predicting_.count(*id) == 0) {
-      predicting_[*id];
-      predictor_->Request(*id, *record);
-    }
+    if (!latest->has_value() && *durable == 0) fitter_->Predict(*id, *record);
     session->target_id = *id;
     session->hello = hello;
+    durable_[*id] = *durable;
     sessions_[*id].push_back(session);
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -297,6 +299,7 @@ void TunerCore::IngestGroup(std::vector<TunerJob>& jobs) {
   std::vector<Item> items;
   items.reserve(jobs.size());
   std::map<int64_t, std::set<PolicyKey>> group_keys;  // keys this group adds, per target
+  std::map<int64_t, uint64_t> group_next;             // next seq expected, per target
   for (TunerJob& job : jobs) {
     SessionHandle& session = *job.session;
     // A closed stream cannot be acknowledged: its agent resends.
@@ -310,6 +313,14 @@ void TunerCore::IngestGroup(std::vector<TunerJob>& jobs) {
     if (b.seq() == 0) {
       Count(&TunerCounters::batches_rejected);
       session.Send(RejectedMessage(0, absl::InvalidArgumentError("batch.seq: must be >= 1"), false));
+      continue;
+    }
+    // In order? (The store decides for good; this keeps a stream's later
+    // batches from being stored after one of its batches was refused.)
+    uint64_t& next = group_next.try_emplace(session.target_id, durable_[session.target_id] + 1)
+                         .first->second;
+    if (b.seq() > next) {
+      RefuseOutOfOrder(job, next - 1);
       continue;
     }
     Item item{&job, {}, {}};
@@ -345,6 +356,7 @@ void TunerCore::IngestGroup(std::vector<TunerJob>& jobs) {
       sb.refusal = limit;
       if (!limit.ok()) sb.refused_samples = item.delta.completion_samples;
     }
+    if (sb.seq == next) next = sb.last_seq + 1;
     items.push_back(std::move(item));
   }
   // (items is final now: point each batch at its delta.)
@@ -434,20 +446,27 @@ void TunerCore::IngestGroup(std::vector<TunerJob>& jobs) {
             /*retry=*/false));
         break;
       case IngestOutcome::kOutOfOrder:
-        Count(&TunerCounters::batches_out_of_order);
-        job.session->stalled = true;
-        Count(&TunerCounters::batches_deferred);
-        session.Send(RejectedMessage(
-            seq,
-            absl::OutOfRangeError(absl::StrCat("seq ", seq, " does not follow the last durable seq ",
-                                               r.last_seq, " of agent '", session.hello.agent_id(),
-                                               "' (expected ", r.last_seq + 1,
-                                               "); reconnect and resend from there")),
-            /*retry=*/true));
+        RefuseOutOfOrder(job, r.last_seq);
         break;
     }
+    durable_[session.target_id] = std::max(durable_[session.target_id], r.last_seq);
   }
-  for (int64_t target : refit) Refit(target, /*force=*/false);
+  for (int64_t target : refit) RequestRefit(target, /*force=*/false);
+}
+
+void TunerCore::RefuseOutOfOrder(TunerJob& job, uint64_t durable) {
+  SessionHandle& session = *job.session;
+  const uint64_t seq = job.batch.seq();
+  Count(&TunerCounters::batches_out_of_order);
+  Count(&TunerCounters::batches_deferred);
+  session.stalled = true;
+  session.Send(RejectedMessage(
+      seq,
+      absl::OutOfRangeError(absl::StrCat("seq ", seq, " does not follow the last durable seq ",
+                                         durable, " of agent '", session.hello.agent_id(),
+                                         "' (expected ", durable + 1,
+                                         "); reconnect and resend from there")),
+      /*retry=*/true));
 }
 
 absl::Status TunerCore::CheckKeyLimit(SessionHandle& session, const BatchDelta& delta,
@@ -525,10 +544,13 @@ void TunerCore::OnDrain(std::shared_ptr<SessionHandle> session, std::function<vo
   Post(session, [this, session] {
     const int64_t target_id = session->target_id;
     if (target_id == 0) return;
-    auto drain = [this, session, target_id] {
-      // A final fit, unless nothing was stored since the last one: a stream
-      // of Drains costs one lookup each.
-      if (stored_since_fit_.count(target_id) > 0) Refit(target_id, /*force=*/true);
+    // A final fit, unless nothing was stored since the last one (then only
+    // what is queued for the target, its cold-start table say, is awaited):
+    // a stream of Drains costs a lookup each, and no fit holds up ingest.
+    const uint64_t ticket = stored_since_fit_.count(target_id) > 0
+                                ? RequestRefit(target_id, /*force=*/true)
+                                : fitter_->Sync(target_id);
+    after_fit_[ticket].push_back([this, session] {
       auto target = store_->FindTarget(session->hello.agent_id());
       v1::TunerMessage m;
       if (target.ok() && target->has_value()) {
@@ -536,123 +558,34 @@ void TunerCore::OnDrain(std::shared_ptr<SessionHandle> session, std::function<vo
         m.mutable_drained()->set_total_samples((*target)->total_samples);
       }
       session->Send(std::move(m));
-    };
-    // The final fit comes after the cold-start table being predicted.
-    auto pending = predicting_.find(target_id);
-    if (pending != predicting_.end()) {
-      pending->second.push_back(std::move(drain));
-    } else {
-      drain();
-    }
+    });
   }, std::move(done));
 }
 
-void TunerCore::PredictionDone(int64_t target_id, absl::StatusOr<PolicyTable> table) {
-  if (table.ok()) {
-    StorePrediction(target_id, std::move(*table));
-  } else {
-    Logger().info("target={}: no predicted table ({})", target_id, table.status().message());
-  }
-  auto waiting = predicting_.extract(target_id);
-  if (!waiting.empty()) {
-    for (auto& then : waiting.mapped()) then();
-  }
-}
-
-void TunerCore::StorePrediction(int64_t target_id, PolicyTable table) {
-  // Samples may have arrived meanwhile; a fitted table wins.
-  auto latest = store_->LoadPolicy(target_id, 0);
-  if (!latest.ok() || latest->has_value()) return;
-  auto version = store_->AppendPolicyVersion(target_id, &table);
-  if (!version.ok()) {
-    Count(&TunerCounters::storage_errors);
-    Logger().error("storing the predicted table failed: {}", version.status().ToString());
-    return;
-  }
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    ++counters_.predicted_tables;
-    ++counters_.policy_versions;
-  }
-  Logger().info("target={} board={} predicted policy version={} entries={}", target_id,
-                table.board, *version, table.entries.size());
-  Push(target_id, table);
-}
-
-void TunerCore::Refit(int64_t target_id, bool force) {
+uint64_t TunerCore::RequestRefit(int64_t target_id, bool force) {
   samples_since_fit_[target_id] = 0;
   stored_since_fit_.erase(target_id);
   last_refit_[target_id] = absl::Now();
-  auto changed = store_->DetectChanges(target_id, options_.change);
-  if (!changed.ok()) {
-    Logger().error("drift detection for target={} failed: {}", target_id,
-                   changed.status().ToString());
-  } else {
-    for (const auto& k : *changed) {
-      Logger().info("target={} key {}/{}/op{}/sc{}: distribution changed, refitting on the "
-                    "samples since",
-                    target_id, k.device, k.cpu_class, k.opcode, k.size_class);
+  return fitter_->Refit(target_id, force);
+}
+
+void TunerCore::OnFitResult(FitResult result) {
+  auto r = std::make_shared<FitResult>(std::move(result));
+  Post(nullptr, [this, r] {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      counters_.changes_detected += r->changes_detected;
+      if (r->fitted) ++counters_.refits;
+      if (r->predicted) ++counters_.predicted_tables;
+      if (r->stored) ++counters_.policy_versions;
+      if (!r->status.ok()) ++counters_.storage_errors;
     }
-    std::lock_guard<std::mutex> lock(mu_);
-    counters_.changes_detected += changed->size();
-  }
-  auto target = store_->LoadTarget(target_id);
-  auto keys = target.ok() ? store_->LoadKeys(target_id) : target.status();
-  auto dispatch = keys.ok() ? store_->LoadDispatch(target_id) : keys.status();
-  if (!dispatch.ok()) {
-    Logger().error("refit target={} cannot load evidence: {}", target_id,
-                   dispatch.status().ToString());
-    return;
-  }
-  uint64_t total = 0;
-  for (const auto& k : *keys) total += k.histogram.total_count();
-  if (!force && total < options_.fit.min_samples) return;
-  auto summary = store_->FindTarget(target->agent_id);
-  if (summary.ok() && summary->has_value() && (*summary)->pinned_version != 0) {
-    Logger().debug("target={} is pinned to version {}: no refit", target_id,
-                   (*summary)->pinned_version);
-    return;
-  }
-  auto latest = store_->LoadPolicy(target_id, 0);
-  if (!latest.ok()) {
-    Logger().error("refit target={}: {}", target_id, latest.status().ToString());
-    return;
-  }
-  auto table = BuildPolicyTable(BuildFitInputs(*target, std::move(*keys), *dispatch),
-                                options_.fit, latest->has_value() ? &**latest : nullptr);
-  if (!table.ok()) {
-    Logger().error("refit target={} failed: {}", target_id, table.status().ToString());
-    return;
-  }
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    ++counters_.refits;
-  }
-  // A predicted table is kept as it was; the first fitted one is a version
-  // of its own even with the same decisions.
-  if (latest->has_value() && (*latest)->origin == "fitted" && SameDecisions(**latest, *table)) {
-    table->version = (*latest)->version;
-    absl::Status s = store_->UpdatePolicyEvidence(target_id, &*table);
-    if (!s.ok()) Logger().error("refreshing evidence failed: {}", s.ToString());
-    return;
-  }
-  auto version = store_->AppendPolicyVersion(target_id, &*table);
-  if (absl::IsFailedPrecondition(version.status())) {
-    Logger().info("target={}: {}; refit not stored", target_id, version.status().message());
-    return;
-  }
-  if (!version.ok()) {
-    Logger().error("storing policy for target={} failed: {}", target_id,
-                   version.status().ToString());
-    return;
-  }
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    ++counters_.policy_versions;
-  }
-  Logger().info("target={} board={} new policy version={} entries={} samples={}", target_id,
-                table->board, *version, table->entries.size(), table->TotalSamples());
-  Push(target_id, *table);
+    if (r->stored) Push(r->target_id, *r->stored);
+    auto waiting = after_fit_.extract(r->ticket);
+    if (!waiting.empty()) {
+      for (auto& then : waiting.mapped()) then();
+    }
+  });
 }
 
 void TunerCore::PushExternalVersions() {
@@ -672,7 +605,9 @@ void TunerCore::PushExternalVersions() {
 }
 
 void TunerCore::Push(int64_t target_id, const PolicyTable& table) {
-  pushed_version_[target_id] = std::max(pushed_version_[target_id], table.version);
+  uint64_t& pushed = pushed_version_[target_id];
+  if (pushed >= table.version) return;  // noticed as another process's first
+  pushed = table.version;
   v1::TunerMessage m;
   PolicyTableToProto(table, m.mutable_policy()->mutable_table());
   auto& list = sessions_[target_id];

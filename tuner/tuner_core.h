@@ -17,7 +17,7 @@
 // holds the rest back in the client); batches queued in the core are bounded
 // by max_queued_bytes (reads pause while over it). A Hello costs the same
 // whatever the database holds: a new target's cold-start table is predicted
-// in the background (tuner/predictor.h) and pushed when ready. A stream that
+// in the background (tuner/fitter.h) and pushed when ready. A stream that
 // sends no Hello within hello_timeout is ended.
 //
 // Batches waiting back to back are stored in one SQLite transaction (group
@@ -28,7 +28,8 @@
 // TunerOptions::refit_samples have arrived (and on Drain, when anything was
 // stored since). Before a refit it runs drift detection
 // (Store::DetectChanges); the fit then keeps each key's wait unless the new
-// one is cheaper by FitConfig::hysteresis. A refit whose decisions equal the
+// one is cheaper by FitConfig::hysteresis. Fits and cold-start predictions
+// run on a thread of their own (tuner/fitter.h). A refit whose decisions equal the
 // stored latest version only refreshes that version's evidence; a different
 // table becomes a new version and is pushed to every live session of the
 // target. A pinned target (rolled back with `spintune profiles rollback`) is
@@ -61,7 +62,7 @@
 #include "spintune/v1/spintune.pb.h"
 #include "storage/store.h"
 #include "tuner/job_queue.h"
-#include "tuner/predictor.h"
+#include "tuner/fitter.h"
 #include "tuner/session_handle.h"
 
 namespace spintune {
@@ -141,8 +142,9 @@ class TunerCore {
  public:
   static absl::StatusOr<std::unique_ptr<TunerCore>> Create(const TunerOptions& options);
   // Stops the worker after the unit it is on; drops what is still queued
-  // (unacknowledged: the agents resend it).
-  ~TunerCore();
+  // (unacknowledged: the agents resend it). Idempotent.
+  void Stop();
+  ~TunerCore() { Stop(); }
 
   // Session events, in stream order. `done` runs on the worker when the
   // event has been handled (or dropped at shutdown).
@@ -175,20 +177,22 @@ class TunerCore {
   const TunerOptions& options() const { return options_; }
 
  private:
-  TunerCore(TunerOptions options, std::unique_ptr<Store> store);
+  TunerCore(TunerOptions options, std::unique_ptr<Store> store, std::unique_ptr<Fitter> fitter);
+  // A fit finished (on the fitter's thread): handled on the worker.
+  void OnFitResult(FitResult result);
   void Post(std::shared_ptr<SessionHandle> session, std::function<void()> run,
             std::function<void()> done = nullptr);
   void WorkerLoop();
   // Checks, stores in one transaction and answers a group of batches.
   void IngestGroup(std::vector<TunerJob>& jobs);
+  // Refuses (retry) a batch whose seq is beyond `durable` + 1, and what
+  // follows it on its stream.
+  void RefuseOutOfOrder(TunerJob& job, uint64_t durable);
   void ObserveIngestLatency(absl::Duration d);  // REQUIRES: mu_ held
   void Count(uint64_t TunerCounters::*counter, uint64_t n = 1);
   // Worker-only helpers.
-  void Refit(int64_t target_id, bool force);
-  // The predictor's answer for `target_id`: stores and pushes the table if
-  // the target still has none, then runs what waited for it (drains).
-  void PredictionDone(int64_t target_id, absl::StatusOr<PolicyTable> table);
-  void StorePrediction(int64_t target_id, PolicyTable table);
+  // Asks the fitter for a refit; returns its ticket.
+  uint64_t RequestRefit(int64_t target_id, bool force);
   void Push(int64_t target_id, const PolicyTable& table);
   // Pushes a target's latest version when another process (spintune
   // profiles rollback) stored one since it was last pushed.
@@ -217,6 +221,9 @@ class TunerCore {
   std::vector<std::weak_ptr<SessionHandle>> silent_;           // guarded by admit_mu_
 
   // Worker-only state.
+  // Each target's last durable seq as this tuner last saw it (the store has
+  // the final word: another tuner may have moved it on).
+  std::map<int64_t, uint64_t> durable_;
   std::map<int64_t, uint64_t> samples_since_fit_;
   std::set<int64_t> stored_since_fit_;  // targets with batches stored since their last fit
   std::map<int64_t, absl::Time> last_refit_;
@@ -228,12 +235,12 @@ class TunerCore {
   std::map<std::string, Bucket> rate_;  // per agent id
   std::map<int64_t, std::vector<std::weak_ptr<SessionHandle>>> sessions_;
   std::map<int64_t, uint64_t> pushed_version_;  // highest version pushed per target
-  // Targets whose cold-start table is being predicted, with what waits for it.
-  std::map<int64_t, std::vector<std::function<void()>>> predicting_;
+  // What waits for a fitter ticket (drains).
+  std::map<uint64_t, std::vector<std::function<void()>>> after_fit_;
   int64_t data_version_ = 0;                    // Store::DataVersion() last seen
 
-  std::unique_ptr<Predictor> predictor_;  // after the queue: it posts to it
-  std::thread worker_;                    // last: started after everything above
+  std::unique_ptr<Fitter> fitter_;  // posts results to queue_
+  std::thread worker_;              // last: started after everything above
 };
 
 }  // namespace spintune

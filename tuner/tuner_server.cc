@@ -51,14 +51,16 @@ TunerServer::~TunerServer() {
   if (server_) Shutdown(absl::Seconds(5));
 }
 
-void TunerServer::Shutdown(absl::Duration deadline) {
+void TunerServer::Shutdown(absl::Duration deadline, TunerCounters* final_counters) {
   if (!server_) return;
   if (auto* health = server_->GetHealthCheckService()) health->Shutdown();
   server_->Shutdown(absl::ToChronoTime(absl::Now() + deadline));
   server_->Wait();
   server_.reset();
   metrics_.reset();
-  core_.reset();  // finishes queued work
+  core_->Stop();  // after the unit of work it is on
+  if (final_counters != nullptr) *final_counters = core_->counters();
+  core_.reset();
 }
 
 void TunerServer::Wait() {

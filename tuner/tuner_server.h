@@ -41,7 +41,10 @@ class TunerServer {
 
   // Stops accepting, cancels streams still open after `deadline`, waits for
   // every call to finish, then drains the core.
-  void Shutdown(absl::Duration deadline);
+  // Streams still open after `deadline` are cancelled; batches queued and
+  // not yet stored are dropped unacknowledged (their agents resend them).
+  // `final_counters` (optional) receives the core's counters at the end.
+  void Shutdown(absl::Duration deadline, TunerCounters* final_counters = nullptr);
   // Blocks until Shutdown() completes.
   void Wait();
 

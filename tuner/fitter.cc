@@ -1,0 +1,221 @@
+#include "tuner/fitter.h"
+
+#include "absl/strings/str_cat.h"
+#include "common/logging.h"
+#include "common/status_macros.h"
+#include "tuner/fit_inputs.h"
+
+namespace spintune {
+
+absl::StatusOr<std::unique_ptr<Fitter>> Fitter::Create(FitterOptions options,
+                                                       std::function<void(FitResult)> deliver) {
+  if (options.db_path.empty() || options.db_path == ":memory:") {
+    return absl::InvalidArgumentError("the tuner needs a database file, not ':memory:'");
+  }
+  SPINTUNE_ASSIGN_OR_RETURN(auto store, Store::Open(options.db_path, options.store));
+  return std::unique_ptr<Fitter>(
+      new Fitter(std::move(options), std::move(store), std::move(deliver)));
+}
+
+Fitter::Fitter(FitterOptions options, std::unique_ptr<Store> store,
+               std::function<void(FitResult)> deliver)
+    : options_(std::move(options)), store_(std::move(store)), deliver_(std::move(deliver)) {
+  thread_ = std::thread([this] { Loop(); });
+}
+
+Fitter::~Fitter() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+    cv_.notify_all();
+  }
+  thread_.join();
+}
+
+uint64_t Fitter::Enqueue(Request request) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (request.kind != Kind::kPredict) {
+    // Merge into the target's waiting request of the same kind (a sync into
+    // any waiting request: it only has to come after).
+    for (auto& q : requests_) {
+      if (q.target_id != request.target_id) continue;
+      if (request.kind == Kind::kSync || q.kind == request.kind) {
+        q.force = q.force || request.force;
+        return q.ticket;
+      }
+    }
+  }
+  request.ticket = next_ticket_++;
+  requests_.push_back(std::move(request));
+  cv_.notify_one();
+  return requests_.back().ticket;
+}
+
+uint64_t Fitter::Predict(int64_t target_id, TargetRecord target) {
+  return Enqueue({target_id, Kind::kPredict, false, std::move(target), 0});
+}
+
+uint64_t Fitter::Refit(int64_t target_id, bool force) {
+  return Enqueue({target_id, Kind::kRefit, force, {}, 0});
+}
+
+uint64_t Fitter::Sync(int64_t target_id) { return Enqueue({target_id, Kind::kSync, false, {}, 0}); }
+
+void Fitter::Loop() {
+  while (true) {
+    Request request;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [this] { return stop_ || !requests_.empty(); });
+      if (stop_) return;
+      request = std::move(requests_.front());
+      requests_.pop_front();
+    }
+    FitResult result = Run(request);
+    result.target_id = request.target_id;
+    result.ticket = request.ticket;
+    deliver_(std::move(result));
+  }
+}
+
+FitResult Fitter::Run(const Request& r) {
+  switch (r.kind) {
+    case Kind::kRefit:
+      return RunRefit(r);
+    case Kind::kPredict:
+      return RunPredict(r);
+    case Kind::kSync:
+      break;
+  }
+  return {};
+}
+
+FitResult Fitter::RunRefit(const Request& r) {
+  FitResult out;
+  const int64_t target_id = r.target_id;
+  auto changed = store_->DetectChanges(target_id, options_.change);
+  if (!changed.ok()) {
+    Logger().error("drift detection for target={} failed: {}", target_id,
+                   changed.status().ToString());
+  } else {
+    for (const auto& k : *changed) {
+      Logger().info("target={} key {}/{}/op{}/sc{}: distribution changed, refitting on the "
+                    "samples since",
+                    target_id, k.device, k.cpu_class, k.opcode, k.size_class);
+    }
+    out.changes_detected = changed->size();
+  }
+  auto target = store_->LoadTarget(target_id);
+  auto keys = target.ok() ? store_->LoadKeys(target_id) : target.status();
+  auto dispatch = keys.ok() ? store_->LoadDispatch(target_id) : keys.status();
+  if (!dispatch.ok()) {
+    Logger().error("refit target={} cannot load evidence: {}", target_id,
+                   dispatch.status().ToString());
+    out.status = dispatch.status();
+    return out;
+  }
+  uint64_t total = 0;
+  for (const auto& k : *keys) total += k.histogram.total_count();
+  if (!r.force && total < options_.fit.min_samples) return out;
+  auto summary = store_->FindTarget(target->agent_id);
+  if (summary.ok() && summary->has_value() && (*summary)->pinned_version != 0) {
+    Logger().debug("target={} is pinned to version {}: no refit", target_id,
+                   (*summary)->pinned_version);
+    return out;
+  }
+  auto latest = store_->LoadPolicy(target_id, 0);
+  if (!latest.ok()) {
+    Logger().error("refit target={}: {}", target_id, latest.status().ToString());
+    out.status = latest.status();
+    return out;
+  }
+  auto table = BuildPolicyTable(BuildFitInputs(*target, std::move(*keys), *dispatch),
+                                options_.fit, latest->has_value() ? &**latest : nullptr);
+  if (!table.ok()) {
+    Logger().error("refit target={} failed: {}", target_id, table.status().ToString());
+    return out;
+  }
+  out.fitted = true;
+  // A predicted table is kept as it was; the first fitted one is a version
+  // of its own even with the same decisions.
+  if (latest->has_value() && (*latest)->origin == "fitted" && SameDecisions(**latest, *table)) {
+    table->version = (*latest)->version;
+    out.status = store_->UpdatePolicyEvidence(target_id, &*table);
+    if (!out.status.ok()) Logger().error("refreshing evidence failed: {}", out.status.ToString());
+    return out;
+  }
+  auto version = store_->AppendPolicyVersion(target_id, &*table);
+  if (absl::IsFailedPrecondition(version.status())) {
+    Logger().info("target={}: {}; refit not stored", target_id, version.status().message());
+    return out;
+  }
+  if (!version.ok()) {
+    Logger().error("storing policy for target={} failed: {}", target_id,
+                   version.status().ToString());
+    out.status = version.status();
+    return out;
+  }
+  Logger().info("target={} board={} new policy version={} entries={} samples={}", target_id,
+                table->board, *version, table->entries.size(), table->TotalSamples());
+  out.stored = std::move(*table);
+  return out;
+}
+
+absl::Status Fitter::LoadEvidence() {
+  SPINTUNE_ASSIGN_OR_RETURN(auto targets, store_->ListTargets());
+  const absl::Time now = absl::Now();
+  for (const auto& t : targets) {
+    if (t.total_samples == 0) continue;
+    auto it = cache_.find(t.id);
+    if (it != cache_.end() && (it->second.total_samples == t.total_samples ||
+                               now - it->second.loaded_at < options_.evidence_ttl)) {
+      continue;
+    }
+    SPINTUNE_ASSIGN_OR_RETURN(auto record, store_->LoadTarget(t.id));
+    SPINTUNE_ASSIGN_OR_RETURN(auto keys, store_->LoadKeys(t.id));
+    SPINTUNE_ASSIGN_OR_RETURN(auto dispatch, store_->LoadDispatch(t.id));
+    FitInputs in = BuildFitInputs(record, std::move(keys), dispatch);
+    BoardEvidence e{std::move(in.cpu_classes), std::move(in.devices), std::move(in.keys)};
+    if (it == cache_.end()) {
+      it = cache_.emplace(t.id, Cached{0, now, evidence_.size()}).first;
+      evidence_.push_back(std::move(e));
+    } else {
+      evidence_[it->second.index] = std::move(e);
+    }
+    it->second.total_samples = t.total_samples;
+    it->second.loaded_at = now;
+  }
+  return absl::OkStatus();
+}
+
+FitResult Fitter::RunPredict(const Request& r) {
+  FitResult out;
+  auto latest = store_->LoadPolicy(r.target_id, 0);
+  if (!latest.ok() || latest->has_value()) return out;  // a table came first
+  out.status = LoadEvidence();
+  if (!out.status.ok()) {
+    Logger().error("cold start: cannot read the other targets' evidence: {}",
+                   out.status.ToString());
+    return out;
+  }
+  // Only targets with samples are evidence, and the requester had none.
+  auto table = PredictPolicyTable(evidence_, BuildFitInputs(r.record, {}, {}), options_.fit);
+  if (!table.ok()) {
+    Logger().info("target={} board={}: no predicted table ({})", r.target_id, r.record.board,
+                  table.status().message());
+    return out;
+  }
+  auto version = store_->AppendPolicyVersion(r.target_id, &*table);
+  if (!version.ok()) {
+    Logger().error("storing the predicted table failed: {}", version.status().ToString());
+    out.status = version.status();
+    return out;
+  }
+  Logger().info("target={} board={} predicted policy version={} entries={} from {} boards",
+                r.target_id, r.record.board, *version, table->entries.size(), evidence_.size());
+  out.predicted = true;
+  out.stored = std::move(*table);
+  return out;
+}
+
+}  // namespace spintune

@@ -1,0 +1,120 @@
+// Fitter: the tuner's fits, off its ingest worker.
+//
+// A refit (drift detection, loading a target's evidence, fitting every key)
+// and a cold-start prediction (reading every other target's evidence) take
+// time in proportion to what the database holds. Done on the worker they
+// held up every agent's acks. The fitter runs them one at a time on a thread
+// of its own with its own connection to the database, stores the versions
+// they produce, and hands each result back through `deliver` (the tuner
+// posts it to its worker, which pushes tables and answers drains).
+//
+// Requests for a target that is already waiting merge into that request (a
+// forced one stays forced); each request returns a ticket that the result
+// of the request covering it carries. Requests run in order, so a drain's
+// fit comes after the target's cold-start prediction.
+//
+// Cold start: the other targets' evidence is cached; a target is loaded
+// when it first has samples and reloaded when its sample count changed, at
+// most once per TunerOptions::evidence_ttl.
+//
+// Thread-safety: Predict(), Refit() and Sync() from any thread; `deliver`
+// runs on the fitter's thread.
+#ifndef SPINTUNE_TUNER_FITTER_H_
+#define SPINTUNE_TUNER_FITTER_H_
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "models/change_detector.h"
+#include "policy/cold_start.h"
+#include "policy/policy_builder.h"
+#include "storage/store.h"
+
+namespace spintune {
+
+struct FitterOptions {
+  std::string db_path;
+  StoreOptions store;
+  FitConfig fit;
+  ChangeTest change;
+  absl::Duration evidence_ttl = absl::Seconds(30);
+};
+
+struct FitResult {
+  int64_t target_id = 0;
+  uint64_t ticket = 0;
+  bool fitted = false;        // a refit ran (not skipped: too few samples, pinned)
+  bool predicted = false;     // a cold-start table was stored
+  uint64_t changes_detected = 0;
+  // The version stored (fitted or predicted), to push; nullopt: none.
+  std::optional<PolicyTable> stored;
+  absl::Status status;  // storage errors (logged by the fitter)
+};
+
+class Fitter {
+ public:
+  // Opens its own connection to options.db_path (a file: ":memory:" is not
+  // shared between connections, InvalidArgument).
+  static absl::StatusOr<std::unique_ptr<Fitter>> Create(FitterOptions options,
+                                                        std::function<void(FitResult)> deliver);
+  // Finishes the request it is on; drops the rest.
+  ~Fitter();
+
+  // A cold-start table for `target` if it has none when the request runs.
+  uint64_t Predict(int64_t target_id, TargetRecord target);
+  // Refit `target_id` (force: even below FitConfig::min_samples).
+  uint64_t Refit(int64_t target_id, bool force);
+  // Nothing to fit: a ticket delivered after every earlier request of the
+  // target (a drain that found nothing new).
+  uint64_t Sync(int64_t target_id);
+
+ private:
+  enum class Kind { kSync, kRefit, kPredict };
+  struct Request {
+    int64_t target_id;
+    Kind kind;
+    bool force = false;
+    TargetRecord record;  // kPredict
+    uint64_t ticket;
+  };
+  Fitter(FitterOptions options, std::unique_ptr<Store> store,
+         std::function<void(FitResult)> deliver);
+  uint64_t Enqueue(Request request);
+  void Loop();
+  FitResult Run(const Request& r);
+  FitResult RunRefit(const Request& r);
+  FitResult RunPredict(const Request& r);
+  absl::Status LoadEvidence();
+
+  const FitterOptions options_;
+  std::unique_ptr<Store> store_;  // fitter thread only
+  const std::function<void(FitResult)> deliver_;
+  struct Cached {
+    uint64_t total_samples = 0;
+    absl::Time loaded_at;
+    size_t index = 0;  // into evidence_
+  };
+  std::map<int64_t, Cached> cache_;      // fitter thread only
+  std::vector<BoardEvidence> evidence_;  // targets with samples
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  uint64_t next_ticket_ = 1;
+  std::deque<Request> requests_;
+  std::thread thread_;
+};
+
+}  // namespace spintune
+
+#endif  // SPINTUNE_TUNER_FITTER_H_
