@@ -1,5 +1,7 @@
 #include "storage/sqlite_db.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
@@ -35,6 +37,11 @@ Statement& Statement::BindNull(int index) {
 }
 
 absl::StatusOr<bool> Statement::Step() {
+  // A write outside a transaction waits for room like a transaction does.
+  if (!sqlite3_stmt_busy(stmt_) && !sqlite3_stmt_readonly(stmt_) &&
+      sqlite3_get_autocommit(db_->raw())) {
+    if (absl::Status room = db_->EnsureRoom(); !room.ok()) return room;
+  }
   const int rc = sqlite3_step(stmt_);
   if (rc == SQLITE_ROW) return true;
   if (rc == SQLITE_DONE) return false;
@@ -92,7 +99,8 @@ std::string ReadOnlyHint(const std::string& path) {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<SqliteDb>> SqliteDb::Open(const std::string& path) {
+absl::StatusOr<std::unique_ptr<SqliteDb>> SqliteDb::Open(const std::string& path,
+                                                         uint64_t reserve_bytes) {
   sqlite3* raw = nullptr;
   const int rc = sqlite3_open_v2(path.c_str(), &raw,
                                  SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
@@ -104,7 +112,7 @@ absl::StatusOr<std::unique_ptr<SqliteDb>> SqliteDb::Open(const std::string& path
     return absl::UnavailableError(
         absl::StrCat("cannot open database ", path, ": ", msg, ReadOnlyHint(path)));
   }
-  std::unique_ptr<SqliteDb> db(new SqliteDb(raw, path));
+  std::unique_ptr<SqliteDb> db(new SqliteDb(raw, path, path == ":memory:" ? 0 : reserve_bytes));
   sqlite3_busy_timeout(raw, 10000);
   sqlite3_extended_result_codes(raw, 1);
   if (path != ":memory:") {
@@ -121,7 +129,43 @@ absl::StatusOr<std::unique_ptr<SqliteDb>> SqliteDb::Open(const std::string& path
   }
   absl::Status s = db->Exec("PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;");
   if (!s.ok()) return s;
+  db->KeepReserve();
   return db;
+}
+
+void SqliteDb::KeepReserve() {
+  if (reserve_bytes_ == 0) return;
+  const std::string reserve = path_ + "-reserve";
+  struct stat st;
+  if (stat(reserve.c_str(), &st) == 0 && static_cast<uint64_t>(st.st_size) >= reserve_bytes_) {
+    return;
+  }
+  const int fd = open(reserve.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0) return;
+  const int rc = posix_fallocate(fd, 0, static_cast<off_t>(reserve_bytes_));
+  close(fd);
+  if (rc != 0) unlink(reserve.c_str());  // no room for it now; tried again later
+}
+
+absl::Status SqliteDb::EnsureRoom() {
+  if (!full_) return absl::OkStatus();
+  // Room for the checkpoint: the database file grows by what the log holds.
+  if (reserve_bytes_ > 0) unlink((path_ + "-reserve").c_str());
+  sqlite3_stmt* stmt = nullptr;
+  int busy = 1;
+  if (sqlite3_prepare_v2(db_, "PRAGMA wal_checkpoint(TRUNCATE)", -1, &stmt, nullptr) ==
+          SQLITE_OK &&
+      sqlite3_step(stmt) == SQLITE_ROW) {
+    busy = sqlite3_column_int(stmt, 0);
+  }
+  sqlite3_finalize(stmt);
+  if (busy != 0) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        path_, ": the disk was full; writes wait until its write-ahead log can be checkpointed"));
+  }
+  full_ = false;
+  KeepReserve();
+  return absl::OkStatus();
 }
 
 SqliteDb::~SqliteDb() { sqlite3_close_v2(db_); }
@@ -131,6 +175,7 @@ absl::Status SqliteDb::Error(absl::string_view context, int rc) const {
       absl::StrCat(path_, ": ", context, ": ", sqlite3_errmsg(db_), " (", sqlite3_errstr(rc), ")");
   switch (rc & 0xFF) {
     case SQLITE_FULL:
+      full_ = true;
       return absl::ResourceExhaustedError(msg);
     case SQLITE_READONLY:
     case SQLITE_PERM:
@@ -175,6 +220,7 @@ Transaction::~Transaction() {
 }
 
 absl::Status Transaction::Begin() {
+  if (absl::Status room = db_->EnsureRoom(); !room.ok()) return room;
   absl::Status s = db_->Exec("BEGIN IMMEDIATE");
   open_ = s.ok();
   return s;

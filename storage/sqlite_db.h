@@ -59,7 +59,16 @@ class SqliteDb {
   // Opens (creating if needed) `path`; ":memory:" for an in-memory database.
   // Sets WAL journaling, synchronous=FULL (an acknowledged batch survives power
   // loss), foreign keys and a busy timeout.
-  static absl::StatusOr<std::unique_ptr<SqliteDb>> Open(const std::string& path);
+  //
+  // Full disk: `reserve_bytes` (0: none) are kept allocated in PATH-reserve.
+  // After a write failed for lack of space, every later write first
+  // checkpoints the write-ahead log into the database and truncates it
+  // (giving up the reserve so that the checkpoint has room); until that
+  // succeeds writes fail with ResourceExhausted and write nothing, so the
+  // log cannot grow back into space freed meanwhile. The reserve is
+  // allocated again once there is room.
+  static absl::StatusOr<std::unique_ptr<SqliteDb>> Open(const std::string& path,
+                                                        uint64_t reserve_bytes = 0);
   ~SqliteDb();
 
   absl::Status Exec(absl::string_view sql);
@@ -68,13 +77,25 @@ class SqliteDb {
   int Changes() const;
 
   // Status for the connection's last error, prefixed with `context`.
+  // Notes a full disk (see Open()).
   absl::Status Error(absl::string_view context, int rc) const;
   const std::string& path() const { return path_; }
 
+  // OK when a write may start: after a full disk, once the log could be
+  // checkpointed and truncated. Called by Transaction::Begin() and before
+  // a write statement outside a transaction.
+  absl::Status EnsureRoom();
+  sqlite3* raw() const { return db_; }
+
  private:
-  SqliteDb(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
+  SqliteDb(sqlite3* db, std::string path, uint64_t reserve_bytes)
+      : db_(db), path_(std::move(path)), reserve_bytes_(reserve_bytes) {}
+  // Allocates the reserve file if it is missing (best effort).
+  void KeepReserve();
   sqlite3* db_;
   std::string path_;
+  uint64_t reserve_bytes_;
+  mutable bool full_ = false;
 };
 
 // Runs BEGIN IMMEDIATE; rolls back on destruction unless Commit() succeeded.

@@ -31,7 +31,7 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path,
   if (options.window_samples == 0 || options.keep_windows == 0) {
     return absl::InvalidArgumentError("window_samples and keep_windows must be > 0");
   }
-  SPINTUNE_ASSIGN_OR_RETURN(auto db, SqliteDb::Open(path));
+  SPINTUNE_ASSIGN_OR_RETURN(auto db, SqliteDb::Open(path, options.reserve_bytes));
   SPINTUNE_RETURN_IF_ERROR(MigrateToLatest(db.get()));
   return std::unique_ptr<Store>(new Store(std::move(db), options));
 }
@@ -811,11 +811,6 @@ absl::StatusOr<TokenRecord> Store::LookupToken(const std::string& token) {
   if (!row) return absl::NotFoundError("unknown or revoked token");
   return TokenRecord{q->ColumnText(0), q->ColumnText(1), q->ColumnInt(2) != 0, q->ColumnText(3),
                      q->ColumnText(4)};
-}
-
-void Store::ReclaimSpace() {
-  absl::MutexLock lock(&mu_);
-  db_->Exec("PRAGMA wal_checkpoint(TRUNCATE)").IgnoreError();
 }
 
 absl::Status Store::CheckIntegrity() {

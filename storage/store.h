@@ -122,6 +122,9 @@ struct StoreOptions {
   uint64_t window_samples = 8192;
   // Windows older than this many are pruned unless still in use.
   uint64_t keep_windows = 32;
+  // Bytes kept allocated beside the database for recovering from a full
+  // disk (SqliteDb::Open); 0: none.
+  uint64_t reserve_bytes = 0;
 };
 
 class Store {
@@ -207,10 +210,6 @@ class Store {
   // Changes whenever another connection (another process) committed to
   // the database since the last call (PRAGMA data_version).
   absl::StatusOr<int64_t> DataVersion();
-  // After a write failed for lack of space: checkpoints the WAL into the
-  // database and truncates it (SQLite only checkpoints after a successful
-  // commit, so a full disk would otherwise keep the WAL at its size).
-  void ReclaimSpace();
   // PRAGMA integrity_check: OK, or DataLoss with SQLite's findings.
   absl::Status CheckIntegrity();
   // Records what the agent reported applying (error empty on success).

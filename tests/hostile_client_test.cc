@@ -158,6 +158,77 @@ TEST_F(Hostile, ABatchForAnotherAgentIdIsNeverSilentlyCountedForIt) {
   EXPECT_GE(server_->core()->counters().batches_conflict, 1u);
 }
 
+// Issue #17 item 5: a 15 MB PolicyApplied.error, ten times, was stored and
+// logged whole (log +157 MB, RSS 23 -> 289 MB), and a newline in it forged a
+// line of the tuner's log. Every string that reaches the log or the
+// database is bounded and escaped.
+TEST_F(Hostile, ClientStringsAreBoundedAndEscapedInTheLogAndTheDatabase) {
+  testing::TempDir dir;
+  const pid_t tuner = testing::Spawn(
+      {SPINTUNE_TUNER_BIN, "--listen", "127.0.0.1:0", "--db", dir.File("tuner.db")},
+      dir.File("tuner.out"), dir.File("tuner.err"));
+  const std::string address = testing::WaitForLine(dir.File("tuner.out"), "listening on ");
+  ASSERT_FALSE(address.empty());
+  {
+    RawSession s(address);
+    s.Open(GoodHello("talkative"));
+    v1::AgentMessage m;
+    m.mutable_applied()->set_version(1);
+    m.mutable_applied()->set_ok(false);
+    m.mutable_applied()->set_error("refused\n2026-11-30T00:00:00.000 info spintune: FORGED " +
+                                   std::string(15 << 20, 'x'));
+    for (int i = 0; i < 5; ++i) ASSERT_TRUE(s.Send(m));
+    // A batch after them is acknowledged: they were handled.
+    ASSERT_TRUE(s.SendBatch(GoodBatch(1, 10)));
+    v1::TunerMessage ack;
+    ASSERT_TRUE(s.Read(&ack));
+    EXPECT_TRUE(ack.has_batch_ack()) << ack.DebugString();
+    s.Finish();
+  }
+  kill(tuner, SIGTERM);
+  testing::WaitExit(tuner);
+  const std::string log = testing::Slurp(dir.File("tuner.err"));
+  EXPECT_LT(log.size(), 64u << 10) << "the log holds a bounded excerpt";
+  EXPECT_EQ(log.find("\n2026-11-30T00:00:00.000 info spintune: FORGED"), std::string::npos)
+      << "a newline in the error must not start a log line";
+  EXPECT_NE(log.find("refused\\n2026-11-30"), std::string::npos) << "escaped, still readable";
+  auto store = Store::Open(dir.File("tuner.db"));
+  ASSERT_TRUE(store.ok());
+  auto t = (*store)->FindTarget("talkative");
+  ASSERT_TRUE(t.ok() && t->has_value());
+  EXPECT_LT((*t)->applied_error.size(), 1200u);
+  EXPECT_NE((*t)->applied_error.find("more bytes]"), std::string::npos) << (*t)->applied_error;
+}
+
+// Issue #17 item 7: streams that never sent a Hello stayed open forever,
+// and ~0.47 KB per closed session was never given back.
+TEST_F(Hostile, StreamsThatNeverSayHelloAreEndedAndClosedSessionsAreForgotten) {
+  TunerOptions o;
+  o.hello_timeout = absl::Milliseconds(300);
+  StartTuner(o);
+  RawSession silent(server_->address(), std::chrono::seconds(10));
+  const absl::Time opened = absl::Now();
+  v1::TunerMessage m;
+  EXPECT_FALSE(silent.ReadAny(&m)) << "the tuner ends the stream";
+  const grpc::Status status = silent.Finish();
+  EXPECT_EQ(status.error_code(), grpc::DEADLINE_EXCEEDED) << status.error_message();
+  EXPECT_LT(absl::Now() - opened, absl::Seconds(3));
+  EXPECT_EQ(server_->core()->counters().hello_timeouts, 1u);
+  for (int i = 0; i < 200; ++i) {
+    RawSession s(server_->address());
+    s.Open(GoodHello(absl::StrCat("short-lived-", i % 5)));
+    s.Finish();
+  }
+  const absl::Time deadline = absl::Now() + absl::Seconds(5);
+  while ((server_->core()->counters().active_sessions != 0 ||
+          server_->core()->counters().tracked_streams != 0) &&
+         absl::Now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(server_->core()->counters().active_sessions, 0u);
+  EXPECT_EQ(server_->core()->counters().tracked_streams, 0u) << "nothing kept per closed session";
+}
+
 // Issue #17 item 3: on a database with one zeroed page every batch got
 // Rejected{UNAVAILABLE, retry=false}, counted as over_limit, with no error
 // logged; the agent dropped all of them and exited 0. Storage failures are

@@ -16,6 +16,18 @@ absl::Status Invalid(absl::string_view field, absl::string_view message) {
   return absl::InvalidArgumentError(absl::StrCat(field, ": ", message));
 }
 
+// Free text (may be empty): bounded, no control characters (it reaches the
+// log, the database and terminals).
+absl::Status CheckText(const std::string& text, absl::string_view field, size_t max_bytes) {
+  if (text.size() > max_bytes) {
+    return Invalid(field, absl::StrCat("longer than ", max_bytes, " bytes"));
+  }
+  for (unsigned char ch : text) {
+    if (ch < 0x20 || ch == 0x7F) return Invalid(field, "contains control characters");
+  }
+  return absl::OkStatus();
+}
+
 absl::Status CheckName(const std::string& name, absl::string_view field, size_t max_bytes) {
   if (name.empty()) return Invalid(field, "must not be empty");
   if (name.size() > max_bytes) {
@@ -33,11 +45,11 @@ absl::StatusOr<TargetRecord> DecodeHello(const v1::Hello& hello) {
   TargetRecord r;
   SPINTUNE_RETURN_IF_ERROR(CheckName(hello.agent_id(), "hello.agent_id", kMaxNameBytes));
   SPINTUNE_RETURN_IF_ERROR(CheckName(hello.target().board(), "hello.target.board", kMaxNameBytes));
-  if (hello.target().cpu_model().size() > kMaxNameBytes ||
-      hello.target().kernel_release().size() > kMaxNameBytes ||
-      hello.agent_version().size() > kMaxNameBytes) {
-    return Invalid("hello", "a description string is longer than 256 bytes");
-  }
+  SPINTUNE_RETURN_IF_ERROR(
+      CheckText(hello.target().cpu_model(), "hello.target.cpu_model", kMaxNameBytes));
+  SPINTUNE_RETURN_IF_ERROR(
+      CheckText(hello.target().kernel_release(), "hello.target.kernel_release", kMaxNameBytes));
+  SPINTUNE_RETURN_IF_ERROR(CheckText(hello.agent_version(), "hello.agent_version", kMaxNameBytes));
   r.agent_id = hello.agent_id();
   r.board = hello.target().board();
   r.cpu_model = hello.target().cpu_model();
@@ -82,10 +94,15 @@ absl::StatusOr<TargetRecord> DecodeHello(const v1::Hello& hello) {
     if (!device_names.insert(hello.devices(i).name()).second) {
       return Invalid(field + ".name", "duplicate");
     }
-    if (hello.devices(i).driver().size() > kMaxNameBytes ||
-        hello.devices(i).model().size() > kMaxNameBytes ||
-        hello.devices(i).default_rules_size() > 64) {
-      return Invalid(field, "driver/model longer than 256 bytes or more than 64 rules");
+    SPINTUNE_RETURN_IF_ERROR(CheckText(hello.devices(i).driver(), field + ".driver", kMaxNameBytes));
+    SPINTUNE_RETURN_IF_ERROR(CheckText(hello.devices(i).model(), field + ".model", kMaxNameBytes));
+    if (hello.devices(i).default_rules_size() > 64) {
+      return Invalid(field + ".default_rules", "more than 64 rules");
+    }
+    for (int k = 0; k < hello.devices(i).default_rules_size(); ++k) {
+      SPINTUNE_RETURN_IF_ERROR(CheckText(hello.devices(i).default_rules(k).note(),
+                                         absl::StrCat(field, ".default_rules[", k, "].note"),
+                                         kMaxNameBytes));
     }
   }
   r.devices = std::move(*devices);

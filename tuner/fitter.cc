@@ -12,7 +12,9 @@ absl::StatusOr<std::unique_ptr<Fitter>> Fitter::Create(FitterOptions options,
   if (options.db_path.empty() || options.db_path == ":memory:") {
     return absl::InvalidArgumentError("the tuner needs a database file, not ':memory:'");
   }
-  SPINTUNE_ASSIGN_OR_RETURN(auto store, Store::Open(options.db_path, options.store));
+  StoreOptions store_options = options.store;
+  store_options.reserve_bytes = 0;  // the tuner's own connection keeps it
+  SPINTUNE_ASSIGN_OR_RETURN(auto store, Store::Open(options.db_path, store_options));
   return std::unique_ptr<Fitter>(
       new Fitter(std::move(options), std::move(store), std::move(deliver)));
 }

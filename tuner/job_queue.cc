@@ -50,7 +50,7 @@ std::vector<TunerJob> JobQueue::NextLocked() {
       for (size_t n = 0; n < kQuantum && !q.empty() && q.front().is_batch() &&
                          unit.size() < kMaxGroupBatches && samples < kMaxGroupSamples;
            ++n) {
-        samples += static_cast<uint64_t>(q.front().batch.completions().wait_ns_size());
+        samples += q.front().samples;
         take(q);
       }
     }

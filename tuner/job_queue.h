@@ -22,7 +22,9 @@
 #include <vector>
 
 #include "absl/time/time.h"
+#include "absl/status/statusor.h"
 #include "spintune/v1/spintune.pb.h"
+#include "storage/store.h"
 #include "tuner/session_handle.h"
 
 namespace spintune {
@@ -30,7 +32,13 @@ namespace spintune {
 struct TunerJob {
   std::shared_ptr<SessionHandle> session;  // null: not a stream's job
   std::function<void()> run;               // empty: a batch job
+  // Batch jobs: the batch's seq and placeholder (its columns are dropped
+  // once decoded), what decoding it on the receiving thread gave, and its
+  // fingerprint.
   v1::SampleBatch batch;
+  uint64_t samples = 0;  // completion samples the batch held
+  absl::StatusOr<BatchDelta> delta = absl::UnknownError("not decoded");
+  uint64_t fingerprint = 0;
   std::function<void()> done;  // runs after the job (may be empty)
   absl::Time received = absl::Now();
   uint64_t bytes = 0;  // of the batch as received
@@ -41,7 +49,7 @@ class JobQueue {
  public:
   static constexpr size_t kQuantum = 8;
   static constexpr size_t kMaxGroupBatches = 64;
-  static constexpr uint64_t kMaxGroupSamples = 1 << 18;
+  static constexpr uint64_t kMaxGroupSamples = 1 << 16;
 
   void Push(TunerJob job);
   // The next unit of work, waiting up to `timeout`: one job, or a group of

@@ -1,6 +1,8 @@
 // spintune-tuner: the tuning server. Receives samples from agents over gRPC,
 // keeps per-key histograms in SQLite, fits policy tables and pushes them.
 #include <condition_variable>
+#include <malloc.h>
+
 #include <iostream>
 #include <mutex>
 
@@ -14,6 +16,11 @@
 #include "tuner/tuner_server.h"
 
 int main(int argc, char** argv) {
+  // Batches are large, short-lived allocations made on gRPC's threads and
+  // freed on the worker: with glibc's adaptive mmap threshold they end up in
+  // arenas that never shrink. A fixed threshold returns them to the system,
+  // so the tuner's memory follows --max-queued-mb.
+  mallopt(M_MMAP_THRESHOLD, 256 * 1024);
   spintune::BlockShutdownSignals();  // before any thread starts
   // Server reflection (grpc.reflection.v1alpha) on every server built here,
   // so grpcurl and other generic clients can list and call the services.
@@ -33,7 +40,8 @@ int main(int argc, char** argv) {
   double min_refit_interval_s = 1.0;
   double max_agent_rate = 0;
   int max_message_mb = 16;
-  uint64_t max_queued_mb = 256;
+  uint64_t max_queued_mb = 64;
+  uint64_t disk_reserve_mb = 2;
   size_t stream_window = 32;
   double hello_timeout_s = 10;
   bool require_tokens = false;
@@ -100,6 +108,11 @@ int main(int argc, char** argv) {
                  "(the tuner's memory: about this plus one message per open stream)")
       ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 20))
       ->capture_default_str();
+  app.add_option("--disk-reserve-mb", disk_reserve_mb,
+                 "MiB kept allocated beside the database (DB-reserve) and given up to "
+                 "recover from a full disk (0: none)")
+      ->check(CLI::Range(uint64_t{0}, uint64_t{1} << 16))
+      ->capture_default_str();
   app.add_option("--stream-window", stream_window,
                  "Messages of one agent stream in the tuner at once; more wait in the agent "
                  "(gRPC flow control), so one agent cannot crowd out the others")
@@ -155,6 +168,7 @@ int main(int argc, char** argv) {
   options.fit.robustness_rho = robustness;
   options.fit.hysteresis = hysteresis;
   options.store.window_samples = window_samples;
+  options.store.reserve_bytes = disk_reserve_mb << 20;
   options.refit_samples = refit_samples;
   options.max_keys_per_target = max_keys;
   options.min_refit_interval = absl::Seconds(min_refit_interval_s);

@@ -46,6 +46,16 @@ absl::Status CheckPlaceholder(const v1::SampleBatch& batch) {
   return absl::OkStatus();
 }
 
+// Memory a decoded batch holds, roughly (for the queue's bound).
+uint64_t DeltaBytes(const BatchDelta& d) {
+  uint64_t bytes = sizeof(BatchDelta);
+  for (const auto& k : d.keys) bytes += sizeof(k) + 16 * k.histogram.buckets().size();
+  for (const auto& x : d.dispatch) {
+    bytes += sizeof(x) + 16 * (x.handler.buckets().size() + x.wake.buckets().size());
+  }
+  return bytes;
+}
+
 uint64_t FingerprintOf(const v1::SampleBatch& batch) {
   std::string bytes;
   {
@@ -119,6 +129,7 @@ void TunerCore::WorkerLoop() {
       last_tick = absl::Now();
       PushExternalVersions();
       EndSilentStreams();
+      CountTrackedStreams();
     }
     if (unit.empty()) {
       if (queue_.stopped()) return;
@@ -196,9 +207,23 @@ void TunerCore::OnSessionEnd(std::shared_ptr<SessionHandle> session) {
                               }),
                list.end());
     if (list.empty()) sessions_.erase(session->target_id);
-    std::lock_guard<std::mutex> lock(mu_);
-    --counters_.active_sessions;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      --counters_.active_sessions;
+    }
+    CountTrackedStreams();
   });
+}
+
+void TunerCore::CountTrackedStreams() {
+  uint64_t n = 0;
+  for (const auto& [target, list] : sessions_) n += list.size();
+  {
+    std::lock_guard<std::mutex> lock(admit_mu_);
+    n += silent_.size() + waiting_readers_.size();
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  counters_.tracked_streams = n;
 }
 
 void TunerCore::ObserveIngestLatency(absl::Duration d) {
@@ -240,7 +265,6 @@ void TunerCore::OnHello(std::shared_ptr<SessionHandle> session, v1::Hello hello,
       Logger().error("hello from agent={} failed: storage: {}", hello.agent_id(),
                      latest.status().ToString());
       Count(&TunerCounters::storage_errors);
-      if (absl::IsResourceExhausted(latest.status())) store_->ReclaimSpace();
       return session->Fail(absl::UnavailableError("tuner storage unavailable; retry later"));
     }
     // Cold start in the background: a Hello must not cost time in
@@ -273,12 +297,22 @@ void TunerCore::OnHello(std::shared_ptr<SessionHandle> session, v1::Hello hello,
   }, std::move(done));
 }
 
-void TunerCore::OnBatch(std::shared_ptr<SessionHandle> session, v1::SampleBatch batch,
-                        uint64_t bytes, std::function<void()> done) {
+void TunerCore::OnBatch(std::shared_ptr<SessionHandle> session, const v1::Hello& hello,
+                        v1::SampleBatch batch, uint64_t bytes, std::function<void()> done) {
   TunerJob job;
   job.session = std::move(session);
-  job.batch = std::move(batch);
   job.bytes = bytes;
+  job.samples = static_cast<uint64_t>(batch.completions().wait_ns_size());
+  job.fingerprint = FingerprintOf(batch);
+  if (!batch.has_dropped()) {
+    // Decoded here, on the receiving thread: the worker only stores. The
+    // columns are not needed after that.
+    job.delta = DecodeBatch(batch, hello);
+    batch.clear_completions();
+    batch.clear_dispatches();
+    if (job.delta.ok()) job.bytes = std::min(bytes, DeltaBytes(*job.delta));
+  }
+  job.batch = std::move(batch);
   job.done = std::move(done);
   queue_.Push(std::move(job));
 }
@@ -327,7 +361,7 @@ void TunerCore::IngestGroup(std::vector<TunerJob>& jobs) {
     SequencedBatch& sb = item.batch;
     sb.target_id = session.target_id;
     sb.seq = sb.last_seq = b.seq();
-    sb.fingerprint = FingerprintOf(b);
+    sb.fingerprint = job.fingerprint;
     if (b.has_dropped()) {
       sb.refusal = CheckPlaceholder(b);
       if (sb.refusal.ok()) {
@@ -335,11 +369,11 @@ void TunerCore::IngestGroup(std::vector<TunerJob>& jobs) {
         sb.last_seq = b.dropped().last_seq();
         sb.dropped_samples = b.dropped().samples();
       }
-    } else if (auto delta = DecodeBatch(b, session.hello); !delta.ok()) {
-      sb.refusal = delta.status();
-      sb.refused_samples = static_cast<uint64_t>(b.completions().wait_ns_size());
+    } else if (!job.delta.ok()) {
+      sb.refusal = job.delta.status();
+      sb.refused_samples = job.samples;
     } else {
-      item.delta = std::move(*delta);
+      item.delta = std::move(*job.delta);
       absl::Status limit = CheckKeyLimit(session, item.delta, &group_keys[session.target_id]);
       if (absl::IsUnavailable(limit)) {
         Count(&TunerCounters::storage_errors);
@@ -371,7 +405,6 @@ void TunerCore::IngestGroup(std::vector<TunerJob>& jobs) {
   if (!results.ok()) {
     Logger().error("storing {} batches failed: {}", to_store.size(), results.status().ToString());
     Count(&TunerCounters::storage_errors);
-    if (absl::IsResourceExhausted(results.status())) store_->ReclaimSpace();
     // The agents keep the batches and resend them on their next session.
     const absl::Status why = absl::UnavailableError(
         absl::IsResourceExhausted(results.status()) ? "tuner storage is full; resend later"

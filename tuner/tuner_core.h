@@ -69,7 +69,9 @@ namespace spintune {
 
 struct TunerOptions {
   std::string db_path = "spintune.db";
-  StoreOptions store;
+  // store.reserve_bytes: kept beside the database to recover from a full
+  // disk (SqliteDb::Open).
+  StoreOptions store = {8192, 32, 2ull << 20};
   // Drift: before each refit every key's latest window is tested against
   // its earlier evidence; a changed key is refitted on what came after.
   ChangeTest change;
@@ -97,7 +99,7 @@ struct TunerOptions {
   size_t stream_window = 32;
   // Bytes of batches queued in the core at once, over all streams; reads
   // pause while it is exceeded.
-  uint64_t max_queued_bytes = 256ull << 20;
+  uint64_t max_queued_bytes = 64ull << 20;
   // A stream that sends no Hello within this is ended (DEADLINE_EXCEEDED).
   absl::Duration hello_timeout = absl::Seconds(10);
   // Cold start: how long the other targets' evidence is reused.
@@ -126,6 +128,7 @@ struct TunerCounters {
   uint64_t unauthenticated = 0;        // calls without a valid token
   uint64_t permission_denied = 0;      // valid token, wrong target or not admin
   uint64_t active_sessions = 0;        // streams that said hello and are still open
+  uint64_t tracked_streams = 0;        // streams the core holds any state for
   // Batch receipt to acknowledgement (after the commit), cumulative counts
   // per upper bound kIngestLatencyBoundsSeconds[i]; the last is +Inf.
   std::array<uint64_t, 14> ingest_latency_buckets{};
@@ -152,8 +155,10 @@ class TunerCore {
   void CountRefusedCall(bool authenticated);
   void OnHello(std::shared_ptr<SessionHandle> session, v1::Hello hello,
                std::function<void()> done);
-  void OnBatch(std::shared_ptr<SessionHandle> session, v1::SampleBatch batch, uint64_t bytes,
-               std::function<void()> done);
+  // Decodes `batch` against the stream's `hello` on the calling thread (the
+  // worker only stores it). `bytes`: its size as received.
+  void OnBatch(std::shared_ptr<SessionHandle> session, const v1::Hello& hello,
+               v1::SampleBatch batch, uint64_t bytes, std::function<void()> done);
   void OnApplied(std::shared_ptr<SessionHandle> session, v1::PolicyApplied applied,
                  std::function<void()> done);
   void OnDrain(std::shared_ptr<SessionHandle> session, std::function<void()> done);
@@ -201,6 +206,8 @@ class TunerCore {
   void EndSilentStreams();
   // Lets paused streams read again when the queue has room.
   void ResumeReaders();
+  // Recounts counters_.tracked_streams.
+  void CountTrackedStreams();
 
   // The key cardinality limit (refuse) and the agent's rate limit (resend
   // later) for a decoded batch of `session`. RESOURCE_EXHAUSTED naming the

@@ -22,6 +22,13 @@ std::string RenderPrometheusText(const TunerCounters& c) {
          c.sessions);
   Metric(&out, "spintune_tuner_sessions_active", "gauge", "Agent sessions open now.",
          c.active_sessions);
+  Metric(&out, "spintune_tuner_streams_tracked", "gauge",
+         "Streams the tuner holds any state for (open, or closed and not yet forgotten).",
+         c.tracked_streams);
+  Metric(&out, "spintune_tuner_storage_errors_total", "counter",
+         "Storage reads or writes that failed (the work is retried).", c.storage_errors);
+  Metric(&out, "spintune_tuner_hello_timeouts_total", "counter",
+         "Streams ended for sending no Hello in time.", c.hello_timeouts);
   Metric(&out, "spintune_tuner_batches_ingested_total", "counter",
          "Sample batches stored (acknowledged after the commit).", c.batches_ingested);
   Metric(&out, "spintune_tuner_batches_deduplicated_total", "counter",
@@ -39,7 +46,7 @@ std::string RenderPrometheusText(const TunerCounters& c) {
   Metric(&out, "spintune_tuner_predicted_tables_total", "counter",
          "Cold-start tables predicted for new targets.", c.predicted_tables);
   Metric(&out, "spintune_tuner_spool_dropped_samples_total", "counter",
-         "Samples agents reported dropping from a full spool.", c.spool_dropped_samples);
+         "Samples in batches agents' full spools dropped (placeholders).", c.spool_dropped_samples);
   absl::StrAppend(&out,
                   "# HELP spintune_tuner_rejected_total Messages and calls refused, by reason.\n"
                   "# TYPE spintune_tuner_rejected_total counter\n");
@@ -47,6 +54,8 @@ std::string RenderPrometheusText(const TunerCounters& c) {
       {"invalid", c.batches_rejected},
       {"deferred", c.batches_deferred},
       {"over_limit", c.batches_over_limit},
+      {"conflict", c.batches_conflict},
+      {"out_of_order", c.batches_out_of_order},
       {"unauthenticated", c.unauthenticated},
       {"permission_denied", c.permission_denied}};
   for (const auto& [reason, n] : reasons) {

@@ -209,6 +209,7 @@ class SessionReactor final
                            "', not '", Printable(request_.hello().agent_id()), "'")));
         }
         state_->JobStarted();
+        hello_ = request_.hello();  // batches are decoded against it here
         core_->OnHello(state_, std::move(*request_.mutable_hello()), done);
         break;
       case v1::AgentMessage::kBatch:
@@ -221,7 +222,7 @@ class SessionReactor final
         state_->JobStarted();
         if (request_.has_batch()) {
           const uint64_t bytes = request_.batch().ByteSizeLong();
-          core_->OnBatch(state_, std::move(*request_.mutable_batch()), bytes, done);
+          core_->OnBatch(state_, hello_, std::move(*request_.mutable_batch()), bytes, done);
         } else if (request_.has_applied()) {
           core_->OnApplied(state_, std::move(*request_.mutable_applied()), done);
         } else {
@@ -258,6 +259,7 @@ class SessionReactor final
   v1::AgentMessage request_;
   std::shared_ptr<SessionState> state_;
   bool seen_hello_ = false;  // reactions run one at a time per stream
+  v1::Hello hello_;
 };
 
 void SessionState::MaybeRead() {

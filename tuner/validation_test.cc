@@ -173,7 +173,18 @@ TEST_F(Validation, EveryHelloRuleEndsThatStreamOnlyNamingTheField) {
       {"control characters", [](v1::Hello* h) { h->set_agent_id("a\nb"); }, "hello.agent_id"},
       {"empty board", [](v1::Hello* h) { h->mutable_target()->clear_board(); }, "hello.target.board"},
       {"long cpu model",
-       [](v1::Hello* h) { h->mutable_target()->set_cpu_model(std::string(300, 'x')); }, "hello"},
+       [](v1::Hello* h) { h->mutable_target()->set_cpu_model(std::string(300, 'x')); },
+       "hello.target.cpu_model"},
+      {"control characters in the kernel release",
+       [](v1::Hello* h) { h->mutable_target()->set_kernel_release("6.1\n[forged]"); },
+       "hello.target.kernel_release"},
+      {"long rule note",
+       [](v1::Hello* h) {
+         auto* rule = h->mutable_devices(0)->add_default_rules();
+         rule->set_strategy(v1::STRATEGY_IRQ);
+         rule->set_note(std::string(8 << 20, 'n'));
+       },
+       "hello.devices[0].default_rules[0].note"},
       {"no cpu class", [](v1::Hello* h) { h->mutable_target()->clear_cpu_classes(); },
        "hello.target.cpu_classes"},
       {"too many cpu classes",
