@@ -10,6 +10,7 @@
 #include "gtest/gtest.h"
 #include "storage/store.h"
 #include "tests/testing/free_port.h"
+#include "tests/testing/source_files.h"
 #include "tests/testing/raw_session.h"
 #include "tests/testing/subprocess.h"
 #include "tests/testing/temp_dir.h"
@@ -27,13 +28,15 @@ class ExactlyOnce : public ::testing::Test {
                            "--refit-samples", "1000000", "--log-level", "warn"},
                           dir_.File("tuner.out"), dir_.File(absl::StrCat("tuner", ++runs_, ".err")));
   }
-  std::vector<std::string> AgentArgs(const std::string& id, const std::string& source) {
-    return {SPINTUNE_AGENT_BIN, "--tuner", address_, "--agent-id", id, "--source", source,
-            "--seed", "5", "--max-samples", absl::StrCat(kSamples), "--batch-size",
-            absl::StrCat(kBatch), "--rate", "4000", "--state-dir", dir_.File("state"),
-            "--give-up-after", "60", "--log-level", "info"};
+  std::vector<std::string> AgentArgs(const std::string& id, const std::vector<std::string>& source) {
+    std::vector<std::string> args = {
+        SPINTUNE_AGENT_BIN, "--tuner", address_, "--agent-id", id, "--max-samples",
+        absl::StrCat(kSamples), "--batch-size", absl::StrCat(kBatch), "--rate", "4000",
+        "--state-dir", dir_.File("state"), "--give-up-after", "60", "--log-level", "info"};
+    args.insert(args.end(), source.begin(), source.end());
+    return args;
   }
-  pid_t StartAgent(const std::string& id, const std::string& source) {
+  pid_t StartAgent(const std::string& id, const std::vector<std::string>& source) {
     return testing::Spawn(AgentArgs(id, source), dir_.File(id + ".out"),
                           dir_.File(absl::StrCat(id, ++agent_runs_, ".err")));
   }
@@ -63,9 +66,9 @@ class ExactlyOnce : public ::testing::Test {
 // regenerated its source from the start and numbered it after the spool's
 // last seq: 1.5x the samples were stored.
 TEST_F(ExactlyOnce, AgentRestartedDuringATunerOutageStoresEveryBatchOnce) {
-  for (const std::string source : {"sim:microwatt-100mhz"}) {
-    SCOPED_TRACE(source);
-    const std::string id = "restarted";
+  for (const auto& source : testing::DeterministicSources(dir_.path().string(), kSamples)) {
+    SCOPED_TRACE(source[1]);
+    const std::string id = "restarted-" + source[1].substr(0, source[1].find(':'));
     pid_t tuner = StartTuner();
     pid_t agent = StartAgent(id, source);
     for (int round = 1; round <= 3; ++round) {
@@ -81,7 +84,9 @@ TEST_F(ExactlyOnce, AgentRestartedDuringATunerOutageStoresEveryBatchOnce) {
     ASSERT_EQ(testing::WaitExit(agent), 0)
         << testing::Slurp(dir_.File(absl::StrCat(id, agent_runs_, ".err")));
     // The same source, uninterrupted, as the reference.
-    testing::RunResult ref = testing::Run(AgentArgs("reference", source), dir_.path().string());
+    const std::string reference_id = "reference-" + id;
+    testing::RunResult ref =
+        testing::Run(AgentArgs(reference_id, source), dir_.path().string());
     ASSERT_EQ(ref.exit_code, 0) << ref.err;
     kill(tuner, SIGTERM);
     testing::WaitExit(tuner);
@@ -89,7 +94,7 @@ TEST_F(ExactlyOnce, AgentRestartedDuringATunerOutageStoresEveryBatchOnce) {
     auto store = Store::Open(dir_.File("tuner.db"));
     ASSERT_TRUE(store.ok()) << store.status();
     auto victim = (*store)->FindTarget(id);
-    auto reference = (*store)->FindTarget("reference");
+    auto reference = (*store)->FindTarget(reference_id);
     ASSERT_TRUE(victim.ok() && victim->has_value() && reference.ok() && reference->has_value());
     EXPECT_EQ((*victim)->total_samples, kSamples);
     EXPECT_EQ(*(*store)->LastDurableSeq((*victim)->id), kSamples / kBatch);

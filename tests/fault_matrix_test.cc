@@ -1,10 +1,12 @@
 // The fault matrix: a real tuner and three real agents (separate processes,
-// spools on disk) behind a TCP proxy on loopback; at 24 seeded random points
-// the tuner or an agent is killed with SIGKILL and restarted, or every
-// connection is cut. When the agents have finished, every target holds
-// exactly the samples its agent generated (nothing lost, nothing doubled),
-// its batch sequence has no gap, and each agent ended on the target's
-// current policy version.
+// spools on disk; a simulated board, a CSV and a trace replay, all paced)
+// behind a TCP proxy on loopback; at 24 seeded random points the tuner or an
+// agent is killed with SIGKILL and restarted, every connection is cut, or the
+// tuner and an agent are both killed and the agent is restarted while the
+// tuner is still down (issue #17 item 1). When the agents have finished,
+// every target holds exactly the samples of its source (nothing lost,
+// nothing doubled), its batch sequence has no gap, and each agent ended on
+// the target's current policy version.
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -21,17 +23,16 @@
 #include "tests/testing/subprocess.h"
 #include "tests/testing/tcp_proxy.h"
 #include "tests/testing/free_port.h"
+#include "tests/testing/source_files.h"
 #include "tests/testing/temp_dir.h"
 
 namespace spintune {
 namespace {
 
 constexpr int kAgents = 3;
-constexpr uint64_t kSamples = 150000;
+constexpr uint64_t kSamples = 150000;  // per agent; the CSV and the trace hold as many
 constexpr uint64_t kBatch = 500;
 constexpr int kFaults = 24;
-const char* kBoards[kAgents] = {"microwatt-100mhz", "litex-rocket-50mhz-slowcard",
-                                "bcm2835-spi-20mhz"};
 
 // Still running? Reaps it when it has exited, storing the exit code.
 bool Running(pid_t pid, int* exit_code) {
@@ -50,17 +51,21 @@ class FaultMatrix : public ::testing::Test {
                            "--log-level", "warn"},
                           dir_.File("tuner.out"), dir_.File(absl::StrCat("tuner", ++tuner_runs_, ".err")));
   }
+  // Agent 0: a simulated board; 1: a CSV; 2: a replayed block trace.
   pid_t StartAgent(int i) {
-    return testing::Spawn(
-        {SPINTUNE_AGENT_BIN, "--tuner", absl::StrCat("127.0.0.1:", proxy_->port()), "--agent-id",
-         absl::StrCat("agent-", i), "--source", absl::StrCat("sim:", kBoards[i]), "--seed",
-         absl::StrCat(i + 1), "--max-samples", absl::StrCat(kSamples), "--batch-size",
-         absl::StrCat(kBatch), "--rate", "25000", "--state-dir", dir_.File("state"),
-         "--give-up-after", "60"},
-        dir_.File(absl::StrCat("agent", i, ".out")), dir_.File(absl::StrCat("agent", i, ".err")));
+    std::vector<std::string> args = {
+        SPINTUNE_AGENT_BIN, "--tuner", absl::StrCat("127.0.0.1:", proxy_->port()), "--agent-id",
+        absl::StrCat("agent-", i), "--max-samples", absl::StrCat(kSamples), "--batch-size",
+        absl::StrCat(kBatch), "--rate", "25000", "--state-dir", dir_.File("state"),
+        "--give-up-after", "60"};
+    args.insert(args.end(), sources_[i].begin(), sources_[i].end());
+    return testing::Spawn(args, dir_.File(absl::StrCat("agent", i, ".out")),
+                          dir_.File(absl::StrCat("agent", i, ".err")));
   }
 
   testing::TempDir dir_;
+  std::vector<std::vector<std::string>> sources_ =
+      testing::DeterministicSources(dir_.path().string(), kSamples);
   int tuner_port_ = testing::FreePort();
   int tuner_runs_ = 0;
   std::unique_ptr<testing::TcpProxy> proxy_;
@@ -88,7 +93,10 @@ TEST_F(FaultMatrix, KillsRestartsAndDropsLoseAndDoubleNothing) {
       any_running |= exit_codes[i] == -2;
     }
     if (any_running) ++mid_stream;
-    switch (rng() % 3) {
+    // The first faults restart each agent during a tuner outage (each kind
+    // of source); the rest are drawn.
+    const int kind = k < kAgents ? 2 : static_cast<int>(rng() % 4);
+    switch (kind) {
       case 0: {
         log << k << ": kill -9 tuner\n";
         kill(tuner, SIGKILL);
@@ -106,6 +114,22 @@ TEST_F(FaultMatrix, KillsRestartsAndDropsLoseAndDoubleNothing) {
         kill(agents[i], SIGKILL);
         waitpid(agents[i], nullptr, 0);
         agents[i] = StartAgent(i);
+        break;
+      }
+      case 2: {
+        const int i = k < kAgents ? k : static_cast<int>(rng() % kAgents);
+        if (exit_codes[i] != -2) {
+          log << k << ": agent " << i << " already done\n";
+          break;
+        }
+        log << k << ": kill -9 tuner and agent " << i << ", restart the agent in the outage\n";
+        kill(tuner, SIGKILL);
+        kill(agents[i], SIGKILL);
+        waitpid(tuner, nullptr, 0);
+        waitpid(agents[i], nullptr, 0);
+        agents[i] = StartAgent(i);
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        tuner = StartTuner();
         break;
       }
       default:
