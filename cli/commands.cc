@@ -104,7 +104,7 @@ absl::StatusOr<PolicyTable> LoadStoredPolicy(const Repository& repo, const std::
     }
     return ParsePolicyJson(resp.policy_json());
   }
-  SPINTUNE_ASSIGN_OR_RETURN(auto store, Store::Open(repo.db));
+  SPINTUNE_ASSIGN_OR_RETURN(auto store, Store::Open(repo.db, {}, OpenMode::kReadOnly));
   SPINTUNE_ASSIGN_OR_RETURN(auto summary, store->FindTarget(target));
   if (!summary) {
     return absl::NotFoundError(absl::StrCat(repo.db, ": no target '", target,
@@ -174,7 +174,7 @@ absl::Status RunTargets(const Repository& repo, const std::string& format, std::
       targets.push_back(std::move(ts));
     }
   } else {
-    SPINTUNE_ASSIGN_OR_RETURN(auto store, Store::Open(repo.db));
+    SPINTUNE_ASSIGN_OR_RETURN(auto store, Store::Open(repo.db, {}, OpenMode::kReadOnly));
     SPINTUNE_ASSIGN_OR_RETURN(targets, store->ListTargets());
   }
   if (format == "json") {
@@ -230,7 +230,7 @@ absl::StatusOr<PolicyTable> LoadTable(const Repository& repo, const TableSource&
     if (!repo.tuner.empty()) {
       return absl::InvalidArgumentError("profiles live in the database: use --db, not --tuner");
     }
-    SPINTUNE_ASSIGN_OR_RETURN(auto store, Store::Open(repo.db));
+    SPINTUNE_ASSIGN_OR_RETURN(auto store, Store::Open(repo.db, {}, OpenMode::kReadOnly));
     SPINTUNE_ASSIGN_OR_RETURN(Profile p, store->LoadProfile(source.profile));
     return std::move(p.table);
   }
@@ -277,7 +277,7 @@ absl::Status RunReport(const Repository& repo, const ReportFlags& flags, std::os
   if (!repo.tuner.empty()) {
     return absl::InvalidArgumentError("report reads the database (evidence): use --db, not --tuner");
   }
-  SPINTUNE_ASSIGN_OR_RETURN(auto store, Store::Open(repo.db));
+  SPINTUNE_ASSIGN_OR_RETURN(auto store, Store::Open(repo.db, {}, OpenMode::kReadOnly));
   Profile profile;
   if (!flags.profile.empty()) {
     SPINTUNE_ASSIGN_OR_RETURN(profile, store->LoadProfile(flags.profile));

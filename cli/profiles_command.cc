@@ -251,7 +251,14 @@ absl::Status RunProfiles(const std::string& db, const ProfilesFlags& flags, std:
                                                    flags.action == "import" ? "FILE" : "NAME",
                                                    " is required"));
   }
-  SPINTUNE_ASSIGN_OR_RETURN(auto store, Store::Open(db));
+  // Import may start a database (to make headers from a shared profile);
+  // the other writes need the target's evidence, reads never write.
+  const OpenMode mode = flags.action == "import" ? OpenMode::kCreate
+                        : flags.action == "save" || flags.action == "rollback" ||
+                                flags.action == "delete"
+                            ? OpenMode::kExisting
+                            : OpenMode::kReadOnly;
+  SPINTUNE_ASSIGN_OR_RETURN(auto store, Store::Open(db, {}, mode));
   if (flags.action == "save") return Save(*store, db, flags, out);
   if (flags.action == "list") return List(*store, flags.format, out);
   if (flags.action == "show") return Show(*store, flags, out);

@@ -13,7 +13,11 @@ absl::Status RunTokens(const std::string& db, const TokensFlags& flags, std::ost
   if (flags.format != "table" && flags.format != "json") {
     return absl::InvalidArgumentError("--format: table or json");
   }
-  SPINTUNE_ASSIGN_OR_RETURN(auto store, Store::Open(db));
+  // Tokens are made before the tuner first runs: `add` may start a database.
+  const OpenMode mode = flags.action == "add"      ? OpenMode::kCreate
+                        : flags.action == "revoke" ? OpenMode::kExisting
+                                                   : OpenMode::kReadOnly;
+  SPINTUNE_ASSIGN_OR_RETURN(auto store, Store::Open(db, {}, mode));
   if (flags.action == "add") {
     SPINTUNE_ASSIGN_OR_RETURN(std::string token,
                               store->AddToken(flags.name, flags.target, flags.admin));

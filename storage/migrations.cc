@@ -163,15 +163,41 @@ ALTER TABLE targets ADD COLUMN refused_samples INTEGER NOT NULL DEFAULT 0;
 int LatestSchemaVersion() { return static_cast<int>(Migrations().size()); }
 
 absl::StatusOr<int> SchemaVersion(SqliteDb* db) {
-  SPINTUNE_RETURN_IF_ERROR(
-      db->Exec("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)"));
+  SPINTUNE_ASSIGN_OR_RETURN(
+      auto exists, db->Prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND "
+                               "name = 'schema_version'"));
+  SPINTUNE_ASSIGN_OR_RETURN(bool has_table, exists->Step());
+  if (!has_table) return 0;
   SPINTUNE_ASSIGN_OR_RETURN(auto stmt, db->Prepare("SELECT MAX(version) FROM schema_version"));
   SPINTUNE_ASSIGN_OR_RETURN(bool row, stmt->Step());
   if (!row || stmt->ColumnIsNull(0)) return 0;
   return static_cast<int>(stmt->ColumnInt(0));
 }
 
+absl::Status CheckSpintuneDatabase(SqliteDb* db, bool may_migrate) {
+  absl::StatusOr<int> version = SchemaVersion(db);
+  if (!version.ok() || *version == 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(db->path(), " is not a spintune database",
+                     version.ok() ? "" : " (not an SQLite file)"));
+  }
+  const int current = *version;
+  if (current > LatestSchemaVersion()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        db->path(), ": schema version ", current, " is newer than this spintune (",
+        LatestSchemaVersion(), "); upgrade spintune"));
+  }
+  if (current < LatestSchemaVersion() && !may_migrate) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        db->path(), ": schema version ", current, " is older than this spintune (",
+        LatestSchemaVersion(), "); start spintune-tuner on it once to upgrade it"));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status MigrateToLatest(SqliteDb* db) {
+  SPINTUNE_RETURN_IF_ERROR(
+      db->Exec("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)"));
   SPINTUNE_ASSIGN_OR_RETURN(int current, SchemaVersion(db));
   if (current > LatestSchemaVersion()) {
     return absl::FailedPreconditionError(absl::StrCat(

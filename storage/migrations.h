@@ -18,6 +18,12 @@ int LatestSchemaVersion();
 // was written by a newer spintune.
 absl::Status MigrateToLatest(SqliteDb* db);
 
+// InvalidArgument unless `db` is a spintune database (it has a schema
+// version); FailedPrecondition unless this binary reads its schema as it is:
+// not older (a read-only open cannot migrate it) unless `may_migrate`, not
+// newer.
+absl::Status CheckSpintuneDatabase(SqliteDb* db, bool may_migrate);
+
 // The version recorded in `db` (0 for an empty database).
 absl::StatusOr<int> SchemaVersion(SqliteDb* db);
 

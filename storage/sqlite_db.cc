@@ -8,6 +8,7 @@
 #include <sqlite3.h>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 
 namespace spintune {
 
@@ -100,29 +101,67 @@ std::string ReadOnlyHint(const std::string& path) {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<SqliteDb>> SqliteDb::Open(const std::string& path,
-                                                         uint64_t reserve_bytes) {
-  sqlite3* raw = nullptr;
-  const int rc = sqlite3_open_v2(path.c_str(), &raw,
-                                 SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
-                                     SQLITE_OPEN_FULLMUTEX,
-                                 nullptr);
-  if (rc != SQLITE_OK) {
-    std::string msg = raw ? sqlite3_errmsg(raw) : sqlite3_errstr(rc);
-    sqlite3_close(raw);
+                                                         uint64_t reserve_bytes, OpenMode mode) {
+  const bool memory = path == ":memory:";
+  if (!memory && mode != OpenMode::kCreate) {
+    struct stat st;
+    if (stat(path.c_str(), &st) != 0) {
+      return absl::NotFoundError(absl::StrCat("no database ", path,
+                                              " (the tuner creates it: spintune-tuner --db ",
+                                              path, ")"));
+    }
+    if (!S_ISREG(st.st_mode)) {
+      return absl::InvalidArgumentError(absl::StrCat(path, " is not a file"));
+    }
+  }
+  auto open = [&](const std::string& name, int flags, sqlite3** out) {
+    const int rc = sqlite3_open_v2(name.c_str(), out, flags | SQLITE_OPEN_FULLMUTEX, nullptr);
+    if (rc == SQLITE_OK) return absl::OkStatus();
+    std::string msg = *out ? sqlite3_errmsg(*out) : sqlite3_errstr(rc);
+    sqlite3_close(*out);
+    *out = nullptr;
     return absl::UnavailableError(
         absl::StrCat("cannot open database ", path, ": ", msg, ReadOnlyHint(path)));
+  };
+  sqlite3* raw = nullptr;
+  if (mode == OpenMode::kReadOnly && !memory) {
+    // Read-only: no -shm or -reserve is created, nothing is migrated. On
+    // read-only media without a write-ahead log the file is read as
+    // immutable (nobody can change it there).
+    absl::Status s = open("file:" + path + "?mode=ro", SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, &raw);
+    if (!s.ok() || sqlite3_exec(raw, "SELECT 1 FROM sqlite_master LIMIT 1", nullptr, nullptr,
+                                nullptr) != SQLITE_OK) {
+      sqlite3_close(raw);
+      raw = nullptr;
+      struct stat wal;
+      if (stat((path + "-wal").c_str(), &wal) == 0) {
+        return s.ok() ? absl::UnavailableError(absl::StrCat(
+                            "cannot read database ", path, " read-only", ReadOnlyHint(path)))
+                      : s;
+      }
+      SPINTUNE_RETURN_IF_ERROR(
+          open("file:" + path + "?immutable=1", SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, &raw));
+    }
+    std::unique_ptr<SqliteDb> db(new SqliteDb(raw, path, 0));
+    sqlite3_busy_timeout(raw, 10000);
+    sqlite3_extended_result_codes(raw, 1);
+    return db;
   }
-  std::unique_ptr<SqliteDb> db(new SqliteDb(raw, path, path == ":memory:" ? 0 : reserve_bytes));
+  SPINTUNE_RETURN_IF_ERROR(open(path,
+                                SQLITE_OPEN_READWRITE |
+                                    (mode == OpenMode::kCreate ? SQLITE_OPEN_CREATE : 0),
+                                &raw));
+  std::unique_ptr<SqliteDb> db(new SqliteDb(raw, path, memory ? 0 : reserve_bytes));
   sqlite3_busy_timeout(raw, 10000);
   sqlite3_extended_result_codes(raw, 1);
-  if (path != ":memory:") {
-    auto mode = db->Prepare("PRAGMA journal_mode=WAL");
-    auto row = mode.ok() ? (*mode)->Step() : absl::StatusOr<bool>(mode.status());
+  if (!memory) {
+    auto mode_row = db->Prepare("PRAGMA journal_mode=WAL");
+    auto row = mode_row.ok() ? (*mode_row)->Step() : absl::StatusOr<bool>(mode_row.status());
     if (!row.ok()) {
       return absl::Status(row.status().code(),
                           absl::StrCat(row.status().message(), ReadOnlyHint(path)));
     }
-    if (!*row || (*mode)->ColumnText(0) != "wal") {
+    if (!*row || (*mode_row)->ColumnText(0) != "wal") {
       return absl::FailedPreconditionError(
           absl::StrCat(path, ": cannot switch the database to WAL mode"));
     }

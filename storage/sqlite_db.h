@@ -54,6 +54,13 @@ class Statement {
   sqlite3_stmt* stmt_;
 };
 
+// How Open() treats the file.
+enum class OpenMode {
+  kCreate,    // create it if missing (the tuner)
+  kExisting,  // it must exist (tools that write)
+  kReadOnly,  // it must exist; never written, works on read-only media
+};
+
 class SqliteDb {
  public:
   // Opens (creating if needed) `path`; ":memory:" for an in-memory database.
@@ -67,8 +74,10 @@ class SqliteDb {
   // succeeds writes fail with ResourceExhausted and write nothing, so the
   // log cannot grow back into space freed meanwhile. The reserve is
   // allocated again once there is room.
+  // NotFound for a missing file unless kCreate.
   static absl::StatusOr<std::unique_ptr<SqliteDb>> Open(const std::string& path,
-                                                        uint64_t reserve_bytes = 0);
+                                                        uint64_t reserve_bytes = 0,
+                                                        OpenMode mode = OpenMode::kCreate);
   ~SqliteDb();
 
   absl::Status Exec(absl::string_view sql);

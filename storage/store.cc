@@ -1,6 +1,7 @@
 #include "storage/store.h"
 
 #include <openssl/rand.h>
+#include <sys/stat.h>
 #include <openssl/sha.h>
 
 #include <algorithm>
@@ -27,12 +28,20 @@ std::string NowRfc3339() {
 }
 
 absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path,
-                                                   const StoreOptions& options) {
+                                                   const StoreOptions& options, OpenMode mode) {
   if (options.window_samples == 0 || options.keep_windows == 0) {
     return absl::InvalidArgumentError("window_samples and keep_windows must be > 0");
   }
-  SPINTUNE_ASSIGN_OR_RETURN(auto db, SqliteDb::Open(path, options.reserve_bytes));
-  SPINTUNE_RETURN_IF_ERROR(MigrateToLatest(db.get()));
+  struct stat st;
+  const bool exists = path != ":memory:" && stat(path.c_str(), &st) == 0 && st.st_size > 0;
+  if (mode != OpenMode::kCreate || exists) {
+    // Checked before anything is written to it (switching a file to WAL
+    // mode is a write): a file of another program is never converted.
+    SPINTUNE_ASSIGN_OR_RETURN(auto reader, SqliteDb::Open(path, 0, OpenMode::kReadOnly));
+    SPINTUNE_RETURN_IF_ERROR(CheckSpintuneDatabase(reader.get(), mode == OpenMode::kExisting));
+  }
+  SPINTUNE_ASSIGN_OR_RETURN(auto db, SqliteDb::Open(path, options.reserve_bytes, mode));
+  if (mode != OpenMode::kReadOnly) SPINTUNE_RETURN_IF_ERROR(MigrateToLatest(db.get()));
   return std::unique_ptr<Store>(new Store(std::move(db), options));
 }
 

@@ -129,9 +129,14 @@ struct StoreOptions {
 
 class Store {
  public:
-  // Opens or creates the database and migrates it. ":memory:" works.
+  // Opens the database and migrates it. kCreate (the tuner) creates a
+  // missing (or empty) file; kExisting refuses it (NotFound); kReadOnly also
+  // never writes (read-only media work) and refuses a schema it would have
+  // to migrate. Any mode refuses a file that is not a spintune database
+  // (InvalidArgument) and leaves it as it was. ":memory:" works (kCreate).
   static absl::StatusOr<std::unique_ptr<Store>> Open(const std::string& path,
-                                                     const StoreOptions& options = {});
+                                                     const StoreOptions& options = {},
+                                                     OpenMode mode = OpenMode::kCreate);
 
   // Creates the target of `record.agent_id` or refreshes its description;
   // replaces its CPU classes and devices. Returns the target id.

@@ -1,12 +1,18 @@
 // The binaries' command lines: --help, wrong flags, and bad input files give
 // one clear error line and exit code 2.
+#include <sys/mount.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <filesystem>
 
 #include "nlohmann/json.hpp"
 
+#include <sqlite3.h>
+
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
+#include "storage/store.h"
 #include "tests/testing/subprocess.h"
 #include "tests/testing/temp_dir.h"
 
@@ -105,6 +111,7 @@ TEST_F(Cli, BadInputNamesFileAndLineAndExitsTwo) {
 
 TEST_F(Cli, StoredTargetCommandsOnAnEmptyDatabase) {
   const std::string db = dir_.File("empty.db");
+  ASSERT_TRUE(Store::Open(db).ok());  // what a tuner leaves before any agent
   auto targets = testing::Run({SPINTUNE_CLI_BIN, "--db", db, "targets", "--format", "json"},
                      dir_.path().string());
   ASSERT_EQ(targets.exit_code, 0) << targets.err;
@@ -112,6 +119,103 @@ TEST_F(Cli, StoredTargetCommandsOnAnEmptyDatabase) {
   auto policy = testing::Run({SPINTUNE_CLI_BIN, "--db", db, "policy", "nobody"}, dir_.path().string());
   EXPECT_EQ(policy.exit_code, 2);
   EXPECT_NE(policy.err.find("no target 'nobody'"), std::string::npos) << policy.err;
+}
+
+// Issue #15 item 1 / #17 item 7: `spintune --db typo.db targets` created an
+// empty database, and a file that was not a spintune database was converted
+// into one. Every --db command now refuses both (exit 2, one line) and
+// leaves the file system as it was.
+TEST_F(Cli, DbCommandsRefuseAMissingOrForeignDatabaseAndWriteNothing) {
+  const std::vector<std::vector<std::string>> commands = {
+      {"targets"},
+      {"policy", "board-1"},
+      {"header", "board-1"},
+      {"report", "--target", "board-1", "-o", dir_.File("r.html")},
+      {"profiles", "list"},
+      {"profiles", "save", "p1", "--target", "board-1"},
+      {"tokens", "list"},
+      {"tokens", "revoke", "t1"}};
+  Write(dir_.File("notes.db"), "not a database at all\n");
+  {  // an SQLite file of another program
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(dir_.File("other.db").c_str(), &db), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(db, "CREATE TABLE notes (text TEXT)", nullptr, nullptr, nullptr),
+              SQLITE_OK);
+    sqlite3_close(db);
+  }
+  std::filesystem::copy_file(dir_.File("other.db"), dir_.File("other.copy"));
+  std::filesystem::copy_file(dir_.File("notes.db"), dir_.File("notes.copy"));
+  for (const auto& command : commands) {
+    SCOPED_TRACE(command[0] + " " + (command.size() > 1 ? command[1] : ""));
+    std::vector<std::string> args = {SPINTUNE_CLI_BIN, "--db", dir_.File("typo.db")};
+    args.insert(args.end(), command.begin(), command.end());
+    auto missing = testing::Run(args, dir_.path().string());
+    EXPECT_EQ(missing.exit_code, 2) << missing.err;
+    EXPECT_NE(missing.err.find("no database " + dir_.File("typo.db")), std::string::npos)
+        << missing.err;
+    EXPECT_FALSE(std::filesystem::exists(dir_.File("typo.db")));
+    args[2] = dir_.File("notes.db");
+    auto foreign = testing::Run(args, dir_.path().string());
+    EXPECT_EQ(foreign.exit_code, 2) << foreign.err;
+    EXPECT_NE(foreign.err.find("is not a spintune database"), std::string::npos) << foreign.err;
+    EXPECT_EQ(testing::Slurp(dir_.File("notes.db")), testing::Slurp(dir_.File("notes.copy")));
+    EXPECT_FALSE(std::filesystem::exists(dir_.File("notes.db-wal")));
+    args[2] = dir_.File("other.db");
+    auto other = testing::Run(args, dir_.path().string());
+    EXPECT_EQ(other.exit_code, 2) << other.err;
+    EXPECT_NE(other.err.find("is not a spintune database"), std::string::npos) << other.err;
+    EXPECT_EQ(testing::Slurp(dir_.File("other.db")), testing::Slurp(dir_.File("other.copy")));
+  }
+  // Tokens are made before the tuner first runs: `tokens add` may start a
+  // database, but never converts another program's file.
+  auto other = testing::Run({SPINTUNE_CLI_BIN, "--db", dir_.File("notes.db"), "tokens", "add",
+                             "t1", "--admin"},
+                            dir_.path().string());
+  EXPECT_EQ(other.exit_code, 2) << other.err;
+  EXPECT_EQ(testing::Slurp(dir_.File("notes.db")), testing::Slurp(dir_.File("notes.copy")));
+  auto fresh = testing::Run({SPINTUNE_CLI_BIN, "--db", dir_.File("new.db"), "tokens", "add", "t1",
+                             "--admin"},
+                            dir_.path().string());
+  EXPECT_EQ(fresh.exit_code, 0) << fresh.err;
+}
+
+// Issue #17 item 7: read-only commands needed write access to the database.
+// They now work on read-only media (root: a tmpfs remounted read-only).
+TEST_F(Cli, ReadCommandsWorkOnADatabaseOnReadOnlyMedia) {
+  if (geteuid() != 0) GTEST_SKIP() << "mounting a tmpfs needs root";
+  const std::string mnt = dir_.File("ro");
+  std::filesystem::create_directories(mnt);
+  ASSERT_EQ(mount("spintune-test", mnt.c_str(), "tmpfs", 0, "size=16m"), 0);
+  const std::string db = mnt + "/tuner.db";
+  {
+    auto store = Store::Open(db);
+    ASSERT_TRUE(store.ok());
+    TargetRecord r;
+    r.agent_id = "board-1";
+    r.board = "ro-board";
+    CpuClassRecord c;
+    c.name = "default";
+    c.cpu_khz = 1'000'000;
+    c.declared = {20000, 30000, 100, 2000, 50000};
+    r.cpu_classes.push_back(c);
+    r.devices.push_back({"mmc0", "litex-mmc", "", {}});
+    ASSERT_TRUE((*store)->UpsertTarget(r).ok());
+    ASSERT_TRUE((*store)->AddToken("ops", "", true).ok());
+  }
+  ASSERT_EQ(mount(nullptr, mnt.c_str(), nullptr, MS_REMOUNT | MS_RDONLY, nullptr), 0);
+  for (const std::vector<std::string> command :
+       {std::vector<std::string>{"targets"}, {"profiles", "list"}, {"tokens", "list"}}) {
+    std::vector<std::string> args = {SPINTUNE_CLI_BIN, "--db", db};
+    args.insert(args.end(), command.begin(), command.end());
+    auto r = testing::Run(args, dir_.path().string());
+    EXPECT_EQ(r.exit_code, 0) << command[0] << ": " << r.err;
+  }
+  auto targets = testing::Run({SPINTUNE_CLI_BIN, "--db", db, "targets"}, dir_.path().string());
+  EXPECT_NE(targets.out.find("board-1"), std::string::npos) << targets.out;
+  auto write = testing::Run({SPINTUNE_CLI_BIN, "--db", db, "tokens", "add", "x", "--admin"},
+                            dir_.path().string());
+  EXPECT_NE(write.exit_code, 0);
+  umount2(mnt.c_str(), MNT_DETACH);
 }
 
 TEST_F(Cli, TunerShutsDownOnSigtermWithAnAgentConnected) {
@@ -272,6 +376,7 @@ TEST_F(Cli, DataOutputsHaveAJsonFormat) {
                          dir_.path().string())
                 .exit_code,
             2);
+  ASSERT_TRUE(Store::Open(dir_.File("empty.db")).ok());
   for (const std::vector<std::string>& args :
        std::vector<std::vector<std::string>>{{"targets"}, {"profiles", "list"}, {"tokens", "list"}}) {
     std::vector<std::string> argv = {SPINTUNE_CLI_BIN, "--db", dir_.File("empty.db")};
