@@ -1,0 +1,59 @@
+// RatioReporter: Google Benchmark's console output, plus the CPU time of
+// every run kept by name so that a benchmark's main() can print, after all
+// runs, the ratios that the performance targets are stated in (they travel
+// between machines; absolute times do not).
+//
+// Thread-compatible (Google Benchmark reports from one thread).
+#ifndef SPINTUNE_BENCH_RATIO_REPORTER_H_
+#define SPINTUNE_BENCH_RATIO_REPORTER_H_
+
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "benchmark/benchmark.h"
+
+namespace spintune {
+
+class RatioReporter : public benchmark::ConsoleReporter {
+ public:
+  void ReportRuns(const std::vector<Run>& runs) override {
+    for (const Run& r : runs) {
+      if (r.run_type == Run::RT_Iteration && !r.error_occurred && r.iterations > 0) {
+        cpu_ns_[r.benchmark_name()] =
+            r.cpu_accumulated_time * 1e9 / static_cast<double>(r.iterations);
+      }
+    }
+    benchmark::ConsoleReporter::ReportRuns(runs);
+  }
+
+  // CPU ns per iteration of the run called `name` (as printed), NaN when it
+  // did not run (filtered out).
+  double CpuNs(const std::string& name) const {
+    auto it = cpu_ns_.find(name);
+    return it == cpu_ns_.end() ? std::nan("") : it->second;
+  }
+
+  // Prints "label: a / b = ratio (target <= limit) ok|MISSED".
+  void PrintRatio(const char* label, double a, double b, double limit) const {
+    const double ratio = a / b;
+    std::printf("%-58s %8.3f  (target <= %.2f) %s\n", label, ratio, limit,
+                std::isnan(ratio) ? "n/a" : (ratio <= limit ? "ok" : "MISSED"));
+  }
+
+ private:
+  std::map<std::string, double> cpu_ns_;
+};
+
+// Runs the benchmarks selected on the command line through `reporter`.
+inline void RunBenchmarks(int argc, char** argv, RatioReporter* reporter) {
+  benchmark::Initialize(&argc, argv);
+  benchmark::RunSpecifiedBenchmarks(reporter);
+  std::fflush(stdout);
+}
+
+}  // namespace spintune
+
+#endif  // SPINTUNE_BENCH_RATIO_REPORTER_H_
