@@ -36,9 +36,14 @@ class RatioReporter : public benchmark::ConsoleReporter {
     return it == cpu_ns_.end() ? std::nan("") : it->second;
   }
 
-  // Prints "label: a / b = ratio (target <= limit) ok|MISSED".
+  // Prints "label  a / b  (target <= limit) ok|MISSED"; no target when
+  // limit is 0.
   void PrintRatio(const char* label, double a, double b, double limit) const {
     const double ratio = a / b;
+    if (limit <= 0) {
+      std::printf("%-58s %8.3f\n", label, ratio);
+      return;
+    }
     std::printf("%-58s %8.3f  (target <= %.2f) %s\n", label, ratio, limit,
                 std::isnan(ratio) ? "n/a" : (ratio <= limit ? "ok" : "MISSED"));
   }

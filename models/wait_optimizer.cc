@@ -91,18 +91,19 @@ struct Line {
   double cpu0 = 0, cpu1 = 0, lat0 = 0, lat1 = 0;
 };
 
-// The smallest integer sleep S >= 0 with x <= (S + tw) + extra: the
-// comparison CostOfRequest makes. Starts from x - tw - extra truncated (one
-// instruction, unlike ceil without SSE4.1); the loops round it up and mend
-// any rounding of the subtraction.
-uint64_t FirstSleepReaching(double x, double tw, double extra) {
+// The smallest integer sleep S >= 0 (held in a double: the sweep stays in
+// floating point) with x <= (S + tw) + extra, the comparison CostOfRequest
+// makes. Starts from x - tw - extra truncated (one instruction, unlike ceil
+// without SSE4.1); the loops round it up and mend any rounding of the
+// subtraction.
+double FirstSleepReaching(double x, double tw, double extra) {
   double s = static_cast<double>(static_cast<int64_t>(std::max(0.0, x - tw - extra)));
   while ((s + tw) + extra < x) s += 1;
   while (s > 0 && ((s - 1) + tw) + extra >= x) s -= 1;
-  return static_cast<uint64_t>(s);
+  return s;
 }
 
-constexpr uint64_t kNever = std::numeric_limits<uint64_t>::max();
+constexpr double kNever = std::numeric_limits<double>::infinity();
 
 // One timer atom in the SLEEP_THEN_SPIN sweep. With D = S + tw, the first j1
 // points have X <= D (the sleep outlasts them), the first j2 have X <= D + P
@@ -112,15 +113,14 @@ struct AtomState {
   double tw = 0;
   double probability = 0;
   size_t j1 = 0, j2 = 0;
-  uint64_t next_s1 = 0, next_s2 = 0;
+  double next_s1 = 0, next_s2 = 0;
   Line line;
 
-  uint64_t next_s() const { return std::min(next_s1, next_s2); }
+  double next_s() const { return std::min(next_s1, next_s2); }
   // Moves j1 and j2 past every point reached at sleep `s`.
-  void AdvanceTo(uint64_t s, const std::vector<WaitDistribution::Point>& points,
-                 double bound) {
+  void AdvanceTo(double s, const std::vector<WaitDistribution::Point>& points, double bound) {
     const size_t n = points.size();
-    const double d = static_cast<double>(s) + tw;
+    const double d = s + tw;
     if (next_s1 <= s) {
       while (j1 < n && points[j1].value_ns <= d) ++j1;
       next_s1 = j1 < n ? FirstSleepReaching(points[j1].value_ns, tw, 0) : kNever;
@@ -225,9 +225,10 @@ void SweepSleepThenSpin(const WaitDistribution& dist, const PlatformModel& model
   size_t live = atoms.size();
   std::make_heap(heap, heap + live, later);
 
-  uint64_t s = 0;
+  double s = 0;
   while (true) {
-    family->Offer(WaitParams::SleepThenSpin(s, bound_ns), mixture.At(static_cast<double>(s)));
+    family->Offer(WaitParams::SleepThenSpin(static_cast<uint64_t>(s), bound_ns),
+                  mixture.At(s));
     while (live > 0 && heap[0]->next_s() == kNever) {
       std::pop_heap(heap, heap + live, later);
       --live;
