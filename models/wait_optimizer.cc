@@ -74,14 +74,26 @@ class CompensatedSum {
 constexpr size_t kInline = 32;
 
 // For every period c: sums[c] = sum over points of weight * PollsUntil(value,
-// periods[c]), in one pass over the points.
+// periods[c]). Periods go in blocks of kPollBlock whose accumulators stay in
+// registers across one pass over the points (accumulating in memory instead
+// ran 1.7x slower in optimizer_bench, depending on where the buffer landed).
+constexpr size_t kPollBlock = 8;
+
 void SumOfPollCounts(const WaitDistribution& dist, absl::Span<const double> periods,
                      absl::Span<double> sums) {
-  for (size_t c = 0; c < periods.size(); ++c) {
-    const double period = periods[c], inv = 1.0 / period;
-    double sum = 0;
-    for (const auto& p : dist.points()) sum += p.weight * PollsUntil(p.value_ns, period, inv);
-    sums[c] = sum;
+  for (size_t first = 0; first < periods.size(); first += kPollBlock) {
+    const size_t width = std::min(kPollBlock, periods.size() - first);
+    double period[kPollBlock], inv[kPollBlock], acc[kPollBlock] = {};
+    for (size_t c = 0; c < kPollBlock; ++c) {
+      period[c] = c < width ? periods[first + c] : 1.0;  // padding lanes: unused
+      inv[c] = 1.0 / period[c];
+    }
+    for (const auto& p : dist.points()) {
+      for (size_t c = 0; c < kPollBlock; ++c) {
+        acc[c] += p.weight * PollsUntil(p.value_ns, period[c], inv[c]);
+      }
+    }
+    for (size_t c = 0; c < width; ++c) sums[first + c] = acc[c];
   }
 }
 
