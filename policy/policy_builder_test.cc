@@ -126,6 +126,9 @@ TEST(PolicyBuilder, RejectsUnknownNames) {
             absl::StatusCode::kInvalidArgument);
 }
 
+// Costs built from a few exact terms: only rounding separates the answers.
+constexpr double kExact = 1e-9;
+
 TEST(PolicyBuilder, FitsOverTheMeasuredOversleepDistribution) {
   // The known answer of WaitOptimizer.SleepThenSpinOptimumIsExactOverThe-
   // OversleepDistribution: X = 100 ns, oversleep 10 ns (3 of 4) or 50 ns
@@ -144,16 +147,16 @@ TEST(PolicyBuilder, FitsOverTheMeasuredOversleepDistribution) {
   auto constant = BuildPolicyTable(in, config);
   ASSERT_TRUE(constant.ok()) << constant.status();
   EXPECT_EQ(constant->entries[0].wait, WaitParams::SleepThenSpin(80, config.max_spin_ns));
-  EXPECT_NEAR(constant->entries[0].expected_cost_ns, 105, 1e-9);
+  EXPECT_NEAR(constant->entries[0].expected_cost_ns, 105, kExact);
 
   in.measured_costs["cpu"].timer_wake.Record(10, 3);
   in.measured_costs["cpu"].timer_wake.Record(50, 1);
   auto measured = BuildPolicyTable(in, config);
   ASSERT_TRUE(measured.ok()) << measured.status();
   EXPECT_EQ(measured->entries[0].wait, WaitParams::SleepThenSpin(90, config.max_spin_ns));
-  EXPECT_NEAR(measured->entries[0].expected_cost_ns, 115, 1e-9);
+  EXPECT_NEAR(measured->entries[0].expected_cost_ns, 115, kExact);
   // The table records the means it was fitted with.
-  EXPECT_NEAR(measured->cpu_classes[0].costs.timer_wake_ns, 20, 1e-9);
+  EXPECT_NEAR(measured->cpu_classes[0].costs.timer_wake_ns, 20, kExact);
 }
 
 TEST(PolicyBuilder, MeasuredIrqCostsReplaceTheDeclaredOnes) {
@@ -165,8 +168,8 @@ TEST(PolicyBuilder, MeasuredIrqCostsReplaceTheDeclaredOnes) {
   m.irq_wake.Record(200, 10);
   auto t = BuildPolicyTable(in, FitConfig());
   ASSERT_TRUE(t.ok()) << t.status();
-  EXPECT_NEAR(t->cpu_classes[0].costs.irq_cpu_ns, 500, 1e-9);
-  EXPECT_NEAR(t->cpu_classes[0].costs.irq_wake_ns, 200, 1e-9);
+  EXPECT_NEAR(t->cpu_classes[0].costs.irq_cpu_ns, 500, kExact);
+  EXPECT_NEAR(t->cpu_classes[0].costs.irq_wake_ns, 200, kExact);
   EXPECT_EQ(t->cpu_classes[0].costs.timer_wake_ns, 50'000);  // declared
 }
 

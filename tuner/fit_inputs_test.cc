@@ -5,6 +5,9 @@
 namespace spintune {
 namespace {
 
+// Means of a few exact terms: only rounding separates the answers.
+constexpr double kExact = 1e-9;
+
 TEST(FitInputs, DispatchHistogramsOfEveryDeviceReachTheirCpuClass) {
   TargetRecord target;
   target.board = "b";
@@ -27,8 +30,8 @@ TEST(FitInputs, DispatchHistogramsOfEveryDeviceReachTheirCpuClass) {
   EXPECT_EQ(in.measured_costs.at("big").irq_overhead_cpu_ns, 30);
   EXPECT_EQ(in.measured_costs.at("little").irq_handler.total_count(), 3u);
   // Means for the callers that read the costs directly: 30 + 20, 100.
-  EXPECT_NEAR(in.cpu_classes[0].costs.irq_cpu_ns, 50, 1e-9);
-  EXPECT_NEAR(in.cpu_classes[0].costs.irq_wake_ns, 100, 1e-9);
+  EXPECT_NEAR(in.cpu_classes[0].costs.irq_cpu_ns, 50, kExact);
+  EXPECT_NEAR(in.cpu_classes[0].costs.irq_wake_ns, 100, kExact);
   EXPECT_EQ(in.cpu_classes[0].costs.timer_wake_ns, 60);
   EXPECT_EQ(in.cpu_classes[1].costs.irq_cpu_ns, 80);
   EXPECT_EQ(in.cpu_classes[1].costs.irq_wake_ns, 50);
