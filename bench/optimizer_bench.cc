@@ -7,8 +7,6 @@
 //    constant costs and with a measured timer oversleep distribution;
 //  - recording one sample, against one clock_gettime(CLOCK_MONOTONIC)
 //    (issue 18: <= 0.25x).
-#include <time.h>
-
 #include <algorithm>
 #include <cmath>
 #include <random>
@@ -192,13 +190,6 @@ void BM_RecorderFlush(benchmark::State& state) {
 BENCHMARK(BM_RecorderFlush);
 
 // The reference of issue 18's targets: one clock read.
-void BM_ClockGettime(benchmark::State& state) {
-  for (auto _ : state) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    benchmark::DoNotOptimize(ts);
-  }
-}
 BENCHMARK(BM_ClockGettime);
 
 // Prints the per-bucket table of one BM_OptimizePerBucket* family and its

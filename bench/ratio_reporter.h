@@ -1,11 +1,14 @@
 // RatioReporter: Google Benchmark's console output, plus the CPU time of
 // every run kept by name so that a benchmark's main() can print, after all
 // runs, the ratios that the performance targets are stated in (they travel
-// between machines; absolute times do not).
+// between machines; absolute times do not). BM_ClockGettime is the
+// reference most targets are stated against.
 //
 // Thread-compatible (Google Benchmark reports from one thread).
 #ifndef SPINTUNE_BENCH_RATIO_REPORTER_H_
 #define SPINTUNE_BENCH_RATIO_REPORTER_H_
+
+#include <time.h>
 
 #include <cmath>
 #include <cstdio>
@@ -51,6 +54,15 @@ class RatioReporter : public benchmark::ConsoleReporter {
  private:
   std::map<std::string, double> cpu_ns_;
 };
+
+// One clock_gettime(CLOCK_MONOTONIC); register with BENCHMARK(BM_ClockGettime).
+inline void BM_ClockGettime(benchmark::State& state) {
+  for (auto _ : state) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    benchmark::DoNotOptimize(ts);
+  }
+}
 
 // Runs the benchmarks selected on the command line through `reporter`.
 inline void RunBenchmarks(int argc, char** argv, RatioReporter* reporter) {

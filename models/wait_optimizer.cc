@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <functional>
 #include <limits>
 #include <utility>
 
@@ -54,7 +53,7 @@ class FamilySearch {
 
 // Neumaier's compensated sum: the SLEEP_THEN_SPIN sweep over several timer
 // atoms adds and removes O(n m) terms, and plain summation would let
-// rounding drift towards the tie tolerance.
+// rounding drift towards the tie tolerance of Cheaper().
 class CompensatedSum {
  public:
   void Add(double x) {
@@ -108,10 +107,13 @@ struct Line {
 // floating point) with x <= (S + tw) + extra, the comparison CostOfRequest
 // makes. Starts from x - tw - extra truncated (one instruction, unlike ceil
 // without SSE4.1); the loops round it up and mend any rounding of the
-// subtraction.
+// subtraction. From 2^53 on every double is an integer and s + 1 == s.
 double FirstSleepReaching(double x, double tw, double extra) {
-  double s = static_cast<double>(static_cast<int64_t>(std::max(0.0, x - tw - extra)));
-  while ((s + tw) + extra < x) s += 1;
+  constexpr double kIntegersEnd = 0x1p53;
+  const double start = std::max(0.0, x - tw - extra);
+  if (start >= kIntegersEnd) return start;
+  double s = static_cast<double>(static_cast<int64_t>(start));
+  while ((s + tw) + extra < x && s < kIntegersEnd) s += 1;
   while (s > 0 && ((s - 1) + tw) + extra >= x) s -= 1;
   return s;
 }
@@ -130,17 +132,19 @@ struct AtomState {
   Line line;
 
   double next_s() const { return std::min(next_s1, next_s2); }
-  // Moves j1 and j2 past every point reached at sleep `s`.
+  // Moves j1 and j2 past every point reached at sleep `s`. A point counts as
+  // reached exactly when its event is due, so every due event moves a
+  // pointer (the sweep always progresses).
   void AdvanceTo(double s, const std::vector<WaitDistribution::Point>& points, double bound) {
-    const size_t n = points.size();
-    const double d = s + tw;
-    if (next_s1 <= s) {
-      while (j1 < n && points[j1].value_ns <= d) ++j1;
-      next_s1 = j1 < n ? FirstSleepReaching(points[j1].value_ns, tw, 0) : kNever;
-    }
-    if (next_s2 <= s) {
-      while (j2 < n && points[j2].value_ns <= d + bound) ++j2;
-      next_s2 = j2 < n ? FirstSleepReaching(points[j2].value_ns, tw, bound) : kNever;
+    Advance(s, points, 0, &j1, &next_s1);
+    Advance(s, points, bound, &j2, &next_s2);
+  }
+
+ private:
+  void Advance(double s, const std::vector<WaitDistribution::Point>& points, double extra,
+               size_t* j, double* next) const {
+    while (*next <= s) {
+      *next = ++*j < points.size() ? FirstSleepReaching(points[*j].value_ns, tw, extra) : kNever;
     }
   }
 };
@@ -188,9 +192,10 @@ class LineMixture {
 // moves, every atom's cost is linear in S, so their expectation
 // sum_k p_k (cpu_k, lat_k) is too: its minimum over S >= 0 lies at S = 0 or
 // at an event. Those are the exact candidates (as integer ns, the first S at
-// which the event has happened). The 2m event sequences are each sorted
-// (the points are), so a heap merges them: O(n m log m) for m atoms, O(n)
-// for constant costs.
+// which the event has happened). Each atom's two event sequences are sorted
+// (the points are): the sweep takes the earlier of the two, and a heap of the
+// atoms by their next event merges the atoms. O(n m log m) for m atoms, O(n)
+// for constant costs, no sort.
 void SweepSleepThenSpin(const WaitDistribution& dist, const PlatformModel& model,
                         uint64_t bound_ns, FamilySearch* family) {
   const auto& points = dist.points();
@@ -216,7 +221,7 @@ void SweepSleepThenSpin(const WaitDistribution& dist, const PlatformModel& model
     return l;
   };
 
-  // Every atom starts before the first point (j1 = j2 = 0) and is moved to
+  // Every atom starts with the first point's events pending and is moved to
   // S = 0; the heap holds the atoms by their next event, earliest first.
   absl::InlinedVector<AtomState, kInline> state_storage(atoms.size());
   AtomState* const state = state_storage.data();
@@ -230,6 +235,8 @@ void SweepSleepThenSpin(const WaitDistribution& dist, const PlatformModel& model
     AtomState& a = state[k];
     a.tw = atoms[k].value_ns;
     a.probability = atoms[k].probability;
+    a.next_s1 = FirstSleepReaching(points[0].value_ns, a.tw, 0);
+    a.next_s2 = FirstSleepReaching(points[0].value_ns, a.tw, bound);
     a.AdvanceTo(0, points, bound);
     a.line = line_of(a);
     mixture.Replace(a.probability, Line(), a.line);

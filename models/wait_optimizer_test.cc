@@ -217,6 +217,17 @@ TEST(WaitOptimizer, RejectsBadInput) {
             absl::StatusCode::kInvalidArgument);
 }
 
+TEST(WaitOptimizer, CompletionTimesBeyondExactDoublesStillFinish) {
+  // Above 2^53 ns consecutive integers are no longer doubles; the
+  // SLEEP_THEN_SPIN sweep must still move on (garbage in a CSV, say).
+  const auto dist = WaitDistribution::FromSamples(
+      {1000, uint64_t{1} << 54, (uint64_t{1} << 60) + 1, ~uint64_t{0}});
+  OptimizerOptions o;
+  auto r = OptimizeWait(dist, Costs(20, 30), o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(r->families[static_cast<int>(Strategy::kSleepThenSpin) - 1].feasible);
+}
+
 // Mixtures of lognormal modes, the shape of real completion times.
 std::vector<uint64_t> RandomMixture(std::mt19937_64& rng, int n) {
   std::uniform_real_distribution<double> u(0, 1);
@@ -228,6 +239,19 @@ std::vector<uint64_t> RandomMixture(std::mt19937_64& rng, int n) {
   return x;
 }
 
+// Latency weights 0, 1, 10 in turn.
+Objective ObjectiveOfTrial(int trial) {
+  return {trial % 3 == 0 ? 0.0 : (trial % 3 == 1 ? 1.0 : 10.0), false};
+}
+
+// The cost the sweep reports is the chosen policy's cost by direct evaluation.
+void ExpectCostOfTheChosenPolicy(const WaitDistribution& dist, const PlatformModel& model,
+                                 const OptimizerResult& r) {
+  const ExpectedCost direct = EvaluateWait(dist, r.params, model);
+  EXPECT_NEAR(direct.cpu_ns, r.expected.cpu_ns, kSumTolerance * (1 + direct.cpu_ns));
+  EXPECT_NEAR(direct.latency_ns, r.expected.latency_ns, kSumTolerance * (1 + direct.latency_ns));
+}
+
 TEST(WaitOptimizer, SweepMatchesDirectEvaluationAndBeatsEveryCandidate) {
   std::mt19937_64 rng(5);
   for (int trial = 0; trial < 30; ++trial) {
@@ -235,15 +259,11 @@ TEST(WaitOptimizer, SweepMatchesDirectEvaluationAndBeatsEveryCandidate) {
     const auto dist = WaitDistribution::FromSamples(x);
     const PlatformCosts costs = Costs(5 + trial * 3, 10 + trial, 0.1, 2, 5 + trial);
     OptimizerOptions o;
-    o.objective = {trial % 3 == 0 ? 0.0 : (trial % 3 == 1 ? 1.0 : 10.0), false};
+    o.objective = ObjectiveOfTrial(trial);
     o.max_spin_ns = 10'000'000;
     auto r = OptimizeWait(dist, costs, o);
     ASSERT_TRUE(r.ok());
-    // The cost the sweep reports is the cost of the chosen policy.
-    const ExpectedCost direct = EvaluateWait(dist, r->params, costs);
-    EXPECT_NEAR(direct.cpu_ns, r->expected.cpu_ns, kSumTolerance * (1 + direct.cpu_ns));
-    EXPECT_NEAR(direct.latency_ns, r->expected.latency_ns,
-                kSumTolerance * (1 + direct.latency_ns));
+    ExpectCostOfTheChosenPolicy(dist, costs, *r);
     // No threshold anywhere (samples, midpoints, a fine grid) does better.
     std::vector<uint64_t> candidates = x;
     for (uint64_t t = 0; t < 3'000'000; t += 9973) candidates.push_back(t);
@@ -363,14 +383,11 @@ TEST(WaitOptimizer, SweepIsExactOverOversleepDistributions) {
         PlatformModel::Measured(Costs(5 + trial * 3, 10 + trial, 0.1, 2, 5), m);
     ASSERT_GT(model.timer_wake().size(), 10u);
     OptimizerOptions o;
-    o.objective = {trial % 3 == 0 ? 0.0 : (trial % 3 == 1 ? 1.0 : 10.0), false};
+    o.objective = ObjectiveOfTrial(trial);
     o.max_spin_ns = 200'000;
     auto r = OptimizeWait(dist, model, o);
     ASSERT_TRUE(r.ok());
-    const ExpectedCost direct = EvaluateWait(dist, r->params, model);
-    EXPECT_NEAR(direct.cpu_ns, r->expected.cpu_ns, kSumTolerance * (1 + direct.cpu_ns));
-    EXPECT_NEAR(direct.latency_ns, r->expected.latency_ns,
-                kSumTolerance * (1 + direct.latency_ns));
+    ExpectCostOfTheChosenPolicy(dist, model, *r);
     const auto& sleep = r->families[static_cast<int>(Strategy::kSleepThenSpin) - 1];
     ASSERT_TRUE(sleep.feasible);
     const double lambda = o.objective.latency_weight;
