@@ -10,11 +10,9 @@ PlatformModel PlatformModel::Measured(const PlatformCosts& declared,
   PlatformModel m(declared);
   if (measured.irq_overhead_cpu_ns > 0 && !measured.irq_handler.empty()) {
     m.means_.irq_cpu_ns = measured.irq_overhead_cpu_ns + measured.irq_handler.MeanNs();
-    m.evidence_.irq_cpu_samples = measured.irq_handler.total_count();
   }
   if (!measured.irq_wake.empty()) {
     m.means_.irq_wake_ns = measured.irq_wake.MeanNs();
-    m.evidence_.irq_wake_samples = measured.irq_wake.total_count();
   }
   const LatencyHistogram& timer = measured.timer_wake;
   if (!timer.empty()) {
@@ -28,8 +26,6 @@ PlatformModel PlatformModel::Measured(const PlatformCosts& declared,
       mean += atom.value_ns * atom.probability;
     }
     m.means_.timer_wake_ns = mean;
-    m.constant_timer_wake_ = {mean, 1.0};
-    m.evidence_.timer_wake_samples = timer.total_count();
   }
   return m;
 }

@@ -26,7 +26,6 @@
 #ifndef SPINTUNE_MODELS_PLATFORM_MODEL_H_
 #define SPINTUNE_MODELS_PLATFORM_MODEL_H_
 
-#include <cstdint>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -53,14 +52,6 @@ struct MeasuredCosts {
   LatencyHistogram timer_wake;
 };
 
-// How many measured samples stand behind each cost (0: the declared
-// constant), to record with a fitted table.
-struct CostEvidence {
-  uint64_t irq_cpu_samples = 0;
-  uint64_t irq_wake_samples = 0;
-  uint64_t timer_wake_samples = 0;
-};
-
 class PlatformModel {
  public:
   PlatformModel() = default;
@@ -80,7 +71,6 @@ class PlatformModel {
     return timer_wake_.empty() ? absl::MakeConstSpan(&constant_timer_wake_, 1)
                                : absl::MakeConstSpan(timer_wake_);
   }
-  const CostEvidence& evidence() const { return evidence_; }
 
   // OK when the means are valid (PlatformCosts::Validate).
   absl::Status Validate() const { return means_.Validate(); }
@@ -89,7 +79,6 @@ class PlatformModel {
   PlatformCosts means_;
   CostAtom constant_timer_wake_{0, 1};
   std::vector<CostAtom> timer_wake_;  // empty: constant_timer_wake_ alone
-  CostEvidence evidence_;
 };
 
 // Expected cost of one request that completes after `x_ns` under `params`,

@@ -34,7 +34,6 @@ TEST(PlatformModel, ConstantsAreOneAtom) {
   ASSERT_EQ(model.timer_wake().size(), 1u);
   EXPECT_EQ(model.timer_wake()[0].value_ns, 150);
   EXPECT_EQ(model.timer_wake()[0].probability, 1);
-  EXPECT_EQ(model.evidence().timer_wake_samples, 0u);
 }
 
 TEST(PlatformModel, MeasuredDistributionsReplaceTheirConstants) {
@@ -59,9 +58,6 @@ TEST(PlatformModel, MeasuredDistributionsReplaceTheirConstants) {
   EXPECT_NEAR(model.timer_wake()[0].probability, 0.75, kExact);
   EXPECT_EQ(model.timer_wake()[1].value_ns, 200);
   EXPECT_NEAR(model.timer_wake()[1].probability, 0.25, kExact);
-  EXPECT_EQ(model.evidence().irq_cpu_samples, 4u);
-  EXPECT_EQ(model.evidence().irq_wake_samples, 3u);
-  EXPECT_EQ(model.evidence().timer_wake_samples, 4u);
 }
 
 TEST(PlatformModel, HandlerWithoutKnownOverheadKeepsTheDeclaredIrqCpu) {
@@ -69,7 +65,6 @@ TEST(PlatformModel, HandlerWithoutKnownOverheadKeepsTheDeclaredIrqCpu) {
   m.irq_handler.Record(10, 3);
   const PlatformModel model = PlatformModel::Measured(Declared(), m);
   EXPECT_EQ(model.means().irq_cpu_ns, 40);
-  EXPECT_EQ(model.evidence().irq_cpu_samples, 0u);
   EXPECT_EQ(model.timer_wake().size(), 1u);
 }
 
