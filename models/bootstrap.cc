@@ -8,15 +8,15 @@
 namespace spintune {
 
 GainInterval BootstrapGain(const WaitDistribution& dist, const WaitParams& chosen,
-                           const WaitParams& baseline, const PlatformCosts& costs,
+                           const WaitParams& baseline, const PlatformModel& model,
                            double latency_weight, int resamples, double confidence,
                            uint64_t seed) {
   const auto& pts = dist.points();
   std::vector<double> diff(pts.size());
   double sum = 0, weight = 0;
   for (size_t j = 0; j < pts.size(); ++j) {
-    const RequestCost a = CostOfRequest(pts[j].value_ns, baseline, costs);
-    const RequestCost b = CostOfRequest(pts[j].value_ns, chosen, costs);
+    const RequestCost a = ExpectedRequestCost(pts[j].value_ns, baseline, model);
+    const RequestCost b = ExpectedRequestCost(pts[j].value_ns, chosen, model);
     diff[j] = (a.cpu_ns - b.cpu_ns) + latency_weight * (a.latency_ns - b.latency_ns);
     sum += pts[j].weight * diff[j];
     weight += pts[j].weight;

@@ -3,6 +3,7 @@
 //
 //   gain = E[J_baseline(X) - J_chosen(X)]   (ns per request, > 0: chosen is cheaper)
 //
+// Each point's cost is its expectation over `model` (ExpectedRequestCost).
 // Percentile bootstrap with Poisson(count) reweighting of every point (for
 // counts above 50 the normal approximation N(count, count)), `resamples`
 // draws from a generator seeded with `seed`: deterministic for a given input.
@@ -14,6 +15,7 @@
 #include <cstdint>
 
 #include "models/cost_model.h"
+#include "models/platform_model.h"
 #include "models/wait_distribution.h"
 
 namespace spintune {
@@ -26,7 +28,7 @@ struct GainInterval {
 
 // REQUIRES: !dist.empty(), resamples >= 10, 0 < confidence < 1.
 GainInterval BootstrapGain(const WaitDistribution& dist, const WaitParams& chosen,
-                           const WaitParams& baseline, const PlatformCosts& costs,
+                           const WaitParams& baseline, const PlatformModel& model,
                            double latency_weight, int resamples = 200,
                            double confidence = 0.95, uint64_t seed = 1);
 

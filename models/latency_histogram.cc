@@ -5,21 +5,6 @@
 #include <cmath>
 
 namespace spintune {
-namespace {
-
-int FloorLog2(uint64_t v) { return 63 - __builtin_clzll(v); }
-
-}  // namespace
-
-int LatencyHistogram::BucketIndex(uint64_t value_ns) {
-  if (value_ns > kMaxValueNs) value_ns = kMaxValueNs;
-  if (value_ns < kLinearBuckets) return static_cast<int>(value_ns);
-  const int exponent = FloorLog2(value_ns);  // >= 8
-  const int shift = exponent - 7;
-  const uint64_t mantissa = value_ns >> shift;  // in [128, 256)
-  return kLinearBuckets + (exponent - 8) * kSubBucketsPerOctave +
-         static_cast<int>(mantissa - kSubBucketsPerOctave);
-}
 
 uint64_t LatencyHistogram::BucketLowerNs(int index) {
   assert(index >= 0 && index < kBucketCount);

@@ -8,7 +8,9 @@
 // about 73 minutes); larger values are clamped into the last bucket.
 //
 // Storage is sparse (sorted (bucket, count) pairs), so a key whose samples
-// span a few octaves costs a few KiB, and Merge() is a linear merge.
+// span a few octaves costs a few KiB, and Merge() is a linear merge. Hot
+// paths record into a LatencyRecorder (latency_recorder.h), dense, and flush
+// it into this form.
 //
 // Thread-safety: const methods may be called concurrently; anything else
 // needs external synchronization.
@@ -31,7 +33,14 @@ class LatencyHistogram {
       kLinearBuckets + (kMaxExponent - 8) * kSubBucketsPerOctave;
 
   // Bucket of `value_ns` (values above kMaxValueNs map to the last bucket).
-  static int BucketIndex(uint64_t value_ns);
+  // Bit arithmetic only, no branch: with e = floor(log2(v | 128)) (>= 7),
+  // bucket = 128 (e - 7) + (v >> (e - 7)), which is v itself below 256 and
+  // 256 + 128 (e - 8) + the 7 bits after the leading one above.
+  static int BucketIndex(uint64_t value_ns) {
+    const uint64_t v = value_ns < kMaxValueNs ? value_ns : kMaxValueNs;
+    const int shift = 63 - __builtin_clzll(v | kSubBucketsPerOctave) - 7;
+    return shift * kSubBucketsPerOctave + static_cast<int>(v >> shift);
+  }
   // Smallest and largest value (inclusive) that map to bucket `index`.
   // REQUIRES: 0 <= index < kBucketCount.
   static uint64_t BucketLowerNs(int index);

@@ -44,6 +44,16 @@ TEST(LatencyHistogram, ValuesMapIntoTheirBucket) {
   EXPECT_EQ(H::BucketIndex(~uint64_t{0}), H::kBucketCount - 1);
 }
 
+TEST(LatencyHistogram, EveryBucketBoundMapsToItsBucket) {
+  // Pins the layout that BPF programs and stored data share: BucketIndex is
+  // bit arithmetic, the bounds are computed the long way.
+  for (int i = 0; i < H::kBucketCount; ++i) {
+    ASSERT_EQ(H::BucketIndex(H::BucketLowerNs(i)), i);
+    ASSERT_EQ(H::BucketIndex(H::BucketUpperNs(i)), i);
+  }
+  EXPECT_EQ(H::BucketIndex(H::kMaxValueNs + 1), H::kBucketCount - 1);
+}
+
 TEST(LatencyHistogram, MergeEqualsRecordingEverything) {
   std::mt19937_64 rng(11);
   std::lognormal_distribution<double> d(10.0, 2.0);

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <utility>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 
@@ -49,19 +51,223 @@ class FamilySearch {
   FamilyOptimum best_;
 };
 
-// For every period c: sum over points of weight * PollsUntil(value, period),
-// in one pass over the points.
-std::vector<double> SumOfPollCounts(const WaitDistribution& dist,
-                                    const std::vector<double>& periods) {
-  const size_t m = periods.size();
-  std::vector<double> inv(m), sums(m, 0.0);
-  for (size_t c = 0; c < m; ++c) inv[c] = 1.0 / periods[c];
-  for (const auto& p : dist.points()) {
-    for (size_t c = 0; c < m; ++c) {
-      sums[c] += p.weight * PollsUntil(p.value_ns, periods[c], inv[c]);
+// Neumaier's compensated sum: the SLEEP_THEN_SPIN sweep over several timer
+// atoms adds and removes O(n m) terms, and plain summation would let
+// rounding drift towards the tie tolerance of Cheaper().
+class CompensatedSum {
+ public:
+  void Add(double x) {
+    const double t = sum_ + x;
+    compensation_ += std::fabs(sum_) >= std::fabs(x) ? (sum_ - t) + x : (x - t) + sum_;
+    sum_ = t;
+  }
+  double value() const { return sum_ + compensation_; }
+
+ private:
+  double sum_ = 0;
+  double compensation_ = 0;
+};
+
+// Buffers of up to this many poll periods, timer atoms or events stay on the
+// stack: with constant costs the optimizer allocates nothing per key.
+constexpr size_t kInline = 32;
+
+// For every period c: sums[c] = sum over points of weight * PollsUntil(value,
+// periods[c]). Periods go in blocks of kPollBlock whose accumulators stay in
+// registers across one pass over the points (accumulating into a buffer in
+// memory ran 1.8x slower inside optimizer_bench than in a standalone program
+// with the same object code).
+constexpr size_t kPollBlock = 8;
+
+void SumOfPollCounts(const WaitDistribution& dist, absl::Span<const double> periods,
+                     absl::Span<double> sums) {
+  for (size_t first = 0; first < periods.size(); first += kPollBlock) {
+    const size_t width = std::min(kPollBlock, periods.size() - first);
+    double period[kPollBlock], inv[kPollBlock], acc[kPollBlock] = {};
+    for (size_t c = 0; c < kPollBlock; ++c) {
+      period[c] = c < width ? periods[first + c] : 1.0;  // padding lanes: unused
+      inv[c] = 1.0 / period[c];
+    }
+    for (const auto& p : dist.points()) {
+      for (size_t c = 0; c < kPollBlock; ++c) {
+        acc[c] += p.weight * PollsUntil(p.value_ns, period[c], inv[c]);
+      }
+    }
+    for (size_t c = 0; c < width; ++c) sums[first + c] = acc[c];
+  }
+}
+
+// Expected CPU and latency of SLEEP_THEN_SPIN(S) as lines in S:
+// cpu = cpu0 + cpu1 S, latency = lat0 + lat1 S.
+struct Line {
+  double cpu0 = 0, cpu1 = 0, lat0 = 0, lat1 = 0;
+};
+
+// The smallest integer sleep S >= 0 (held in a double: the sweep stays in
+// floating point) with x <= (S + tw) + extra, the comparison CostOfRequest
+// makes. Starts from x - tw - extra truncated (one instruction, unlike ceil
+// without SSE4.1); the loops round it up and mend any rounding of the
+// subtraction. From 2^53 on every double is an integer and s + 1 == s.
+double FirstSleepReaching(double x, double tw, double extra) {
+  constexpr double kIntegersEnd = 0x1p53;
+  const double start = std::max(0.0, x - tw - extra);
+  if (start >= kIntegersEnd) return start;
+  double s = static_cast<double>(static_cast<int64_t>(start));
+  while ((s + tw) + extra < x && s < kIntegersEnd) s += 1;
+  while (s > 0 && ((s - 1) + tw) + extra >= x) s -= 1;
+  return s;
+}
+
+constexpr double kNever = std::numeric_limits<double>::infinity();
+
+// One timer atom in the SLEEP_THEN_SPIN sweep. With D = S + tw, the first j1
+// points have X <= D (the sleep outlasts them), the first j2 have X <= D + P
+// (the spin after the sleep catches them); the rest take the IRQ. next_s1
+// and next_s2 are the sleeps at which j1 and j2 move next (kNever: done).
+struct AtomState {
+  double tw = 0;
+  double probability = 0;
+  size_t j1 = 0, j2 = 0;
+  double next_s1 = 0, next_s2 = 0;
+  Line line;
+
+  double next_s() const { return std::min(next_s1, next_s2); }
+  // Moves j1 and j2 past every point reached at sleep `s`. A point counts as
+  // reached exactly when its event is due, so every due event moves a
+  // pointer (the sweep always progresses).
+  void AdvanceTo(double s, const std::vector<WaitDistribution::Point>& points, double bound) {
+    Advance(s, points, 0, &j1, &next_s1);
+    Advance(s, points, bound, &j2, &next_s2);
+  }
+
+ private:
+  void Advance(double s, const std::vector<WaitDistribution::Point>& points, double extra,
+               size_t* j, double* next) const {
+    while (*next <= s) {
+      *next = ++*j < points.size() ? FirstSleepReaching(points[*j].value_ns, tw, extra) : kNever;
     }
   }
-  return sums;
+};
+
+// The sum of the atoms' lines weighted by probability. One atom (constant
+// costs): its own line. More: compensated sums, in which an atom's old line
+// is taken out exactly as it was put in.
+class LineMixture {
+ public:
+  explicit LineMixture(bool single_atom) : single_atom_(single_atom) {}
+
+  void Replace(double probability, const Line& old_line, const Line& new_line) {
+    if (single_atom_) {
+      line_ = new_line;
+      return;
+    }
+    for (const auto& [line, sign] : {std::pair{&old_line, -1.0}, std::pair{&new_line, 1.0}}) {
+      cpu0_.Add(sign * (probability * line->cpu0));
+      cpu1_.Add(sign * (probability * line->cpu1));
+      lat0_.Add(sign * (probability * line->lat0));
+      lat1_.Add(sign * (probability * line->lat1));
+    }
+  }
+
+  ExpectedCost At(double s) const {
+    if (single_atom_) return {line_.cpu0 + line_.cpu1 * s, line_.lat0 + line_.lat1 * s};
+    return {cpu0_.value() + cpu1_.value() * s, lat0_.value() + lat1_.value() * s};
+  }
+
+ private:
+  bool single_atom_;
+  Line line_;
+  CompensatedSum cpu0_, cpu1_, lat0_, lat1_;
+};
+
+// SLEEP_THEN_SPIN(S) with the spin after the sleep bounded by P (then IRQ),
+// over the timer oversleep atoms (tw_k, p_k). For one atom, with D = S + tw_k,
+// j1 = #{X <= D}, j2 = #{X <= D + P}, prefix weights W and sums P_j of the
+// points and N = W_n:
+//   N cpu_k(S) = N timer_cpu + (P_j2 - P_j1) - (W_j2 - W_j1) D
+//                + (N - W_j2)(P + irq_cpu)
+//   N lat_k(S) = W_j1 D + (P_n - P_j1) + (N - W_j2) irq_wake
+// (the cost table of cost_model.h summed over the points). Between the
+// events S = X_j - tw_k and S = X_j - P - tw_k, where j1 or j2 of an atom
+// moves, every atom's cost is linear in S, so their expectation
+// sum_k p_k (cpu_k, lat_k) is too: its minimum over S >= 0 lies at S = 0 or
+// at an event. Those are the exact candidates (as integer ns, the first S at
+// which the event has happened). Each atom's two event sequences are sorted
+// (the points are): the sweep takes the earlier of the two, and a heap of the
+// atoms by their next event merges the atoms. O(n m log m) for m atoms, O(n)
+// for constant costs, no sort.
+void SweepSleepThenSpin(const WaitDistribution& dist, const PlatformModel& model,
+                        uint64_t bound_ns, FamilySearch* family) {
+  const auto& points = dist.points();
+  const size_t n = points.size();
+  const double bound = static_cast<double>(bound_ns);
+  const double inv_total = 1.0 / dist.total_weight();
+  const double sum_all = dist.prefix_sum(n);
+  const PlatformCosts& mean = model.means();
+  const auto atoms = model.timer_wake();
+
+  auto line_of = [&](const AtomState& a) {
+    const double caught = dist.prefix_weight(a.j2) - dist.prefix_weight(a.j1);
+    const double spun_sum = dist.prefix_sum(a.j2) - dist.prefix_sum(a.j1);
+    const double missed = dist.total_weight() - dist.prefix_weight(a.j2);
+    Line l;
+    l.cpu0 = mean.timer_cpu_ns +
+             (spun_sum - caught * a.tw + missed * (bound + mean.irq_cpu_ns)) * inv_total;
+    l.cpu1 = -caught * inv_total;
+    l.lat0 = (dist.prefix_weight(a.j1) * a.tw + (sum_all - dist.prefix_sum(a.j1)) +
+              missed * mean.irq_wake_ns) *
+             inv_total;
+    l.lat1 = dist.prefix_weight(a.j1) * inv_total;
+    return l;
+  };
+
+  // Every atom starts with the first point's events pending and is moved to
+  // S = 0; the heap holds the atoms by their next event, earliest first.
+  absl::InlinedVector<AtomState, kInline> state_storage(atoms.size());
+  AtomState* const state = state_storage.data();
+  absl::InlinedVector<AtomState*, kInline> heap_storage(atoms.size());
+  AtomState** const heap = heap_storage.data();
+  const auto later = [](const AtomState* a, const AtomState* b) {
+    return a->next_s() > b->next_s();
+  };
+  LineMixture mixture(atoms.size() == 1);
+  for (size_t k = 0; k < atoms.size(); ++k) {
+    AtomState& a = state[k];
+    a.tw = atoms[k].value_ns;
+    a.probability = atoms[k].probability;
+    a.next_s1 = FirstSleepReaching(points[0].value_ns, a.tw, 0);
+    a.next_s2 = FirstSleepReaching(points[0].value_ns, a.tw, bound);
+    a.AdvanceTo(0, points, bound);
+    a.line = line_of(a);
+    mixture.Replace(a.probability, Line(), a.line);
+    heap[k] = &a;
+  }
+  size_t live = atoms.size();
+  std::make_heap(heap, heap + live, later);
+
+  double s = 0;
+  while (true) {
+    family->Offer(WaitParams::SleepThenSpin(static_cast<uint64_t>(s), bound_ns),
+                  mixture.At(s));
+    while (live > 0 && heap[0]->next_s() == kNever) {
+      std::pop_heap(heap, heap + live, later);
+      --live;
+    }
+    if (live == 0) break;
+    s = heap[0]->next_s();
+    while (live > 0 && heap[0]->next_s() <= s) {
+      AtomState& a = *heap[0];
+      a.AdvanceTo(s, points, bound);
+      const Line line = line_of(a);
+      mixture.Replace(a.probability, a.line, line);
+      a.line = line;
+      // Sift the moved atom down: pop it to the back, push it back in.
+      if (live > 1) {
+        std::pop_heap(heap, heap + live, later);
+        std::push_heap(heap, heap + live, later);
+      }
+    }
+  }
 }
 
 }  // namespace
@@ -80,10 +286,10 @@ const std::vector<uint64_t>& DefaultPollIntervalsNs() {
 }
 
 ExpectedCost EvaluateWait(const WaitDistribution& dist, const WaitParams& params,
-                          const PlatformCosts& costs) {
+                          const PlatformModel& model) {
   ExpectedCost sum;
   for (const auto& p : dist.points()) {
-    const RequestCost c = CostOfRequest(p.value_ns, params, costs);
+    const RequestCost c = ExpectedRequestCost(p.value_ns, params, model);
     sum.cpu_ns += p.weight * c.cpu_ns;
     sum.latency_ns += p.weight * c.latency_ns;
   }
@@ -95,12 +301,13 @@ ExpectedCost EvaluateWait(const WaitDistribution& dist, const WaitParams& params
 }
 
 absl::StatusOr<OptimizerResult> OptimizeWait(const WaitDistribution& dist,
-                                             const PlatformCosts& costs,
+                                             const PlatformModel& model,
                                              const OptimizerOptions& options) {
   if (dist.empty()) {
     return absl::InvalidArgumentError("no completion samples to optimize over");
   }
-  SPINTUNE_RETURN_IF_ERROR(costs.Validate());
+  SPINTUNE_RETURN_IF_ERROR(model.Validate());
+  const PlatformCosts& costs = model.means();
   if (options.max_spin_ns == 0) {
     return absl::InvalidArgumentError("max_spin_ns must be > 0");
   }
@@ -143,12 +350,13 @@ absl::StatusOr<OptimizerResult> OptimizeWait(const WaitDistribution& dist,
 
   // SPIN_THEN_IRQ(T): T = catch threshold of point j-1 catches points [0, j).
   FamilySearch spin_then_irq = family(Strategy::kSpinThenIrq);
+  const double inv_total = 1.0 / total;
   auto offer_threshold = [&](uint64_t t_ns, size_t j) {
     const double t = static_cast<double>(t_ns);
     const double missed = total - dist.prefix_weight(j);
     spin_then_irq.Offer(WaitParams::SpinThenIrq(t_ns),
-                        {(dist.prefix_sum(j) + missed * (t + c)) / total,
-                         (sum_all + missed * w) / total});
+                        {(dist.prefix_sum(j) + missed * (t + c)) * inv_total,
+                         (sum_all + missed * w) * inv_total});
   };
   const auto& points = dist.points();
   if (options.robustness_rho > 0) {
@@ -187,45 +395,17 @@ absl::StatusOr<OptimizerResult> OptimizeWait(const WaitDistribution& dist,
     }
   }
 
-  // SLEEP_THEN_SPIN(S) with the spin after the sleep bounded by the cap P
-  // (then IRQ). With D = S + timer_wake, j1 = #{X <= D}, j2 = #{X <= D + P}:
-  //   cpu(D) = timer_cpu + ((P_j2 - P_j1) - (W_j2 - W_j1) D
-  //            + (N - W_j2)(P + irq_cpu)) / N
-  //   lat(D) = (W_j1 D + (P_n - P_j1) + (N - W_j2) irq_wake) / N
-  // Linear in D between the breakpoints X_j and X_j - P, so those (>= tw)
-  // and D = tw are the exact candidates, visited in increasing order.
   FamilySearch sleep_then_spin = family(Strategy::kSleepThenSpin);
   if (!robust && options.IsAllowed(Strategy::kSleepThenSpin)) {
-    const double tw = costs.timer_wake_ns;
-    const double bound = spin_cap;
-    std::vector<uint64_t> sleeps = {0};
-    for (const auto& p : points) {
-      if (p.value_ns > tw) sleeps.push_back(static_cast<uint64_t>(p.value_ns - tw + 0.5));
-      if (p.value_ns - bound > tw) {
-        sleeps.push_back(static_cast<uint64_t>(p.value_ns - bound - tw + 0.5));
-      }
-    }
-    std::sort(sleeps.begin(), sleeps.end());
-    sleeps.erase(std::unique(sleeps.begin(), sleeps.end()), sleeps.end());
-    size_t j1 = 0, j2 = 0;
-    for (uint64_t s_ns : sleeps) {
-      const double d = static_cast<double>(s_ns) + tw;
-      while (j1 < n && points[j1].value_ns <= d) ++j1;
-      while (j2 < n && points[j2].value_ns <= d + bound) ++j2;
-      const double spun_w = dist.prefix_weight(j2) - dist.prefix_weight(j1);
-      const double spun_sum = dist.prefix_sum(j2) - dist.prefix_sum(j1);
-      const double missed = total - dist.prefix_weight(j2);
-      const ExpectedCost e{
-          costs.timer_cpu_ns + (spun_sum - spun_w * d + missed * (bound + c)) / total,
-          (dist.prefix_weight(j1) * d + (sum_all - dist.prefix_sum(j1)) + missed * w) / total};
-      sleep_then_spin.Offer(WaitParams::SleepThenSpin(s_ns, options.max_spin_ns), e);
-    }
+    SweepSleepThenSpin(dist, model, options.max_spin_ns, &sleep_then_spin);
   }
 
-  // POLL_SLEEP(I) over the documented candidate set. With k = ceil(X / p),
-  // p = I + timer_wake: E[k] >= max(E[X] / p, P(X > 0)), which bounds J from
-  // below; a candidate whose bound is already worse than the best of the
-  // other families is skipped (exactness is kept: it cannot win or tie).
+  // POLL_SLEEP(I) over the documented candidate set, with one oversleep tw
+  // per request (platform_model.h): k = ceil(X / p), p = I + tw. Then
+  // E[k] >= max(E[X] E[1/p], P(X > 0)) and E[k p] >= max(E[X], P(X > 0) E[p]),
+  // which bound J from below; a candidate whose bound is already worse than
+  // the best of the other families is skipped (exactness is kept: it cannot
+  // win or tie).
   FamilySearch poll_sleep = family(Strategy::kPollSleep);
   if (!robust && options.IsAllowed(Strategy::kPollSleep)) {
     double best_other = std::numeric_limits<double>::infinity();
@@ -234,29 +414,40 @@ absl::StatusOr<OptimizerResult> OptimizeWait(const WaitDistribution& dist,
     }
     const double positive = total - dist.prefix_weight(dist.CountAtOrBelow(0.0));
     const double p_positive = positive / total;
-    std::vector<uint64_t> intervals = DefaultPollIntervalsNs();
-    intervals.insert(intervals.end(), options.extra_poll_intervals_ns.begin(),
-                     options.extra_poll_intervals_ns.end());
-    std::sort(intervals.begin(), intervals.end());
-    intervals.erase(std::unique(intervals.begin(), intervals.end()), intervals.end());
-    std::vector<uint64_t> kept;
-    std::vector<double> periods;
+    const auto atoms = model.timer_wake();
+    // The default intervals are sorted; the extra ones go in their place.
+    absl::InlinedVector<uint64_t, kInline> intervals(DefaultPollIntervalsNs().begin(),
+                                                     DefaultPollIntervalsNs().end());
+    for (uint64_t extra : options.extra_poll_intervals_ns) {
+      auto at = std::lower_bound(intervals.begin(), intervals.end(), extra);
+      if (at == intervals.end() || *at != extra) intervals.insert(at, extra);
+    }
+    absl::InlinedVector<uint64_t, kInline> kept;
+    absl::InlinedVector<double, kInline> periods;  // kept x atoms, interval-major
     for (uint64_t i_ns : intervals) {
-      const double period = static_cast<double>(i_ns) + costs.timer_wake_ns;
-      if (period <= 0) continue;
-      const double k_lb = std::max(mean / period, p_positive);
+      const double interval = static_cast<double>(i_ns);
+      if (interval + atoms.front().value_ns <= 0) continue;
+      double mean_inv_period = 0;
+      for (const CostAtom& a : atoms) mean_inv_period += a.probability / (interval + a.value_ns);
+      const double mean_period = interval + costs.timer_wake_ns;
+      const double k_lb = std::max(mean * mean_inv_period, p_positive);
       const double j_lb = k_lb * (costs.poll_read_ns + costs.timer_cpu_ns) +
-                          lambda * std::max(mean, period * p_positive);
+                          lambda * std::max(mean, mean_period * p_positive);
       if (Cheaper(best_other, j_lb)) continue;
       kept.push_back(i_ns);
-      periods.push_back(period);
+      for (const CostAtom& a : atoms) periods.push_back(interval + a.value_ns);
     }
-    const std::vector<double> sums = SumOfPollCounts(dist, periods);
+    absl::InlinedVector<double, kInline> sums(periods.size());
+    SumOfPollCounts(dist, periods, absl::MakeSpan(sums));
     for (size_t c = 0; c < kept.size(); ++c) {
-      const double mean_k = sums[c] / total;
+      double mean_k = 0, mean_latency = 0;
+      for (size_t k = 0; k < atoms.size(); ++k) {
+        const size_t at = c * atoms.size() + k;
+        mean_k += atoms[k].probability * sums[at] / total;
+        mean_latency += atoms[k].probability * periods[at] * sums[at] / total;
+      }
       poll_sleep.Offer(WaitParams::PollSleep(kept[c]),
-                       {mean_k * (costs.poll_read_ns + costs.timer_cpu_ns),
-                        mean_k * periods[c]});
+                       {mean_k * (costs.poll_read_ns + costs.timer_cpu_ns), mean_latency});
     }
   }
 

@@ -17,12 +17,23 @@
 //                   irq_wake (capped): same cost on the samples, and waits
 //                   longer than any seen still spin until B (Karlin's T = B).
 //   SLEEP_THEN_SPIN D = S + timer_wake; the spin after the sleep is bounded
-//                   by max_spin_ns (then IRQ). J(D) is linear between the
-//                   breakpoints X_j and X_j - max_spin_ns, so D = timer_wake
-//                   and those breakpoints are the exact candidates (formulas
-//                   in wait_optimizer.cc).
+//                   by max_spin_ns (then IRQ). For each timer oversleep atom
+//                   tw, J is linear in S between the events S = X_j - tw and
+//                   S = X_j - max_spin_ns - tw, and so is its expectation
+//                   over the atoms: S = 0 and those events are the exact
+//                   candidates, visited in increasing order by merging the
+//                   (already sorted) event sequences, no sort (formulas in
+//                   wait_optimizer.cc).
 //   POLL_SLEEP      I in a documented candidate set (the 1-2-5 series from
-//                   1 us to 100 ms plus OptimizerOptions::extra_poll_intervals_ns).
+//                   1 us to 100 ms plus OptimizerOptions::extra_poll_intervals_ns),
+//                   E[k] over the points and the oversleep atoms.
+//
+// Platform costs come as a PlatformModel (platform_model.h): means for the
+// costs J is linear in, atoms for the timer oversleep. Every candidate's cost
+// is its exact expectation over both the points and the atoms. Time is linear
+// in the number of points n: O(n) with constant costs, O(n m log m) with m
+// timer atoms; with constant costs (and at most 32 POLL_SLEEP intervals) it
+// allocates nothing.
 //
 // Then the cheapest feasible family wins. Ties (relative 1e-12) are broken
 // towards the earlier of IRQ, SPIN_THEN_IRQ, SPIN, POLL_SLEEP, SLEEP_THEN_SPIN
@@ -40,6 +51,7 @@
 
 #include "absl/status/statusor.h"
 #include "models/cost_model.h"
+#include "models/platform_model.h"
 #include "models/wait_distribution.h"
 
 namespace spintune {
@@ -53,10 +65,11 @@ struct ExpectedCost {
   }
 };
 
-// Mean cost of `params` on `dist`, evaluated point by point (O(n)). Used for
+// Mean cost of `params` on `dist` under `model`, evaluated point by point
+// (O(n), O(n m) with m timer atoms for the strategies that sleep). Used for
 // the driver-default comparison and to check the sweeps in tests.
 ExpectedCost EvaluateWait(const WaitDistribution& dist, const WaitParams& params,
-                          const PlatformCosts& costs);
+                          const PlatformModel& model);
 
 // The 1-2-5 series from 1 us to 100 ms, in ns.
 const std::vector<uint64_t>& DefaultPollIntervalsNs();
@@ -103,11 +116,12 @@ struct OptimizerResult {
   std::array<FamilyOptimum, kStrategyCount> families;
 };
 
-// Exact optimum of `dist` under `costs` and `options`.
+// Exact optimum of `dist` under `model` (PlatformCosts convert to a model of
+// constants) and `options`.
 // Errors: InvalidArgument for an empty distribution, invalid costs or
 // options; FailedPrecondition when no allowed strategy is feasible.
 absl::StatusOr<OptimizerResult> OptimizeWait(const WaitDistribution& dist,
-                                             const PlatformCosts& costs,
+                                             const PlatformModel& model,
                                              const OptimizerOptions& options);
 
 }  // namespace spintune

@@ -4,7 +4,10 @@
 // SPIN_THEN_IRQ(T), J(T) = E[min(X, T)] + P(X > T) * B + lambda * E[X].
 #include "models/wait_optimizer.h"
 
+#include <cmath>
 #include <random>
+#include <utility>
+#include <vector>
 
 #include "gtest/gtest.h"
 
@@ -214,6 +217,17 @@ TEST(WaitOptimizer, RejectsBadInput) {
             absl::StatusCode::kInvalidArgument);
 }
 
+TEST(WaitOptimizer, CompletionTimesBeyondExactDoublesStillFinish) {
+  // Above 2^53 ns consecutive integers are no longer doubles; the
+  // SLEEP_THEN_SPIN sweep must still move on (garbage in a CSV, say).
+  const auto dist = WaitDistribution::FromSamples(
+      {1000, uint64_t{1} << 54, (uint64_t{1} << 60) + 1, ~uint64_t{0}});
+  OptimizerOptions o;
+  auto r = OptimizeWait(dist, Costs(20, 30), o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(r->families[static_cast<int>(Strategy::kSleepThenSpin) - 1].feasible);
+}
+
 // Mixtures of lognormal modes, the shape of real completion times.
 std::vector<uint64_t> RandomMixture(std::mt19937_64& rng, int n) {
   std::uniform_real_distribution<double> u(0, 1);
@@ -225,6 +239,19 @@ std::vector<uint64_t> RandomMixture(std::mt19937_64& rng, int n) {
   return x;
 }
 
+// Latency weights 0, 1, 10 in turn.
+Objective ObjectiveOfTrial(int trial) {
+  return {trial % 3 == 0 ? 0.0 : (trial % 3 == 1 ? 1.0 : 10.0), false};
+}
+
+// The cost the sweep reports is the chosen policy's cost by direct evaluation.
+void ExpectCostOfTheChosenPolicy(const WaitDistribution& dist, const PlatformModel& model,
+                                 const OptimizerResult& r) {
+  const ExpectedCost direct = EvaluateWait(dist, r.params, model);
+  EXPECT_NEAR(direct.cpu_ns, r.expected.cpu_ns, kSumTolerance * (1 + direct.cpu_ns));
+  EXPECT_NEAR(direct.latency_ns, r.expected.latency_ns, kSumTolerance * (1 + direct.latency_ns));
+}
+
 TEST(WaitOptimizer, SweepMatchesDirectEvaluationAndBeatsEveryCandidate) {
   std::mt19937_64 rng(5);
   for (int trial = 0; trial < 30; ++trial) {
@@ -232,15 +259,11 @@ TEST(WaitOptimizer, SweepMatchesDirectEvaluationAndBeatsEveryCandidate) {
     const auto dist = WaitDistribution::FromSamples(x);
     const PlatformCosts costs = Costs(5 + trial * 3, 10 + trial, 0.1, 2, 5 + trial);
     OptimizerOptions o;
-    o.objective = {trial % 3 == 0 ? 0.0 : (trial % 3 == 1 ? 1.0 : 10.0), false};
+    o.objective = ObjectiveOfTrial(trial);
     o.max_spin_ns = 10'000'000;
     auto r = OptimizeWait(dist, costs, o);
     ASSERT_TRUE(r.ok());
-    // The cost the sweep reports is the cost of the chosen policy.
-    const ExpectedCost direct = EvaluateWait(dist, r->params, costs);
-    EXPECT_NEAR(direct.cpu_ns, r->expected.cpu_ns, kSumTolerance * (1 + direct.cpu_ns));
-    EXPECT_NEAR(direct.latency_ns, r->expected.latency_ns,
-                kSumTolerance * (1 + direct.latency_ns));
+    ExpectCostOfTheChosenPolicy(dist, costs, *r);
     // No threshold anywhere (samples, midpoints, a fine grid) does better.
     std::vector<uint64_t> candidates = x;
     for (uint64_t t = 0; t < 3'000'000; t += 9973) candidates.push_back(t);
@@ -277,6 +300,118 @@ TEST(WaitOptimizer, HistogramOptimumAgreesWithExactWithinBucketResolution) {
         EvaluateWait(exact_dist, hist->params, costs).Cost(o.objective.latency_weight);
     EXPECT_LE(j_hist_on_samples, exact->cost_ns * 1.01) << "trial " << trial;
     EXPECT_NEAR(hist->cost_ns, exact->cost_ns, exact->cost_ns * 0.01);
+  }
+}
+
+// A measured timer oversleep: `counts[v]` samples of v ns each.
+PlatformModel WithTimerOversleep(const PlatformCosts& declared,
+                                 std::vector<std::pair<uint64_t, uint64_t>> counts) {
+  MeasuredCosts m;
+  for (const auto& [value, count] : counts) m.timer_wake.Record(value, count);
+  return PlatformModel::Measured(declared, m);
+}
+
+TEST(WaitOptimizer, SleepThenSpinOptimumIsExactOverTheOversleepDistribution) {
+  // X = 100 ns always; oversleep tw = 10 ns w.p. 0.75, 50 ns w.p. 0.25 (mean
+  // 20); timer_cpu 5, irq_cpu 40, irq_wake 20, lambda 1, spin bound 1 ms.
+  // SLEEP_THEN_SPIN(S), D = S + tw: spin X - D when D < X, else wait to D.
+  //   S <= 50      : cpu .75 (95 - S) + .25 (55 - S), latency 100: J = 185 - S
+  //   50 <= S <= 90: cpu .75 (95 - S) + .25 * 5, latency .75 * 100
+  //                  + .25 (S + 50):                               J = 160 - S/2
+  //   S >= 90      : cpu 5, latency .75 (S + 10) + .25 (S + 50):   J = S + 25
+  // so S = 90 (the sleep that reaches X under the short oversleep), J = 115:
+  // cpu 5, latency 110. The mean oversleep alone would choose S = 80 (J 105
+  // predicted), which truly costs cpu .75 * 15 + .25 * 5 = 12.5, latency
+  // .75 * 100 + .25 * 130 = 107.5: J = 120. IRQ (160), SPIN (200) and
+  // POLL_SLEEP (>= 1 us of latency) lose.
+  const PlatformCosts declared = Costs(0.040, 0.020, 0.001, 0.005, 0.020);
+  const PlatformModel measured = WithTimerOversleep(declared, {{10, 3}, {50, 1}});
+  OptimizerOptions o;
+  const auto dist = WaitDistribution::FromSamples(Repeat(100, 10));
+  auto r = OptimizeWait(dist, measured, o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->params, WaitParams::SleepThenSpin(90, o.max_spin_ns));
+  EXPECT_NEAR(r->expected.cpu_ns, 5, kSumTolerance);
+  EXPECT_NEAR(r->expected.latency_ns, 110, kSumTolerance);
+  auto constant = OptimizeWait(dist, declared, o);
+  ASSERT_TRUE(constant.ok());
+  EXPECT_EQ(constant->params, WaitParams::SleepThenSpin(80, o.max_spin_ns));
+  EXPECT_NEAR(constant->cost_ns, 105, kSumTolerance);
+  EXPECT_NEAR(EvaluateWait(dist, constant->params, measured).Cost(1), 120, kSumTolerance);
+}
+
+TEST(WaitOptimizer, PollSleepIntervalIsPricedOverTheOversleepDistribution) {
+  // X = 2300 ns; oversleep 100 or 200 ns, one half each; poll_read 1,
+  // timer_cpu 5, lambda 1; POLL_SLEEP only. One oversleep per request, k =
+  // ceil(X / (I + tw)), latency k (I + tw):
+  //   I = 1 us: k = 3 or 2: cpu 2.5 * 6 = 15, latency (3300 + 2400) / 2
+  //             = 2850: J = 2865
+  //   I = 2 us: k = 2, 2:   cpu 12, latency (4200 + 4400) / 2 = 4300
+  //   I = 5 us: k = 1, 1:   cpu 6,  latency 5150
+  // and longer intervals only add latency: I = 1 us, J = 2865. The mean
+  // oversleep (150) alone would price I = 1 us at k = 2: J = 12 + 2300.
+  const PlatformCosts declared = Costs(0.040, 0.020, 0.001, 0.005, 0.150);
+  OptimizerOptions o;
+  for (Strategy s : {Strategy::kIrq, Strategy::kSpin, Strategy::kSpinThenIrq,
+                     Strategy::kSleepThenSpin}) {
+    o.Disallow(s);
+  }
+  const auto dist = WaitDistribution::FromSamples(Repeat(2300, 10));
+  auto r = OptimizeWait(dist, WithTimerOversleep(declared, {{100, 1}, {200, 1}}), o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->params, WaitParams::PollSleep(1000));
+  EXPECT_NEAR(r->expected.cpu_ns, 15, kSumTolerance);
+  EXPECT_NEAR(r->expected.latency_ns, 2850, kSumTolerance);
+  auto constant = OptimizeWait(dist, declared, o);
+  ASSERT_TRUE(constant.ok());
+  EXPECT_NEAR(constant->cost_ns, 2312, kSumTolerance);
+}
+
+TEST(WaitOptimizer, SweepIsExactOverOversleepDistributions) {
+  // Random completion mixtures and random oversleep distributions of several
+  // atoms: the reported cost is the chosen policy's cost by direct
+  // convolution, and no sleep S (every X - tw and X - bound - tw, and a
+  // grid) nor threshold T does better.
+  std::mt19937_64 rng(21);
+  for (int trial = 0; trial < 9; ++trial) {
+    const auto x = RandomMixture(rng, 120);
+    const auto dist = WaitDistribution::FromSamples(x);
+    MeasuredCosts m;
+    std::lognormal_distribution<double> oversleep(std::log(2000.0 + 3000 * trial), 0.8);
+    for (int k = 0; k < 25; ++k) m.timer_wake.Record(static_cast<uint64_t>(oversleep(rng)));
+    const PlatformModel model =
+        PlatformModel::Measured(Costs(5 + trial * 3, 10 + trial, 0.1, 2, 5), m);
+    ASSERT_GT(model.timer_wake().size(), 10u);
+    OptimizerOptions o;
+    o.objective = ObjectiveOfTrial(trial);
+    o.max_spin_ns = 200'000;
+    auto r = OptimizeWait(dist, model, o);
+    ASSERT_TRUE(r.ok());
+    ExpectCostOfTheChosenPolicy(dist, model, *r);
+    const auto& sleep = r->families[static_cast<int>(Strategy::kSleepThenSpin) - 1];
+    ASSERT_TRUE(sleep.feasible);
+    const double lambda = o.objective.latency_weight;
+    std::vector<double> sleeps;
+    for (uint64_t t = 0; t < 2'000'000; t += 7919) sleeps.push_back(static_cast<double>(t));
+    for (const auto& p : dist.points()) {
+      for (const CostAtom& a : model.timer_wake()) {
+        for (double s : {p.value_ns - a.value_ns, p.value_ns - a.value_ns - 200'000.0}) {
+          if (s >= 0) sleeps.push_back(std::ceil(s));
+        }
+      }
+    }
+    for (double s : sleeps) {
+      const double j =
+          EvaluateWait(dist, WaitParams::SleepThenSpin(static_cast<uint64_t>(s), o.max_spin_ns),
+                       model)
+              .Cost(lambda);
+      ASSERT_GE(j, sleep.cost_ns * (1 - kSumTolerance)) << "trial " << trial << " S=" << s;
+    }
+    for (uint64_t t : x) {
+      if (t > o.max_spin_ns) continue;
+      const double j = EvaluateWait(dist, WaitParams::SpinThenIrq(t), model).Cost(lambda);
+      ASSERT_GE(j, r->cost_ns * (1 - kSumTolerance)) << "T=" << t;
+    }
   }
 }
 

@@ -47,7 +47,7 @@ const WaitParams* IncumbentWait(const PolicyTable* incumbent, const PolicyEntry&
 }
 
 // Fills the fitted part of `entry` from `histogram`.
-absl::Status FitEntry(const LatencyHistogram& histogram, const PlatformCosts& costs,
+absl::Status FitEntry(const LatencyHistogram& histogram, const PlatformModel& model,
                       const OptimizerOptions& options, const DeviceInfo& device,
                       const FitConfig& config, const PolicyTable* incumbent,
                       PolicyEntry* entry) {
@@ -55,7 +55,8 @@ absl::Status FitEntry(const LatencyHistogram& histogram, const PlatformCosts& co
   entry->samples = histogram.total_count();
   entry->p50_ns = histogram.QuantileNs(0.5);
   entry->p99_ns = histogram.QuantileNs(0.99);
-  auto result = OptimizeWait(dist, costs, options);
+  const PlatformCosts& costs = model.means();
+  auto result = OptimizeWait(dist, model, options);
   if (!result.ok()) {
     return absl::Status(result.status().code(),
                         absl::StrCat("key ", entry->key.device, "/", entry->key.cpu_class,
@@ -81,7 +82,7 @@ absl::Status FitEntry(const LatencyHistogram& histogram, const PlatformCosts& co
     if (t < options.robustness_rho * b - 1 || t > b / options.robustness_rho + 1) held = nullptr;
   }
   if (held != nullptr && *held != entry->wait) {
-    const ExpectedCost kept = EvaluateWait(dist, *held, costs);
+    const ExpectedCost kept = EvaluateWait(dist, *held, model);
     const double kept_cost = kept.Cost(config.objective.latency_weight);
     const bool cap_ok = !config.objective.cap_latency_at_irq ||
                         kept.latency_ns <= dist.mean_ns() + costs.irq_wake_ns;
@@ -96,7 +97,7 @@ absl::Status FitEntry(const LatencyHistogram& histogram, const PlatformCosts& co
     entry->default_wait =
         MatchDefault(device.default_rules, entry->key.opcode, entry->key.size_class);
     if (entry->default_wait) {
-      entry->default_expected = EvaluateWait(dist, *entry->default_wait, costs);
+      entry->default_expected = EvaluateWait(dist, *entry->default_wait, model);
       entry->default_cost_ns =
           entry->default_expected.Cost(config.objective.latency_weight);
     }
@@ -106,7 +107,7 @@ absl::Status FitEntry(const LatencyHistogram& histogram, const PlatformCosts& co
   const uint64_t seed = std::hash<std::string>()(absl::StrCat(
       entry->key.device, "/", entry->key.cpu_class, "/", entry->key.opcode, "/",
       entry->key.size_class));
-  const GainInterval gain = BootstrapGain(dist, entry->wait, baseline, costs,
+  const GainInterval gain = BootstrapGain(dist, entry->wait, baseline, model,
                                           config.objective.latency_weight,
                                           config.bootstrap_resamples, config.confidence, seed);
   entry->gain_ns = gain.gain_ns;
@@ -131,7 +132,14 @@ absl::StatusOr<PolicyTable> BuildPolicyTable(const FitInputs& inputs, const FitC
   table.robustness_rho = config.robustness_rho;
   table.cpu_classes = inputs.cpu_classes;
   table.devices = inputs.devices;
-  for (const auto& cpu : inputs.cpu_classes) {
+  // One model per CPU class, in cpu_classes order; the table records means.
+  std::vector<PlatformModel> models;
+  for (auto& cpu : table.cpu_classes) {
+    auto measured = inputs.measured_costs.find(cpu.name);
+    models.push_back(measured == inputs.measured_costs.end()
+                         ? PlatformModel(cpu.costs)
+                         : PlatformModel::Measured(cpu.costs, measured->second));
+    cpu.costs = models.back().means();
     absl::Status s = cpu.costs.Validate();
     if (!s.ok()) {
       return absl::InvalidArgumentError(
@@ -163,7 +171,7 @@ absl::StatusOr<PolicyTable> BuildPolicyTable(const FitInputs& inputs, const FitC
     PolicyEntry entry;
     entry.key = k.key;
     absl::Status fitted = FitEntry(
-        k.histogram, inputs.cpu_classes[cpu].costs,
+        k.histogram, models[cpu],
         OptionsFor(config, k.irq_timeouts, k.spin_timeouts, dev->second->default_rules),
         *dev->second, config, incumbent, &entry);
     // Every strategy excluded by timeouts: no entry, the fallback decides.
@@ -179,7 +187,7 @@ absl::StatusOr<PolicyTable> BuildPolicyTable(const FitInputs& inputs, const FitC
     const KeyEvidence& m = merged[d.name];
     absl::Status fitted = absl::FailedPreconditionError("too few samples");
     if (m.histogram.total_count() >= config.min_samples) {
-      fitted = FitEntry(m.histogram, inputs.cpu_classes[0].costs,
+      fitted = FitEntry(m.histogram, models[0],
                         OptionsFor(config, m.irq_timeouts, m.spin_timeouts,
                                    d.default_rules),
                         d, config, incumbent, &fallback);

@@ -4,9 +4,15 @@
 // in SQLite, `spintune tune` on histograms built from a CSV, so both give the
 // same table for the same samples. For every key with at least
 // FitConfig::min_samples samples it runs OptimizeWait() on the key's
-// histogram with its CPU class's platform costs; each device also gets a
+// histogram with its CPU class's platform model; each device also gets a
 // fallback entry fitted on all of its samples (with the first CPU class's
-// costs), or IRQ when the device has fewer than min_samples samples.
+// model), or IRQ when the device has fewer than min_samples samples.
+//
+// A CPU class's model is its declared costs with the measured distributions
+// of FitInputs::measured_costs in their place (PlatformModel::Measured):
+// the means of irq_cpu and irq_wake, the atoms of the timer oversleep, over
+// which every candidate is priced exactly. The table's cpu_classes record
+// the means the table was fitted with.
 //
 // Every fitted entry carries its expected gain over the driver default (or
 // IRQ when the driver's rule is unknown) with a bootstrap confidence interval
@@ -21,11 +27,13 @@
 #define SPINTUNE_POLICY_POLICY_BUILDER_H_
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "models/latency_histogram.h"
+#include "models/platform_model.h"
 #include "policy/policy_table.h"
 
 namespace spintune {
@@ -59,7 +67,10 @@ struct FitConfig {
 
 struct FitInputs {
   std::string board;
-  std::vector<CpuClassInfo> cpu_classes;  // costs used for fitting
+  std::vector<CpuClassInfo> cpu_classes;  // declared (constant) costs
+  // Measured platform costs by CPU class name; a class without an entry, or
+  // an empty histogram, keeps its constant.
+  std::map<std::string, MeasuredCosts> measured_costs;
   std::vector<DeviceInfo> devices;
   std::vector<KeyEvidence> keys;
 };

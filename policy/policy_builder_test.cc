@@ -126,5 +126,52 @@ TEST(PolicyBuilder, RejectsUnknownNames) {
             absl::StatusCode::kInvalidArgument);
 }
 
+// Costs built from a few exact terms: only rounding separates the answers.
+constexpr double kExact = 1e-9;
+
+TEST(PolicyBuilder, FitsOverTheMeasuredOversleepDistribution) {
+  // The known answer of WaitOptimizer.SleepThenSpinOptimumIsExactOverThe-
+  // OversleepDistribution: X = 100 ns, oversleep 10 ns (3 of 4) or 50 ns
+  // (mean 20, the declared constant). Priced over the distribution the best
+  // sleep is S = 90 (J = 115); with the constant, S = 80 (J = 105 predicted).
+  FitInputs in;
+  in.board = "b";
+  in.cpu_classes = {{"cpu", 100'000, {40, 20, 1, 5, 20}}};
+  in.devices = {{"dev", "drv", "model", {}}};
+  KeyEvidence k;
+  k.key = {"cpu", "dev", 1, 0};
+  k.histogram.Record(100, 100);
+  in.keys = {k};
+  FitConfig config;
+  config.min_samples = 50;
+  auto constant = BuildPolicyTable(in, config);
+  ASSERT_TRUE(constant.ok()) << constant.status();
+  EXPECT_EQ(constant->entries[0].wait, WaitParams::SleepThenSpin(80, config.max_spin_ns));
+  EXPECT_NEAR(constant->entries[0].expected_cost_ns, 105, kExact);
+
+  in.measured_costs["cpu"].timer_wake.Record(10, 3);
+  in.measured_costs["cpu"].timer_wake.Record(50, 1);
+  auto measured = BuildPolicyTable(in, config);
+  ASSERT_TRUE(measured.ok()) << measured.status();
+  EXPECT_EQ(measured->entries[0].wait, WaitParams::SleepThenSpin(90, config.max_spin_ns));
+  EXPECT_NEAR(measured->entries[0].expected_cost_ns, 115, kExact);
+  // The table records the means it was fitted with.
+  EXPECT_NEAR(measured->cpu_classes[0].costs.timer_wake_ns, 20, kExact);
+}
+
+TEST(PolicyBuilder, MeasuredIrqCostsReplaceTheDeclaredOnes) {
+  // Handler 100 ns after a 400 ns overhead: irq_cpu 500; wake 200 ns.
+  FitInputs in = TwoKeyInputs();
+  MeasuredCosts& m = in.measured_costs["cpu"];
+  m.irq_handler.Record(100, 10);
+  m.irq_overhead_cpu_ns = 400;
+  m.irq_wake.Record(200, 10);
+  auto t = BuildPolicyTable(in, FitConfig());
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_NEAR(t->cpu_classes[0].costs.irq_cpu_ns, 500, kExact);
+  EXPECT_NEAR(t->cpu_classes[0].costs.irq_wake_ns, 200, kExact);
+  EXPECT_EQ(t->cpu_classes[0].costs.timer_wake_ns, 50'000);  // declared
+}
+
 }  // namespace
 }  // namespace spintune

@@ -9,21 +9,19 @@ FitInputs BuildFitInputs(const TargetRecord& target, std::vector<KeyEvidence> ke
   in.devices = target.devices;
   in.keys = std::move(keys);
   for (const auto& c : target.cpu_classes) {
-    LatencyHistogram handler, wake;
+    MeasuredCosts measured;
+    measured.irq_overhead_cpu_ns = c.irq_overhead_cpu_ns;
     for (const auto& d : dispatch) {
       if (d.cpu_class != c.name) continue;
-      handler.Merge(d.handler);
-      wake.Merge(d.wake);
+      measured.irq_handler.Merge(d.handler);
+      measured.irq_wake.Merge(d.wake);
     }
     CpuClassInfo info;
     info.name = c.name;
     info.cpu_khz = c.cpu_khz;
-    info.costs = c.declared;
-    if (c.irq_overhead_cpu_ns > 0 && !handler.empty()) {
-      info.costs.irq_cpu_ns = c.irq_overhead_cpu_ns + handler.MeanNs();
-    }
-    if (!wake.empty()) info.costs.irq_wake_ns = wake.MeanNs();
+    info.costs = PlatformModel::Measured(c.declared, measured).means();
     in.cpu_classes.push_back(std::move(info));
+    in.measured_costs[c.name] = std::move(measured);
   }
   return in;
 }

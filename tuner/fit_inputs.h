@@ -1,11 +1,18 @@
 // Assembles the inputs of BuildPolicyTable() from what the Store holds for a
-// target, including the platform costs refined by measured dispatch samples:
+// target: its declared platform costs and, per CPU class, the measured
+// dispatch histograms of all its devices merged, as MeasuredCosts:
 //
-//   irq_cpu_ns  = irq_overhead_cpu_ns + mean(handler_ns)  when the agent
-//                 declared the overhead and handler samples exist
-//   irq_wake_ns = mean(wake_ns)                            when wake samples exist
+//   irq_handler + irq_overhead_cpu_ns  -> irq_cpu (when the agent declared
+//                                         the overhead and handler samples exist)
+//   wake                               -> irq_wake
 //
-// otherwise the declared values. Pure function; thread-safe.
+// BuildPolicyTable prices every candidate over them (PlatformModel::Measured;
+// irq_cpu and irq_wake enter the cost linearly, so through their means). The
+// CPU classes' costs are already those means, for callers that read them
+// directly (cold start from other boards). The timer oversleep stays the
+// declared constant: the Store has no measured oversleep histogram yet.
+//
+// Pure function; thread-safe.
 #ifndef SPINTUNE_TUNER_FIT_INPUTS_H_
 #define SPINTUNE_TUNER_FIT_INPUTS_H_
 
