@@ -203,7 +203,7 @@ TEST_F(Cli, ReadCommandsWorkOnADatabaseOnReadOnlyMedia) {
     ASSERT_TRUE((*store)->AddToken("ops", "", true).ok());
   }
   ASSERT_EQ(mount(nullptr, mnt.c_str(), nullptr, MS_REMOUNT | MS_RDONLY, nullptr), 0);
-  for (const std::vector<std::string> command :
+  for (const std::vector<std::string>& command :
        {std::vector<std::string>{"targets"}, {"profiles", "list"}, {"tokens", "list"}}) {
     std::vector<std::string> args = {SPINTUNE_CLI_BIN, "--db", db};
     args.insert(args.end(), command.begin(), command.end());
