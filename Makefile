@@ -9,7 +9,8 @@ DEB_PACKAGES := cmake ninja-build g++ pkg-config \
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc \
   libeigen3-dev libsqlite3-dev libgtest-dev libgmock-dev libbenchmark-dev \
   libcli11-dev nlohmann-json3-dev libspdlog-dev liburing-dev clang libclang-rt-14-dev \
-  openssl libssl-dev libmicrohttpd-dev curl chromium
+  openssl libssl-dev libmicrohttpd-dev curl chromium \
+  libbpf-dev bpftool libtraceevent-dev libtracefs-dev
 
 .PHONY: all deps configure build demo demo-live test bench uring-ref clean
 

@@ -177,9 +177,10 @@ absl::StatusOr<TracefsOptions> CaptureOptions(const std::set<std::string>& devic
 }
 
 absl::StatusOr<std::unique_ptr<LiveTrace>> LiveTrace::Start(const std::set<std::string>& devices,
-                                                           CorrelatorOptions options) {
+                                                           CorrelatorOptions options, bool raw) {
   auto t = CaptureOptions(devices, options.pairs);
   if (!t.ok()) return t.status();
+  t->open_trace_pipe = !raw;
   std::unique_ptr<LiveTrace> live(new LiveTrace());
   live->devices_ = devices;
   auto instance = TracefsInstance::Open(*t);
@@ -187,6 +188,12 @@ absl::StatusOr<std::unique_ptr<LiveTrace>> LiveTrace::Start(const std::set<std::
   live->instance_ = std::move(*instance);
   Logger().info("tracing instance {}: events {}", live->instance_->path(),
                 absl::StrJoin(live->instance_->enabled_events(), ","));
+  if (raw) {
+    auto reader = RawEventReader::Open(live->instance_->root(), live->instance_->path(),
+                                       live->instance_->enabled_events());
+    if (!reader.ok()) return reader.status();
+    live->raw_ = std::move(*reader);
+  }
   if (!options.block_device_name) {
     auto cache = std::make_shared<std::map<std::pair<int, int>, std::string>>();
     options.block_device_name = [cache](int major_num, int minor_num) {
@@ -196,13 +203,14 @@ absl::StatusOr<std::unique_ptr<LiveTrace>> LiveTrace::Start(const std::set<std::
     };
   }
   live->correlator_ = std::make_unique<TraceCorrelator>(std::move(options));
-  live->reader_ = std::thread([p = live.get()] { p->ReadLoop(); });
+  live->reader_ = std::thread([p = live.get(), raw] { raw ? p->ReadRawLoop() : p->ReadLoop(); });
   return live;
 }
 
 LiveTrace::~LiveTrace() {
   stop_ = true;
   if (reader_.joinable()) reader_.join();
+  raw_.reset();       // closes its trace_pipe_raw files: the instance is busy while they are open
   instance_.reset();  // removes the tracing instance
 }
 
@@ -216,18 +224,40 @@ void LiveTrace::ReadLoop() {
     size_t total = 0;
     while (!stop_) {
       auto n = instance_->Read(buffer.data(), buffer.size(), wait);
-      if (!n.ok()) {
-        std::lock_guard<std::mutex> lock(mu_);
-        status_ = n.status();
-        cv_.notify_all();
-        return;
-      }
+      if (!n.ok()) return Fail(n.status());
       if (*n == 0) break;
       Consume(absl::string_view(buffer.data(), *n));
       total += *n;
       wait = absl::ZeroDuration();
     }
     if (total == 0) continue;
+    for (int i = 0; i < kGatherMs / 10 && !stop_; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+}
+
+void LiveTrace::Fail(absl::Status status) {
+  std::lock_guard<std::mutex> lock(mu_);
+  status_ = std::move(status);
+  cv_.notify_all();
+}
+
+void LiveTrace::ReadRawLoop() {
+  // The binary buffers do not wake a reader per event: poll every kGatherMs.
+  while (!stop_) {
+    LiveTraceStats delta;
+    const uint64_t lost_before = raw_->lost_events();
+    const uint64_t events_before = raw_->events();
+    auto n = raw_->Poll([&](const TraceRecord& r) {
+      if (!correlator_->Process(r)) ++delta.unparsed_lines;
+    });
+    if (!n.ok()) return Fail(n.status());
+    delta.bytes = *n;
+    delta.events = raw_->events() - events_before;
+    delta.lines = delta.events;
+    delta.lost_events = raw_->lost_events() - lost_before;
+    Publish(delta);
     for (int i = 0; i < kGatherMs / 10 && !stop_; ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
@@ -271,6 +301,10 @@ void LiveTrace::Consume(absl::string_view text) {
     }
     text.remove_prefix(nl + 1);
   }
+  Publish(delta);
+}
+
+void LiveTrace::Publish(LiveTraceStats delta) {
   auto& cs = correlator_->completions();
   auto& ds = correlator_->dispatches();
   std::lock_guard<std::mutex> lock(mu_);
