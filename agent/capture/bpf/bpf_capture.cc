@@ -297,10 +297,24 @@ CaptureStats BpfCapture::stats() const {
     if (bpf_map_lookup_elem(bpf_map__fd(skel_->maps.counters), &i, values.data()) != 0) continue;
     for (uint64_t v : values) c[i] += v;
   }
+  // A program the kernel did not run because it was already running on
+  // that CPU (an interrupt in the middle of it) missed an event.
+  uint64_t misses = 0;
+  bpf_program* prog;
+  bpf_object__for_each_program(prog, skel_->obj) {
+    // stc_rq_complete_nested runs what stc_rq_complete missed.
+    if (bpf_program__fd(prog) < 0 || prog == skel_->progs.stc_rq_complete) continue;
+    bpf_prog_info info;
+    std::memset(&info, 0, sizeof(info));
+    uint32_t len = sizeof(info);
+    if (bpf_obj_get_info_by_fd(bpf_program__fd(prog), &info, &len) == 0) {
+      misses += info.recursion_misses;
+    }
+  }
   CaptureStats s;
   s.completions = c[STC_COMPLETIONS];
   s.dispatches = c[STC_DISPATCHES];
-  s.lost_events = c[STC_RING_LOST];
+  s.lost_events = c[STC_RING_LOST] + misses;
   s.unpaired_ends = c[STC_UNPAIRED_ENDS];
   s.dropped = c[STC_MAP_FULL];
   s.missing_tracepoints = missing_;
@@ -359,6 +373,7 @@ absl::StatusOr<std::unique_ptr<Capture>> BpfCapture::Open(const CaptureConfig& o
   } programs[] = {
       {s->progs.stc_rq_issue, "block", "block_rq_issue", true},
       {s->progs.stc_rq_complete, "block", "block_rq_complete", true},
+      {s->progs.stc_rq_complete_nested, "block", "block_rq_complete", true},
       {s->progs.stc_rq_requeue, "block", "block_rq_requeue", true},
       {s->progs.stc_irq_entry, "irq", "irq_handler_entry", true},
       {s->progs.stc_irq_exit, "irq", "irq_handler_exit", true},
@@ -378,7 +393,8 @@ absl::StatusOr<std::unique_ptr<Capture>> BpfCapture::Open(const CaptureConfig& o
   const std::set<std::string> absent = MissingBtfTracepoints(events);
   for (const auto& p : programs) {
     const bool present = absent.count(p.event) == 0;
-    if (!present) c->missing_.push_back(absl::StrCat(p.system, ":", p.event));
+    const std::string name = absl::StrCat(p.system, ":", p.event);
+    if (!present && (c->missing_.empty() || c->missing_.back() != name)) c->missing_.push_back(name);
     bpf_program__set_autoload(p.prog, present && p.wanted);
   }
   if (!c->missing_.empty()) {

@@ -490,10 +490,23 @@ int BPF_PROG(stc_rq_issue, struct request *rq)
 	return 0;
 }
 
-SEC("tp_btf/block_rq_complete")
-int BPF_PROG(stc_rq_complete, struct request *rq, __u8 error, unsigned int nr_bytes)
+/*
+ * The kernel does not run a program that is already running on the CPU: a
+ * completion in hard IRQ context (blk-mq completes there when the queue's
+ * CPU took the interrupt) that interrupts the program handling another one
+ * would be lost. A second copy of the program, attached after the first,
+ * handles exactly those: the first marks the CPU busy while it runs.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} completing SEC(".maps");
+
+static __always_inline void rq_complete(__u64 now, struct request *rq, __u8 error,
+					unsigned int nr_bytes)
 {
-	__u64 now = bpf_ktime_get_ns();
 	struct start_key k = { .id = (__u64)rq, .kind = STC_START_RQ };
 	struct start s, *p;
 
@@ -503,15 +516,50 @@ int BPF_PROG(stc_rq_complete, struct request *rq, __u8 error, unsigned int nr_by
 
 		if (device_index(STC_DEV_BLOCK, block_dev(rq), &device) == 0)
 			count(STC_UNPAIRED_ENDS);
-		return 0;
+		return;
+	}
+	if (nr_bytes == 0 && p->bytes != 0) {
+		/*
+		 * A data-less end of a request that carried data: the block
+		 * layer ending a preflush write through its flush sequence. The
+		 * driver never saw it (the text path counts it apart, as a
+		 * flush-sequence end); the start it finds is stale.
+		 */
+		bpf_map_delete_elem(&pending, &k);
+		count(STC_UNPAIRED_ENDS);
+		return;
 	}
 	if (nr_bytes < BPF_CORE_READ(rq, __data_len)) {
 		count(STC_PARTIAL);	/* the rest completes later */
-		return 0;
+		return;
 	}
 	s = *p;
 	bpf_map_delete_elem(&pending, &k);
 	complete(now, &s, error != 0);
+}
+
+SEC("tp_btf/block_rq_complete")
+int BPF_PROG(stc_rq_complete, struct request *rq, __u8 error, unsigned int nr_bytes)
+{
+	__u64 now = bpf_ktime_get_ns();
+	__u32 zero = 0, *busy = bpf_map_lookup_elem(&completing, &zero);
+
+	if (!busy)
+		return 0;
+	*busy = 1;
+	rq_complete(now, rq, error, nr_bytes);
+	*busy = 0;
+	return 0;
+}
+
+SEC("tp_btf/block_rq_complete")
+int BPF_PROG(stc_rq_complete_nested, struct request *rq, __u8 error, unsigned int nr_bytes)
+{
+	__u64 now = bpf_ktime_get_ns();
+	__u32 zero = 0, *busy = bpf_map_lookup_elem(&completing, &zero);
+
+	if (busy && *busy)	/* stc_rq_complete is interrupted: this one is ours */
+		rq_complete(now, rq, error, nr_bytes);
 	return 0;
 }
 
