@@ -31,13 +31,16 @@ uint64_t MonotonicNs() {
   return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
 }
 
-// Requests the kernel completed on `disk`: reads + writes + discards + flushes.
-uint64_t CompletedRequests(const std::string& disk) {
+// Requests the kernel completed on `disk`, by direction (/sys/block/*/stat).
+struct DiskStat {
+  uint64_t reads = 0, writes = 0, discards = 0, flushes = 0;
+};
+DiskStat ReadDiskStat(const std::string& disk) {
   std::ifstream in("/sys/block/" + disk + "/stat");
   uint64_t f[17] = {0};
   for (int i = 0; i < 17 && (in >> f[i]); ++i) {
   }
-  return f[0] + f[4] + f[11] + f[15];
+  return {f[0], f[4], f[11], f[15]};
 }
 
 std::string WhyNotLive() {
@@ -59,7 +62,6 @@ using Key = std::tuple<uint32_t, uint32_t>;  // opcode, size class
 struct Window {
   std::map<Key, LatencyHistogram> keys;
   std::map<Key, double> sum_ns;  // exact sums of the waits
-  std::map<Key, uint64_t> irq_path, spin_path;
   uint64_t completions = 0;
   uint64_t unpaired_ends = 0;
 };
@@ -100,7 +102,7 @@ TEST(CaptureLiveTest, BpfRawAndTextAgreeWithEachOtherAndTheKernel) {
 
   // Window start: what each capture has up to t0 is discarded.
   const uint64_t t0 = MonotonicNs();
-  const uint64_t kernel_before = CompletedRequests(disk);
+  const DiskStat kernel_before = ReadDiskStat(disk);
   std::map<std::string, CaptureStats> before;
   std::map<std::string, CaptureOutput> outs;
   for (auto& [name, c] : captures) {
@@ -119,8 +121,11 @@ TEST(CaptureLiveTest, BpfRawAndTextAgreeWithEachOtherAndTheKernel) {
   ASSERT_TRUE(done.ok()) << done.status();
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   const uint64_t t1 = MonotonicNs();
-  const uint64_t kernel = CompletedRequests(disk) - kernel_before;
-  ASSERT_GT(kernel, 2000u) << "the load did too little I/O to compare";
+  const DiskStat kernel_after = ReadDiskStat(disk);
+  const uint64_t kernel_reads = kernel_after.reads - kernel_before.reads;
+  const uint64_t kernel_writes = kernel_after.writes - kernel_before.writes;
+  const uint64_t kernel_flushes = kernel_after.flushes - kernel_before.flushes;
+  ASSERT_GT(kernel_reads, 2000u) << "the load did too little I/O to compare";
 
   std::map<std::string, Window> windows;
   for (auto& [name, c] : captures) {
@@ -138,8 +143,6 @@ TEST(CaptureLiveTest, BpfRawAndTextAgreeWithEachOtherAndTheKernel) {
       if (e.end_ns <= t0 || e.end_ns > t1) continue;
       w.keys[{e.opcode, SizeClassOf(e.bytes)}].Record(e.wait_ns);
       w.sum_ns[{e.opcode, SizeClassOf(e.bytes)}] += static_cast<double>(e.wait_ns);
-      w.irq_path[{e.opcode, SizeClassOf(e.bytes)}] += e.path == TracePath::kIrq;
-      w.spin_path[{e.opcode, SizeClassOf(e.bytes)}] += e.path == TracePath::kSpin;
       ++w.completions;
     }
     for (const auto& h : out.histograms) {
@@ -147,72 +150,108 @@ TEST(CaptureLiveTest, BpfRawAndTextAgreeWithEachOtherAndTheKernel) {
       LatencyHistogram& k = w.keys[{h.opcode, h.size_class}];
       for (const auto& [index, n] : h.wait.buckets) k.AddToBucket(index, n);
       w.sum_ns[{h.opcode, h.size_class}] += static_cast<double>(h.wait.sum_ns);
-      w.irq_path[{h.opcode, h.size_class}] += h.irq_path;
-      w.spin_path[{h.opcode, h.size_class}] += h.spin_path;
       w.completions += h.wait.count;
     }
     EXPECT_EQ(after.lost_events, 0u) << name;
-    std::cout << name << ": unpaired " << w.unpaired_ends << " lost " << after.lost_events
-              << " dropped " << after.dropped << "\n";
     EXPECT_EQ(after.dropped, 0u) << name;
   }
 
-  // Each capture: one sample per request the kernel counted (plus the
-  // preflush writes the driver never sees, counted as unpaired ends).
+  // Each capture: one sample per request the kernel counted. Reads and
+  // flushes are compared directly; the kernel's writes include the
+  // data-less preflush writes the driver never sees (one per fsync, the
+  // captures count them as unpaired ends). The text reader's counters are
+  // only as fresh as its last chunk of text, so its unpaired ends are not
+  // windowed to the microsecond like the others'; its write samples are
+  // compared per key below.
   for (const auto& [name, w] : windows) {
-    EXPECT_NEAR(static_cast<double>(w.completions + w.unpaired_ends), static_cast<double>(kernel),
-                0.01 * static_cast<double>(kernel))
-        << name << ": " << w.completions << " completions + " << w.unpaired_ends
-        << " unpaired ends, the kernel counted " << kernel;
+    uint64_t reads = 0, writes = 0, flushes = 0;
+    for (const auto& [key, h] : w.keys) {
+      const uint32_t op = std::get<0>(key);
+      if (op == 0) reads += h.total_count();
+      if (op == 1) writes += h.total_count();
+      if (op == 2) flushes += h.total_count();
+    }
+    EXPECT_NEAR(static_cast<double>(reads + flushes),
+                static_cast<double>(kernel_reads + kernel_flushes),
+                0.01 * static_cast<double>(kernel_reads + kernel_flushes))
+        << name << ": " << reads << " reads and " << flushes << " flushes, the kernel counted "
+        << kernel_reads << " and " << kernel_flushes;
+    if (name != "text") {
+      EXPECT_NEAR(static_cast<double>(writes + w.unpaired_ends), static_cast<double>(kernel_writes),
+                  0.01 * static_cast<double>(kernel_writes))
+          << name << ": " << writes << " writes + " << w.unpaired_ends
+          << " preflush ends, the kernel counted " << kernel_writes;
+    }
+    EXPECT_LE(writes, kernel_writes) << name;
   }
   // Per key: the same counts and the same p50/p99 bucket as bpf.
   //
   // Running side by side skews them (the probe order above) by a near
   // constant that a capture running alone does not have: the test measures
   // it per key as the difference of the exact means and compares the
-  // quantiles without it. Text timestamps are also rounded to whole
-  // microseconds (trace_pipe prints µs), so every text wait is within 1 µs of
-  // the raw one, and so are its quantiles.
+  // medians without it, within one bucket. In the tail, the BPF programs'
+  // own running time varies from request to request (map updates, cache
+  // misses: up to ~2 µs here) and only raw and text carry it, so their p99
+  // are compared with each other within one bucket and with bpf's within
+  // one bucket or 3 µs. Text timestamps are rounded to whole microseconds
+  // (trace_pipe prints µs): every text wait is within 1 µs of the raw one,
+  // and so are its quantiles.
   const Window& bpf = windows["bpf"];
   int compared = 0;
+  // Whether quantile `q` of `o` (minus `skew`) is that of `h`, give or take
+  // one bucket or `slack_ns` (plus one bucket: quantiles are bucket
+  // midpoints).
+  auto same_quantile = [](const LatencyHistogram& h, const LatencyHistogram& o, double q,
+                          double skew, double slack_ns, std::string* why) {
+    const double a = h.QuantileNs(q), b = o.QuantileNs(q) - skew;
+    const int ia = LatencyHistogram::BucketIndex(static_cast<uint64_t>(a));
+    const int ib = LatencyHistogram::BucketIndex(static_cast<uint64_t>(std::max(b, 0.0)));
+    *why = absl::StrCat("q", q, ": ", static_cast<int64_t>(a), " vs ", static_cast<int64_t>(b),
+                        " ns after removing a skew of ", static_cast<int64_t>(skew), " ns (",
+                        std::abs(ia - ib), " buckets apart)");
+    const double width = static_cast<double>(LatencyHistogram::BucketUpperNs(ia) -
+                                             LatencyHistogram::BucketLowerNs(ia) + 1);
+    return std::abs(ia - ib) <= 1 || std::abs(a - b) <= slack_ns + width;
+  };
   for (const auto& [key, h] : bpf.keys) {
     if (h.total_count() < 500) continue;  // background I/O of other processes
     ++compared;
-    const double bpf_mean = bpf.sum_ns.at(key) / static_cast<double>(h.total_count());
-    std::string row = "opcode " + std::to_string(std::get<0>(key)) + " size class " +
-                      std::to_string(std::get<1>(key)) + ":";
-    for (const char* other : {"raw", "text"}) {
-      const LatencyHistogram& o = windows[other].keys[key];
-      const std::string what = std::string(other) + " vs bpf, opcode " +
-                               std::to_string(std::get<0>(key)) + " size class " +
-                               std::to_string(std::get<1>(key));
+    const std::string where = absl::StrCat("opcode ", std::get<0>(key), " size class ",
+                                           std::get<1>(key));
+    std::map<std::string, double> skew;
+    for (const char* name : {"raw", "text"}) {
+      const LatencyHistogram& o = windows[name].keys[key];
       EXPECT_NEAR(static_cast<double>(o.total_count()), static_cast<double>(h.total_count()),
                   0.01 * static_cast<double>(h.total_count()))
-          << what;
+          << name << " vs bpf, " << where;
       if (o.empty()) continue;
-      const double skew =
-          windows[other].sum_ns[key] / static_cast<double>(o.total_count()) - bpf_mean;
-      EXPECT_LT(std::abs(skew), 5000.0) << what << ": mean skew " << skew << " ns";
-      absl::StrAppend(&row, " ", other, " skew ", static_cast<int>(skew), " ns irq/spin ",
-                      windows[other].irq_path[key], "/", windows[other].spin_path[key], " vs ",
-                      bpf.irq_path.at(key), "/", bpf.spin_path.at(key), " max ",
-                      o.QuantileNs(1.0), "/", h.QuantileNs(1.0));
-      for (double q : {0.5, 0.99}) {
-        const double a = h.QuantileNs(q), b = o.QuantileNs(q) - skew;
-        const int ia = LatencyHistogram::BucketIndex(static_cast<uint64_t>(a));
-        const int ib = LatencyHistogram::BucketIndex(static_cast<uint64_t>(b));
-        const bool text_resolution = std::string(other) == "text" && std::abs(a - b) <= 1000.0 +
-            static_cast<double>(LatencyHistogram::BucketUpperNs(ia) -
-                                LatencyHistogram::BucketLowerNs(ia) + 1);
-        EXPECT_TRUE(std::abs(ia - ib) <= 1 || text_resolution)
-            << what << ": q" << q << " bpf " << a << " ns, " << other << " " << b
-            << " ns after removing the skew of " << skew << " ns (" << std::abs(ia - ib)
-            << " buckets apart)";
-        absl::StrAppend(&row, " p", static_cast<int>(q * 100), " ", static_cast<int>(a), "/",
-                        static_cast<int>(b));
-      }
+      skew[name] = windows[name].sum_ns[key] / static_cast<double>(o.total_count()) -
+                   bpf.sum_ns.at(key) / static_cast<double>(h.total_count());
+      EXPECT_LT(std::abs(skew[name]), 3000.0) << name << " vs bpf, " << where;
     }
-    std::cout << row << "\n";
+    if (skew.size() < 2) continue;
+    const LatencyHistogram& raw = windows["raw"].keys[key];
+    const LatencyHistogram& text = windows["text"].keys[key];
+    std::string why;
+    // The skew's size is the scale of the BPF programs' run time jitter.
+    EXPECT_TRUE(same_quantile(h, raw, 0.5, skew["raw"], std::abs(skew["raw"]), &why))
+        << "raw vs bpf, " << where << " " << why;
+    EXPECT_TRUE(same_quantile(h, text, 0.5, skew["text"], 1000 + std::abs(skew["raw"]), &why))
+        << "text vs bpf, " << where << " " << why;
+    EXPECT_TRUE(same_quantile(raw, text, 0.5, skew["text"] - skew["raw"], 1000, &why))
+        << "text vs raw, " << where << " " << why;
+    EXPECT_TRUE(same_quantile(raw, text, 0.99, skew["text"] - skew["raw"], 1000, &why))
+        << "text vs raw, " << where << " " << why;
+    EXPECT_TRUE(same_quantile(h, raw, 0.99, skew["raw"], 3000, &why)) << "raw vs bpf, " << where << " " << why;
+    std::cout << where << ": n " << h.total_count() << "/" << raw.total_count() << "/"
+              << text.total_count() << " (bpf/raw/text), p50 " << static_cast<int64_t>(h.QuantileNs(0.5))
+              << "/" << static_cast<int64_t>(raw.QuantileNs(0.5)) << "/"
+              << static_cast<int64_t>(text.QuantileNs(0.5)) << " ns, p99 "
+              << static_cast<int64_t>(h.QuantileNs(0.99)) << "/"
+              << static_cast<int64_t>(raw.QuantileNs(0.99)) << "/"
+              << static_cast<int64_t>(text.QuantileNs(0.99)) << " ns, skew raw "
+              << static_cast<int64_t>(skew["raw"]) << " text " << static_cast<int64_t>(skew["text"])
+              << " ns\n";
   }
   EXPECT_GE(compared, 3) << "the load's reads and writes of 4 and 64 KiB";
 }
