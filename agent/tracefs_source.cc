@@ -55,6 +55,7 @@ absl::StatusOr<std::unique_ptr<TracefsSource>> TracefsSource::Open(std::set<std:
   config.correlator = std::move(options);
   config.sample_every = sample_every;
   SPINTUNE_ASSIGN_OR_RETURN(s->capture_, OpenCapture(mode, std::move(config)));
+  Logger().info("capture {}: measuring {}", s->capture_->mode(), absl::StrJoin(names, ","));
   const CaptureStats st = s->capture_->stats();
   if (!st.missing_tracepoints.empty()) {
     Logger().info("capture {}: tracepoints this kernel lacks, skipped: {}", s->capture_->mode(),
