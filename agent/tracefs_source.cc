@@ -58,7 +58,7 @@ absl::StatusOr<std::unique_ptr<TracefsSource>> TracefsSource::Open(std::set<std:
   Logger().info("capture {}: measuring {}", s->capture_->mode(), absl::StrJoin(names, ","));
   const CaptureStats st = s->capture_->stats();
   if (!st.missing_tracepoints.empty()) {
-    Logger().info("capture {}: tracepoints this kernel lacks, skipped: {}", s->capture_->mode(),
+    Logger().info("capture {}: this kernel has no tracepoint {} (skipped)", s->capture_->mode(),
                   absl::StrJoin(st.missing_tracepoints, ", "));
   }
   return s;

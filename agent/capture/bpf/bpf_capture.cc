@@ -397,10 +397,6 @@ absl::StatusOr<std::unique_ptr<Capture>> BpfCapture::Open(const CaptureConfig& o
     if (!present && (c->missing_.empty() || c->missing_.back() != name)) c->missing_.push_back(name);
     bpf_program__set_autoload(p.prog, present && p.wanted);
   }
-  if (!c->missing_.empty()) {
-    Logger().info("bpf capture: this kernel has no tracepoint {} (skipped)",
-                  absl::StrJoin(c->missing_, ", "));
-  }
   if (int err = spintune_capture__load(s); err != 0) {
     return absl::FailedPreconditionError(absl::StrCat(
         "bpf capture: loading the program failed (", std::strerror(-err), "): ", TakeLibbpfLines()));
