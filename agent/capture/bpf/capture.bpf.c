@@ -17,7 +17,9 @@
  * the issuer was asleep at the completion and was woken after the IRQ.
  *
  * Bounded: pending starts live in an LRU hash; nothing is pinned, every
- * attachment is a link owned by the loader's file descriptors.
+ * attachment is a link owned by the loader's file descriptors. The
+ * tracepoints' arguments are read directly (BTF pointers); only pointers
+ * kept across events (the issuing task) go through bpf_probe_read.
  */
 #include "agent/capture/bpf/kernel_types.h"
 
@@ -406,8 +408,12 @@ static __always_inline void complete(__u64 now, const struct start *s, bool erro
 
 			path = STC_PATH_IRQ;
 			wait_ns = occ->entry_ns - s->ts_ns;	/* hardware completion = the IRQ */
-			if (!occ->declared)
-				bpf_map_update_elem(&irq_learned, &occ->action, &dev1, BPF_ANY);
+			if (!occ->declared) {
+				__u32 *known = bpf_map_lookup_elem(&irq_learned, &occ->action);
+
+				if (!known || *known != dev1)
+					bpf_map_update_elem(&irq_learned, &occ->action, &dev1, BPF_ANY);
+			}
 			if (!occ->exited) {
 				occ->device = dev1;	/* its exit records the handler time */
 			} else if (!occ->dispatched) {
@@ -452,7 +458,7 @@ static __always_inline __u32 block_dev(struct request *rq)
 	struct gendisk *disk;
 
 	if (bpf_core_field_exists(rq->q->disk)) {
-		disk = BPF_CORE_READ(rq, q, disk);
+		disk = rq->q->disk;
 	} else {
 		struct request___old *o = (void *)rq;
 
@@ -460,7 +466,7 @@ static __always_inline __u32 block_dev(struct request *rq)
 	}
 	if (!disk)
 		return 0;
-	return ((__u32)BPF_CORE_READ(disk, major) << 20) | (__u32)BPF_CORE_READ(disk, first_minor);
+	return ((__u32)disk->major << 20) | (__u32)disk->first_minor;
 }
 
 /* REQ_OP_* as the text path names it from rwbs (OpcodeFromRwbs). */
@@ -485,8 +491,8 @@ int BPF_PROG(stc_rq_issue, struct request *rq)
 
 	if (device_index(STC_DEV_BLOCK, block_dev(rq), &device))
 		return 0;
-	start_request(now, STC_START_RQ, (__u64)rq, device, block_opcode(BPF_CORE_READ(rq, cmd_flags)),
-		      BPF_CORE_READ(rq, __data_len), BPF_ANY);
+	start_request(now, STC_START_RQ, (__u64)rq, device, block_opcode(rq->cmd_flags),
+		      rq->__data_len, BPF_ANY);
 	return 0;
 }
 
@@ -529,7 +535,7 @@ static __always_inline void rq_complete(__u64 now, struct request *rq, __u8 erro
 		count(STC_UNPAIRED_ENDS);
 		return;
 	}
-	if (nr_bytes < BPF_CORE_READ(rq, __data_len)) {
+	if (nr_bytes < rq->__data_len) {
 		count(STC_PARTIAL);	/* the rest completes later */
 		return;
 	}
@@ -601,7 +607,7 @@ int BPF_PROG(stc_irq_entry, int irq, struct irqaction *action)
 		char name[STC_IRQ_NAME_LEN] = {};
 		__u32 *dev1;
 
-		bpf_probe_read_kernel_str(name, sizeof(name), BPF_CORE_READ(action, name));
+		bpf_probe_read_kernel_str(name, sizeof(name), action->name);
 		dev1 = bpf_map_lookup_elem(&irq_declared, name);
 		if (dev1)
 			o->declared = *dev1;
@@ -664,7 +670,7 @@ int BPF_PROG(stc_softirq_exit, unsigned int vec)
 SEC("tp_btf/sched_waking")
 int BPF_PROG(stc_waking, struct task_struct *p)
 {
-	__u32 pid = (__u32)BPF_CORE_READ(p, pid);
+	__u32 pid = (__u32)p->pid;
 	struct waiter *w = bpf_map_lookup_elem(&waiters, &pid);
 
 	if (w && bpf_ktime_get_ns() >= w->irq_entry_ns)
@@ -675,7 +681,7 @@ int BPF_PROG(stc_waking, struct task_struct *p)
 SEC("tp_btf/sched_switch")
 int BPF_PROG(stc_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
-	__u32 pid = (__u32)BPF_CORE_READ(next, pid);
+	__u32 pid = (__u32)next->pid;
 	struct waiter *w = bpf_map_lookup_elem(&waiters, &pid);
 	__u64 now;
 
