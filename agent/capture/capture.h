@@ -6,10 +6,11 @@
 //          (agent/capture/bpf/). Optionally every Nth completion comes out
 //          as an individual sample through a ring buffer.
 //  - raw:  the binary per-CPU trace_pipe_raw pages of a tracing instance,
-//          decoded with libtraceevent, fed to the text correlator
-//          (agent/capture/raw/).
+//          decoded with libtraceevent, fed to the replay correlator
+//          (agent/capture/raw/, agent/capture/tracefs_capture.h).
 //  - text: the instance's trace_pipe text through the same parser and
-//          correlator as replay (agent/live_trace.h, agent/capture/text/).
+//          correlator as replay (agent/live_trace.h,
+//          agent/capture/tracefs_capture.h).
 //
 // `auto` takes bpf where the kernel allows it (bpf() works, BTF at
 // /sys/kernel/btf/vmlinux, the program loads), else raw, else text, and logs

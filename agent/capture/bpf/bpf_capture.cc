@@ -225,7 +225,6 @@ void BpfCapture::ReadHistograms(CaptureOutput* out) {
     d.irq_path = take(now.irq_path, &seen.irq_path, d.wait.count);
     d.spin_path = take(now.spin_path, &seen.spin_path, d.wait.count - d.irq_path);
     d.errors = take(now.errors, &seen.errors, d.wait.count);
-    seen.count += d.wait.count;
     out->histograms.push_back(std::move(d));
   }
 

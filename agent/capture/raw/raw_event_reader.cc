@@ -36,6 +36,14 @@ constexpr unsigned kFlagHardirq = 0x08;
 constexpr unsigned kFlagSoftirq = 0x10;
 constexpr unsigned kFlagNmi = 0x40;
 
+// Field names of RawEventReader::FieldId, in its order.
+constexpr const char* kFieldNames[] = {
+    "dev", "rwbs", "bytes", "sector", "nr_sector", "comm", "error", "irq", "name", "ret", "pid",
+    "prev_pid", "prev_state", "next_pid", "mrq", "cmd_opcode", "blocks", "blksz", "blk_addr",
+    "data_flags", "tag", "cmd_err", "stop_err", "sbc_err", "data_err", "bus_num", "chip_select",
+    "xfer", "len", "msg", "actual", "frame",
+};
+
 // Events are held until every CPU was read past them.
 constexpr uint64_t kWatermarkSlackNs = 1'000'000;
 
@@ -68,6 +76,7 @@ absl::StatusOr<std::unique_ptr<RawEventReader>> RawEventReader::Open(
       {"spi_transfer_start", Kind::kSpiXferStart},  {"spi_transfer_stop", Kind::kSpiXferStop},
       {"spi_message_start", Kind::kSpiMsgStart},    {"spi_message_done", Kind::kSpiMsgDone},
   };
+  static_assert(sizeof(kFieldNames) / sizeof(kFieldNames[0]) == kFieldCount);
   bool common = false;
   for (const auto& e : events) {
     const size_t slash = e.find('/');
@@ -87,17 +96,20 @@ absl::StatusOr<std::unique_ptr<RawEventReader>> RawEventReader::Open(
         f.offset = list[i]->offset;
         f.size = list[i]->size;
         f.dynamic = (list[i]->flags & TEP_FIELD_IS_DYNAMIC) != 0;
-        info.by_name[list[i]->name] = f;
-        if (!common_fields) info.fields.emplace_back(list[i]->name, f);
+        const std::string field_name = list[i]->name;
+        for (int id = 0; id < kFieldCount; ++id) {
+          if (field_name == kFieldNames[id]) info.by_id[id] = f;
+        }
+        if (common_fields && !common) {
+          if (field_name == "common_type") r->common_type_offset_ = f.offset;
+          if (field_name == "common_flags") r->common_flags_ = f;
+          if (field_name == "common_pid") r->common_pid_ = f;
+        }
+        if (!common_fields) info.fields.emplace_back(field_name, f);
       }
       free(list);
     }
-    if (!common) {
-      common = true;
-      r->common_type_offset_ = info.by_name["common_type"].offset;
-      r->common_flags_ = info.by_name["common_flags"];
-      r->common_pid_ = info.by_name["common_pid"];
-    }
+    common = true;
     r->events_by_id_.emplace(ev->id, std::move(info));
   }
   const int cpus = static_cast<int>(::sysconf(_SC_NPROCESSORS_CONF));
@@ -218,11 +230,7 @@ void RawEventReader::Decode(const Held& h, const std::function<void(const TraceR
   auto it = events_by_id_.find(type);
   if (it == events_by_id_.end()) return;
   const EventInfo& e = it->second;
-  auto field = [&e](const char* name) -> const Field& {
-    static const Field kNone;
-    auto f = e.by_name.find(name);
-    return f == e.by_name.end() ? kNone : f->second;
-  };
+  auto field = [&e](FieldId id) -> const Field& { return e.by_id[id]; };
   ++events_;
   const unsigned flags = static_cast<unsigned>(get(common_flags_));
   char flag_text[6] = ".....";
@@ -242,67 +250,67 @@ void RawEventReader::Decode(const Held& h, const std::function<void(const TraceR
   std::string& p = payload_;
   p.clear();
   auto dev = [&]() {
-    const uint64_t d = get(field("dev"));
-    absl::StrAppend(&p, d >> 20, ",", d & 0xfffff, " ", str(field("rwbs")), " ");
+    const uint64_t d = get(field(kDev));
+    absl::StrAppend(&p, d >> 20, ",", d & 0xfffff, " ", str(field(kRwbs)), " ");
   };
   switch (e.kind) {
     case Kind::kBlockIssue:
       dev();
-      absl::StrAppend(&p, get(field("bytes")), " () ", get(field("sector")), " + ",
-                      get(field("nr_sector")), " [", str(field("comm")), "]");
+      absl::StrAppend(&p, get(field(kBytes)), " () ", get(field(kSector)), " + ",
+                      get(field(kNrSector)), " [", str(field(kComm)), "]");
       break;
     case Kind::kBlockComplete:
     case Kind::kBlockRequeue:
       dev();
-      absl::StrAppend(&p, "() ", get(field("sector")), " + ", get(field("nr_sector")), " [",
-                      get_signed(field("error")), "]");
+      absl::StrAppend(&p, "() ", get(field(kSector)), " + ", get(field(kNrSector)), " [",
+                      get_signed(field(kError)), "]");
       break;
     case Kind::kIrqEntry:
-      absl::StrAppend(&p, "irq=", get_signed(field("irq")), " name=", str(field("name")));
+      absl::StrAppend(&p, "irq=", get_signed(field(kIrq)), " name=", str(field(kName)));
       break;
     case Kind::kIrqExit:
-      absl::StrAppend(&p, "irq=", get_signed(field("irq")), " ret=",
-                      get(field("ret")) ? "handled" : "unhandled");
+      absl::StrAppend(&p, "irq=", get_signed(field(kIrq)), " ret=",
+                      get(field(kRet)) ? "handled" : "unhandled");
       break;
     case Kind::kWaking:
-      absl::StrAppend(&p, "pid=", get_signed(field("pid")));
+      absl::StrAppend(&p, "pid=", get_signed(field(kPid)));
       break;
     case Kind::kSwitch: {
       // prev_state: one TASK_REPORT bit (S, D, T, t, X, Z, P, I), 0 running.
-      const uint64_t state = get(field("prev_state")) & 0xff;
+      const uint64_t state = get(field(kPrevState)) & 0xff;
       static const char kLetters[] = "SDTtXZPI";
       const char letter = state == 0 ? 'R' : kLetters[__builtin_ctzll(state)];
-      absl::StrAppend(&p, "prev_pid=", get_signed(field("prev_pid")), " prev_state=",
-                      absl::string_view(&letter, 1), " ==> next_pid=", get_signed(field("next_pid")));
+      absl::StrAppend(&p, "prev_pid=", get_signed(field(kPrevPid)), " prev_state=",
+                      absl::string_view(&letter, 1), " ==> next_pid=", get_signed(field(kNextPid)));
       break;
     }
     case Kind::kMmcStart:
-      absl::StrAppend(&p, str(field("name")), ": start struct mmc_request[",
-                      absl::Hex(get(field("mrq"))), "]: cmd_opcode=", get(field("cmd_opcode")),
-                      " blocks=", get(field("blocks")), " block_size=", get(field("blksz")),
-                      " blk_addr=", get(field("blk_addr")), " data_flags=0x",
-                      absl::Hex(get(field("data_flags"))), " tag=", get_signed(field("tag")));
+      absl::StrAppend(&p, str(field(kName)), ": start struct mmc_request[",
+                      absl::Hex(get(field(kMrq))), "]: cmd_opcode=", get(field(kCmdOpcode)),
+                      " blocks=", get(field(kBlocks)), " block_size=", get(field(kBlksz)),
+                      " blk_addr=", get(field(kBlkAddr)), " data_flags=0x",
+                      absl::Hex(get(field(kDataFlags))), " tag=", get_signed(field(kTag)));
       break;
     case Kind::kMmcDone:
-      absl::StrAppend(&p, str(field("name")), ": end struct mmc_request[",
-                      absl::Hex(get(field("mrq"))), "]: cmd_opcode=", get(field("cmd_opcode")),
-                      " cmd_err=", get_signed(field("cmd_err")), " stop_err=",
-                      get_signed(field("stop_err")), " sbc_err=", get_signed(field("sbc_err")),
-                      " data_err=", get_signed(field("data_err")), " tag=",
-                      get_signed(field("tag")));
+      absl::StrAppend(&p, str(field(kName)), ": end struct mmc_request[",
+                      absl::Hex(get(field(kMrq))), "]: cmd_opcode=", get(field(kCmdOpcode)),
+                      " cmd_err=", get_signed(field(kCmdErr)), " stop_err=",
+                      get_signed(field(kStopErr)), " sbc_err=", get_signed(field(kSbcErr)),
+                      " data_err=", get_signed(field(kDataErr)), " tag=",
+                      get_signed(field(kTag)));
       break;
     case Kind::kSpiXferStart:
     case Kind::kSpiXferStop:
-      absl::StrAppend(&p, "spi", get_signed(field("bus_num")), ".",
-                      get_signed(field("chip_select")), " ", absl::Hex(get(field("xfer"))),
-                      " len=", get_signed(field("len")));
+      absl::StrAppend(&p, "spi", get_signed(field(kBusNum)), ".",
+                      get_signed(field(kChipSelect)), " ", absl::Hex(get(field(kXfer))),
+                      " len=", get_signed(field(kLen)));
       break;
     case Kind::kSpiMsgStart:
     case Kind::kSpiMsgDone:
-      absl::StrAppend(&p, "spi", get_signed(field("bus_num")), ".",
-                      get_signed(field("chip_select")), " ", absl::Hex(get(field("msg"))));
+      absl::StrAppend(&p, "spi", get_signed(field(kBusNum)), ".",
+                      get_signed(field(kChipSelect)), " ", absl::Hex(get(field(kMsg))));
       if (e.kind == Kind::kSpiMsgDone) {
-        absl::StrAppend(&p, " len=", get(field("actual")), "/", get(field("frame")));
+        absl::StrAppend(&p, " len=", get(field(kActual)), "/", get(field(kFrame)));
       }
       break;
     case Kind::kOther:

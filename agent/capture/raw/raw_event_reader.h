@@ -58,11 +58,18 @@ class RawEventReader {
     kBlockIssue, kBlockComplete, kBlockRequeue, kIrqEntry, kIrqExit, kWaking, kSwitch,
     kMmcStart, kMmcDone, kSpiXferStart, kSpiXferStop, kSpiMsgStart, kSpiMsgDone, kOther,
   };
+  // The fields the correlator's payloads carry, resolved once per event.
+  enum FieldId {
+    kDev, kRwbs, kBytes, kSector, kNrSector, kComm, kError, kIrq, kName, kRet, kPid,
+    kPrevPid, kPrevState, kNextPid, kMrq, kCmdOpcode, kBlocks, kBlksz, kBlkAddr, kDataFlags,
+    kTag, kCmdErr, kStopErr, kSbcErr, kDataErr, kBusNum, kChipSelect, kXfer, kLen, kMsg,
+    kActual, kFrame, kFieldCount,
+  };
   struct EventInfo {
     Kind kind = Kind::kOther;
     std::string name;  // the event name without its system
     std::vector<std::pair<std::string, Field>> fields;  // all, for kOther
-    std::unordered_map<std::string, Field> by_name;
+    Field by_id[kFieldCount];
   };
   struct Held {  // an event's bytes in arena_
     uint64_t ts_ns;
