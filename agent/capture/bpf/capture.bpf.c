@@ -199,7 +199,7 @@ static __always_inline void count(__u32 counter)
 	__u64 *v = bpf_map_lookup_elem(&counters, &counter);
 
 	if (v)
-		*v += 1;	/* per CPU; programs do not nest within one event */
+		__sync_fetch_and_add(v, 1);	/* a program in IRQ context may interrupt another */
 }
 
 static __always_inline __u16 class_of(__u32 cpu)
@@ -294,10 +294,9 @@ static __always_inline void record_completion(const struct start *s, __u64 wait_
 	if (!st) {
 		struct stc_key_stats init = {};
 
-		if (bpf_map_update_elem(&key_stats, &k, &init, BPF_NOEXIST) != 0)
-			st = bpf_map_lookup_elem(&key_stats, &k);
-		else
-			st = bpf_map_lookup_elem(&key_stats, &k);
+		/* Fails when another program created it meanwhile: either way, look again. */
+		bpf_map_update_elem(&key_stats, &k, &init, BPF_NOEXIST);
+		st = bpf_map_lookup_elem(&key_stats, &k);
 		if (!st) {
 			count(STC_MAP_FULL);
 			return;
