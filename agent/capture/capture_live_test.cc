@@ -256,6 +256,42 @@ TEST(CaptureLiveTest, BpfRawAndTextAgreeWithEachOtherAndTheKernel) {
   EXPECT_GE(compared, 3) << "the load's reads and writes of 4 and 64 KiB";
 }
 
+// --capture-samples N: every Nth completion comes out of the ring buffer as
+// a sample, the others in the histograms; none twice, none lost.
+TEST(CaptureLiveTest, SampledCompletionsComeThroughTheRingBuffer) {
+  SKIP_UNLESS_LIVE();
+  const std::string disk = DiskOf("/var/tmp/");
+  ASSERT_FALSE(disk.empty());
+  for (uint32_t every : {1u, 4u}) {
+    CaptureConfig config;
+    config.devices = {disk};
+    config.sample_every = every;
+    config.histogram_interval = absl::ZeroDuration();
+    auto bpf = OpenCapture(CaptureMode::kBpf, config);
+    ASSERT_TRUE(bpf.ok()) << bpf.status();
+    IoLoadOptions load;
+    load.path = "/var/tmp/spintune-capture-test.bin";
+    load.file_bytes = 8ull << 20;
+    load.sizes = {4096};
+    load.fsync_every = 0;
+    load.duration = absl::Milliseconds(500);
+    ASSERT_TRUE(RunIoLoad(load).ok());
+    CaptureOutput out;
+    ASSERT_TRUE((*bpf)->Take(&out, absl::Milliseconds(100)).ok());
+    const CaptureStats s = (*bpf)->stats();
+    ASSERT_GT(s.completions, 500u);
+    EXPECT_EQ(s.lost_events, 0u);
+    EXPECT_EQ(out.CompletionCount(), s.completions) << "every " << every;
+    if (every == 1) {
+      EXPECT_TRUE(out.histograms.empty());
+    } else {
+      EXPECT_NEAR(static_cast<double>(out.completions.size()),
+                  static_cast<double>(s.completions) / every, s.completions * 0.02 + 2);
+    }
+    for (const auto& c : out.completions) EXPECT_EQ(c.device, disk);
+  }
+}
+
 TEST(CaptureLiveTest, MissingTracepointsAreReportedByNameAndSkipped) {
   SKIP_UNLESS_LIVE();
   const std::string disk = DiskOf("/var/tmp/");
