@@ -82,6 +82,7 @@ int main(int argc, char** argv) {
       "  spintune-agent --list-boards\n"
       "  spintune-agent --probe\n"
       "  sudo spintune-agent --tuner 127.0.0.1:50051 --source tracefs:vda --sink none\n"
+      "  sudo spintune-agent --tuner 127.0.0.1:50051 --source tracefs:vda --capture raw\n"
       "  spintune-agent --source replay:trace.txt --platform board.json --block-dev 179:0=mmcblk0\n"
       "  spintune-agent --tuner 127.0.0.1:50051 --source sim:litex-rocket-50mhz-slowcard \\\n"
       "      --sink file:/tmp/spintune-{device}.bin --max-samples 20000\n"
@@ -108,6 +109,7 @@ int main(int argc, char** argv) {
   app.add_option("--capture", f.capture,
                  "tracefs: auto | bpf (in-kernel histograms) | raw (binary trace buffers) | "
                  "text (trace_pipe); auto takes the first this kernel allows")
+      ->check(CLI::IsMember({"auto", "bpf", "raw", "text"}))
       ->capture_default_str();
   app.add_option("--capture-samples", f.capture_samples,
                  "tracefs with bpf: send every Nth completion as an individual sample (for "
