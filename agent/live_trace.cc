@@ -114,6 +114,17 @@ std::string DiskOf(const std::string& path) {
   return slash != nullptr ? slash + 1 : target;
 }
 
+uint32_t DiskDevT(const std::string& disk) {
+  const std::string dev = ReadLine("/sys/block/" + disk + "/dev");  // "254:0"
+  const size_t colon = dev.find(':');
+  uint64_t major_num = 0, minor_num = 0;
+  if (colon == std::string::npos || !ParseNumber(dev.substr(0, colon), &major_num) ||
+      !ParseNumber(dev.substr(colon + 1), &minor_num)) {
+    return 0;
+  }
+  return static_cast<uint32_t>((major_num << 20) | minor_num);
+}
+
 absl::StatusOr<TracefsOptions> CaptureOptions(const std::set<std::string>& devices,
                                               const std::vector<EventPair>& pairs) {
   TracefsOptions t;
@@ -121,15 +132,7 @@ absl::StatusOr<TracefsOptions> CaptureOptions(const std::set<std::string>& devic
                 "sched/sched_waking"};
   std::vector<std::string> dev_filter;
   for (const auto& d : devices) {
-    const std::string dev = ReadLine("/sys/block/" + d + "/dev");  // "254:0"
-    const size_t colon = dev.find(':');
-    uint64_t major_num = 0, minor_num = 0;
-    if (colon == std::string::npos || !ParseNumber(dev.substr(0, colon), &major_num) ||
-        !ParseNumber(dev.substr(colon + 1), &minor_num)) {
-      continue;
-    }
-    // The block events' dev field is the kernel's dev_t: major << 20 | minor.
-    dev_filter.push_back(absl::StrCat("dev == ", (major_num << 20) | minor_num));
+    if (const uint32_t dev = DiskDevT(d); dev != 0) dev_filter.push_back(absl::StrCat("dev == ", dev));
   }
   if (!dev_filter.empty()) {
     for (const char* e : {"block/block_rq_issue", "block/block_rq_complete"}) t.required.push_back(e);

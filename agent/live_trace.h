@@ -108,6 +108,9 @@ std::string DeviceDriver(const std::string& device);
 std::string DeviceModel(const std::string& device);
 // The disk holding `path`'s file system ("vda" for "/" here); "" unknown.
 std::string DiskOf(const std::string& path);
+// The kernel's dev_t of block disk `disk` (major << 20 | minor, as the block
+// tracepoints record it); 0 when it is not a block disk here.
+uint32_t DiskDevT(const std::string& disk);
 
 }  // namespace spintune
 

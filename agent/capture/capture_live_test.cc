@@ -277,11 +277,13 @@ TEST(CaptureLiveTest, SampledCompletionsComeThroughTheRingBuffer) {
     load.duration = absl::Milliseconds(500);
     ASSERT_TRUE(RunIoLoad(load).ok());
     CaptureOutput out;
+    const CaptureStats before = (*bpf)->stats();  // other processes' I/O goes on meanwhile
     ASSERT_TRUE((*bpf)->Take(&out, absl::Milliseconds(100)).ok());
     const CaptureStats s = (*bpf)->stats();
     ASSERT_GT(s.completions, 500u);
     EXPECT_EQ(s.lost_events, 0u);
-    EXPECT_EQ(out.CompletionCount(), s.completions) << "every " << every;
+    EXPECT_GE(out.CompletionCount(), before.completions) << "every " << every;
+    EXPECT_LE(out.CompletionCount(), s.completions) << "every " << every;
     if (every == 1) {
       EXPECT_TRUE(out.histograms.empty());
     } else {

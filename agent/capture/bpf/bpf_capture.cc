@@ -10,7 +10,6 @@
 #include <cerrno>
 #include <cstdarg>
 #include <cstring>
-#include <fstream>
 #include <map>
 #include <mutex>
 #include <set>
@@ -25,6 +24,7 @@
 #include "absl/strings/strip.h"
 #include "agent/capture/bpf/capture_abi.h"
 #include "agent/capture/bpf/capture.skel.h"
+#include "agent/live_trace.h"
 #include "common/logging.h"
 #include "models/latency_histogram.h"
 
@@ -54,23 +54,13 @@ std::string TakeLibbpfLines() {
   return std::string(absl::StripTrailingAsciiWhitespace(s));
 }
 
-std::string ReadFirstLine(const std::string& path) {
-  std::ifstream in(path);
-  std::string line;
-  std::getline(in, line);
-  return std::string(absl::StripAsciiWhitespace(line));
-}
-
 // (kind, id) of a device name the program can measure.
 absl::StatusOr<stc_device_key> DeviceKey(const std::string& name) {
   stc_device_key k{};
-  const std::string dev = ReadFirstLine("/sys/block/" + name + "/dev");  // "254:0"
-  const size_t colon = dev.find(':');
-  uint32_t major = 0, minor = 0, a = 0, b = 0;
-  if (colon != std::string::npos && absl::SimpleAtoi(dev.substr(0, colon), &major) &&
-      absl::SimpleAtoi(dev.substr(colon + 1), &minor)) {
+  uint32_t a = 0, b = 0;
+  if (const uint32_t dev = DiskDevT(name); dev != 0) {
     k.kind = STC_DEV_BLOCK;
-    k.id = (major << 20) | minor;  // the kernel's dev_t
+    k.id = dev;
     return k;
   }
   absl::string_view n = name;
