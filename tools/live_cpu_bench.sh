@@ -107,11 +107,17 @@ for r in $(seq "$REPEAT"); do
     [ "$mode" = bpf ] && sysctl -qw kernel.bpf_stats_enabled=1 && read -r bt0 bc0 < <(bpf_prog_stats)
     read -r rps m a agent_cpu < <(run_load "$agent_pid")
     if [ "$mode" = bpf ]; then
+      # Kernel memory of the capture's maps (not in the agent's RSS).
+      map_kib=$( { bpftool -j prog show; echo; bpftool -j map show; } 2>/dev/null | python3 -c '
+import json, sys
+progs, maps = [json.loads(l) for l in sys.stdin.read().split("\n") if l.strip()]
+ids = {i for p in progs if p.get("name", "").startswith("stc_") for i in p.get("map_ids", [])}
+print(sum(m.get("bytes_memlock", 0) for m in maps if m["id"] in ids) // 1024)')
       read -r bt1 bc1 < <(bpf_prog_stats)
       sysctl -qw kernel.bpf_stats_enabled="$stats_was"
       requests=$(sed -n 's/.*: \([0-9]*\) reads, \([0-9]*\) writes.*/\1 \2/p' "$OUT/load.out" | awk '{print $1 + $2}')
-      bpf_lines+=("$(printf "bpf programs: %.0f ns and %.1f runs per request (%d requests, whole run)" \
-        "$(echo "($bt1 - $bt0) / $requests" | bc -l)" "$(echo "($bc1 - $bc0) / $requests" | bc -l)" "$requests")")
+      bpf_lines+=("$(printf "bpf programs: %.0f ns and %.1f runs per request (%d requests, whole run); maps %d KiB of kernel memory" \
+        "$(echo "($bt1 - $bt0) / $requests" | bc -l)" "$(echo "($bc1 - $bc0) / $requests" | bc -l)" "$requests" "$map_kib")")
     fi
     rss=$(awk '/VmHWM/ {printf "%.1f", $2 / 1024}' "/proc/$agent_pid/status")
     kill -INT "$agent_pid"; wait "$agent_pid" || true; agent_pid=

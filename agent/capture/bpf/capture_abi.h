@@ -44,8 +44,8 @@ struct stc_key {
 	__u32 bucket;
 };
 
+/* (The count is the sum of the key's buckets.) */
 struct stc_key_stats {
-	__u64 count;
 	__u64 sum_ns;
 	__u64 irq_path;
 	__u64 spin_path;
@@ -66,7 +66,6 @@ struct stc_dispatch_key {
 };
 
 struct stc_dispatch_stats {
-	__u64 count;
 	__u64 sum_ns;
 };
 

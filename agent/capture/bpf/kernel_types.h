@@ -69,8 +69,11 @@ struct irqaction {
 
 struct task_struct {
 	unsigned int __state;
+	unsigned int flags;
 	int pid;
 } __preserve;
+
+#define PF_KTHREAD 0x00200000
 
 /* Before 5.14 the task state was `long state`. */
 struct task_struct___old {
