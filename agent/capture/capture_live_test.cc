@@ -189,13 +189,12 @@ TEST(CaptureLiveTest, BpfRawAndTextAgreeWithEachOtherAndTheKernel) {
   // Running side by side skews them (the probe order above) by a near
   // constant that a capture running alone does not have: the test measures
   // it per key as the difference of the exact means and compares the
-  // medians without it, within one bucket. In the tail, the BPF programs'
-  // own running time varies from request to request (map updates, cache
-  // misses: up to ~2 µs here) and only raw and text carry it, so their p99
-  // are compared with each other within one bucket and with bpf's within
-  // one bucket or 3 µs. Text timestamps are rounded to whole microseconds
-  // (trace_pipe prints µs): every text wait is within 1 µs of the raw one,
-  // and so are its quantiles.
+  // medians without it, within one bucket. In the tail, the earlier probes'
+  // running time varies from request to request (map updates, cache misses
+  // on the request's fields: up to ~2 µs here), so the p99 are compared
+  // within one bucket or 3 µs. Text timestamps are rounded to whole
+  // microseconds (trace_pipe prints µs): every text wait is within 1 µs of
+  // the raw one, and so are its quantiles.
   const Window& bpf = windows["bpf"];
   int compared = 0;
   // Whether quantile `q` of `o` (minus `skew`) is that of `h`, give or take
@@ -240,7 +239,7 @@ TEST(CaptureLiveTest, BpfRawAndTextAgreeWithEachOtherAndTheKernel) {
         << "text vs bpf, " << where << " " << why;
     EXPECT_TRUE(same_quantile(raw, text, 0.5, skew["text"] - skew["raw"], 1000, &why))
         << "text vs raw, " << where << " " << why;
-    EXPECT_TRUE(same_quantile(raw, text, 0.99, skew["text"] - skew["raw"], 1000, &why))
+    EXPECT_TRUE(same_quantile(raw, text, 0.99, skew["text"] - skew["raw"], 4000, &why))
         << "text vs raw, " << where << " " << why;
     EXPECT_TRUE(same_quantile(h, raw, 0.99, skew["raw"], 3000, &why)) << "raw vs bpf, " << where << " " << why;
     std::cout << where << ": n " << h.total_count() << "/" << raw.total_count() << "/"
