@@ -64,6 +64,14 @@ absl::StatusOr<std::unique_ptr<TracefsSource>> TracefsSource::Open(std::set<std:
   return s;
 }
 
+TracefsSource::~TracefsSource() {
+  if (capture_ == nullptr) return;
+  const CaptureStats st = capture_->stats();
+  Logger().info("capture {}: {} completions, {} dispatches, {} unpaired ends, {} lost, {} dropped",
+                capture_->mode(), st.completions, st.dispatches, st.unpaired_ends, st.lost_events,
+                st.dropped + dropped_);
+}
+
 absl::StatusOr<size_t> TracefsSource::Fill(size_t max_completions, v1::SampleBatch* batch) {
   // Gather for up to 100 ms or until the batch is full: fewer, fuller
   // batches (each is one SQLite commit on the tuner). Histogram deltas come

@@ -36,6 +36,9 @@ class TracefsSource : public SampleSource {
                                                              CaptureMode mode = CaptureMode::kAuto,
                                                              uint32_t sample_every = 0);
 
+  // Logs what the capture counted (lost events, drops) on the way out.
+  ~TracefsSource() override;
+
   void Describe(v1::Hello* hello) const override { *hello = hello_; }
   // Waits up to 100 ms for a full batch.
   absl::StatusOr<size_t> Fill(size_t max_completions, v1::SampleBatch* batch) override;
