@@ -10,7 +10,8 @@ DEB_PACKAGES := cmake ninja-build g++ pkg-config \
   libeigen3-dev libsqlite3-dev libgtest-dev libgmock-dev libbenchmark-dev \
   libcli11-dev nlohmann-json3-dev libspdlog-dev liburing-dev clang libclang-rt-14-dev \
   openssl libssl-dev libmicrohttpd-dev curl chromium \
-  linux-headers-amd64 qemu-system-x86 busybox-static kmod cpio jq
+  linux-headers-amd64 qemu-system-x86 busybox-static kmod cpio jq \
+  libbpf-dev bpftool libtraceevent-dev libtracefs-dev
 
 .PHONY: all deps configure build demo demo-live test bench uring-ref vboard clean
 

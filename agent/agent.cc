@@ -19,6 +19,7 @@
 #include "common/version.h"
 #include "policy/policy_blob.h"
 #include "policy/policy_proto.h"
+#include "proto/sample_batch_util.h"
 #include "spintune/v1/spintune.grpc.pb.h"
 
 namespace spintune {
@@ -159,7 +160,7 @@ absl::StatusOr<bool> Agent::Impl::Produce() {
   v1::SampleBatch* batch = message.mutable_batch();
   auto got = source_->Fill(want, batch);
   if (!got.ok()) return got.status();
-  if (*got == 0 && batch->dispatches().handler_ns_size() == 0) {
+  if (*got == 0 && !HasMeasurements(*batch)) {
     if (source_->exhausted()) source_done_ = true;
     return false;
   }
@@ -181,7 +182,7 @@ absl::Status Agent::Impl::FastForward(uint64_t batches) {
     if (want == 0) break;
     auto got = source_->Fill(want, &skipped);
     if (!got.ok()) return got.status();
-    if (*got == 0 && skipped.dispatches().handler_ns_size() == 0) break;
+    if (*got == 0 && !HasMeasurements(skipped)) break;
     ++source_batches_;
     stats_.samples_generated += *got;
     stats_.samples_skipped += *got;
@@ -307,7 +308,7 @@ uint64_t Agent::Impl::Forget(uint64_t seq, bool spool) {
   for (size_t i = 0; i < pending_.size(); ++i) {
     if (pending_[i].seq != seq) continue;
     const v1::SampleBatch& b = pending_[i].message.batch();
-    samples = b.has_dropped() ? 0 : static_cast<uint64_t>(b.completions().wait_ns_size());
+    samples = b.has_dropped() ? 0 : CompletionSamples(b);
     pending_.erase(pending_.begin() + static_cast<std::ptrdiff_t>(i));
     if (i < sent_count_) --sent_count_;
     break;

@@ -12,6 +12,7 @@
 #include "common/file_util.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
+#include "proto/sample_batch_util.h"
 
 namespace spintune {
 
@@ -63,7 +64,7 @@ absl::StatusOr<std::unique_ptr<BatchSpool>> BatchSpool::Open(const std::string& 
     const bool placeholder = batch.has_dropped();
     s->index_[seq] = {bytes->size(),
                       placeholder ? batch.dropped().samples()
-                                  : static_cast<uint64_t>(batch.completions().wait_ns_size()),
+                                  : CompletionSamples(batch),
                       placeholder ? batch.dropped().last_seq() : seq, placeholder};
     s->bytes_ += bytes->size();
   }
@@ -108,7 +109,7 @@ absl::Status BatchSpool::Put(const v1::SampleBatch& batch) {
   const bool placeholder = batch.has_dropped();
   index_[batch.seq()] = {bytes.size(),
                          placeholder ? batch.dropped().samples()
-                                     : static_cast<uint64_t>(batch.completions().wait_ns_size()),
+                                     : CompletionSamples(batch),
                          placeholder ? batch.dropped().last_seq() : batch.seq(), placeholder};
   bytes_ += bytes.size();
   return absl::OkStatus();

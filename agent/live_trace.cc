@@ -114,6 +114,17 @@ std::string DiskOf(const std::string& path) {
   return slash != nullptr ? slash + 1 : target;
 }
 
+uint32_t DiskDevT(const std::string& disk) {
+  const std::string dev = ReadLine("/sys/block/" + disk + "/dev");  // "254:0"
+  const size_t colon = dev.find(':');
+  uint64_t major_num = 0, minor_num = 0;
+  if (colon == std::string::npos || !ParseNumber(dev.substr(0, colon), &major_num) ||
+      !ParseNumber(dev.substr(colon + 1), &minor_num)) {
+    return 0;
+  }
+  return static_cast<uint32_t>((major_num << 20) | minor_num);
+}
+
 absl::StatusOr<TracefsOptions> CaptureOptions(const std::set<std::string>& devices,
                                               const std::vector<EventPair>& pairs) {
   TracefsOptions t;
@@ -121,15 +132,7 @@ absl::StatusOr<TracefsOptions> CaptureOptions(const std::set<std::string>& devic
                 "sched/sched_waking"};
   std::vector<std::string> dev_filter;
   for (const auto& d : devices) {
-    const std::string dev = ReadLine("/sys/block/" + d + "/dev");  // "254:0"
-    const size_t colon = dev.find(':');
-    uint64_t major_num = 0, minor_num = 0;
-    if (colon == std::string::npos || !ParseNumber(dev.substr(0, colon), &major_num) ||
-        !ParseNumber(dev.substr(colon + 1), &minor_num)) {
-      continue;
-    }
-    // The block events' dev field is the kernel's dev_t: major << 20 | minor.
-    dev_filter.push_back(absl::StrCat("dev == ", (major_num << 20) | minor_num));
+    if (const uint32_t dev = DiskDevT(d); dev != 0) dev_filter.push_back(absl::StrCat("dev == ", dev));
   }
   if (!dev_filter.empty()) {
     for (const char* e : {"block/block_rq_issue", "block/block_rq_complete"}) t.required.push_back(e);
@@ -177,9 +180,10 @@ absl::StatusOr<TracefsOptions> CaptureOptions(const std::set<std::string>& devic
 }
 
 absl::StatusOr<std::unique_ptr<LiveTrace>> LiveTrace::Start(const std::set<std::string>& devices,
-                                                           CorrelatorOptions options) {
+                                                           CorrelatorOptions options, bool raw) {
   auto t = CaptureOptions(devices, options.pairs);
   if (!t.ok()) return t.status();
+  t->open_trace_pipe = !raw;
   std::unique_ptr<LiveTrace> live(new LiveTrace());
   live->devices_ = devices;
   auto instance = TracefsInstance::Open(*t);
@@ -187,6 +191,12 @@ absl::StatusOr<std::unique_ptr<LiveTrace>> LiveTrace::Start(const std::set<std::
   live->instance_ = std::move(*instance);
   Logger().info("tracing instance {}: events {}", live->instance_->path(),
                 absl::StrJoin(live->instance_->enabled_events(), ","));
+  if (raw) {
+    auto reader = RawEventReader::Open(live->instance_->root(), live->instance_->path(),
+                                       live->instance_->enabled_events());
+    if (!reader.ok()) return reader.status();
+    live->raw_ = std::move(*reader);
+  }
   if (!options.block_device_name) {
     auto cache = std::make_shared<std::map<std::pair<int, int>, std::string>>();
     options.block_device_name = [cache](int major_num, int minor_num) {
@@ -196,13 +206,14 @@ absl::StatusOr<std::unique_ptr<LiveTrace>> LiveTrace::Start(const std::set<std::
     };
   }
   live->correlator_ = std::make_unique<TraceCorrelator>(std::move(options));
-  live->reader_ = std::thread([p = live.get()] { p->ReadLoop(); });
+  live->reader_ = std::thread([p = live.get(), raw] { raw ? p->ReadRawLoop() : p->ReadLoop(); });
   return live;
 }
 
 LiveTrace::~LiveTrace() {
   stop_ = true;
   if (reader_.joinable()) reader_.join();
+  raw_.reset();       // closes its trace_pipe_raw files: the instance is busy while they are open
   instance_.reset();  // removes the tracing instance
 }
 
@@ -216,18 +227,40 @@ void LiveTrace::ReadLoop() {
     size_t total = 0;
     while (!stop_) {
       auto n = instance_->Read(buffer.data(), buffer.size(), wait);
-      if (!n.ok()) {
-        std::lock_guard<std::mutex> lock(mu_);
-        status_ = n.status();
-        cv_.notify_all();
-        return;
-      }
+      if (!n.ok()) return Fail(n.status());
       if (*n == 0) break;
       Consume(absl::string_view(buffer.data(), *n));
       total += *n;
       wait = absl::ZeroDuration();
     }
     if (total == 0) continue;
+    for (int i = 0; i < kGatherMs / 10 && !stop_; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+}
+
+void LiveTrace::Fail(absl::Status status) {
+  std::lock_guard<std::mutex> lock(mu_);
+  status_ = std::move(status);
+  cv_.notify_all();
+}
+
+void LiveTrace::ReadRawLoop() {
+  // The binary buffers do not wake a reader per event: poll every kGatherMs.
+  while (!stop_) {
+    LiveTraceStats delta;
+    const uint64_t lost_before = raw_->lost_events();
+    const uint64_t events_before = raw_->events();
+    auto n = raw_->Poll([&](const TraceRecord& r) {
+      if (!correlator_->Process(r)) ++delta.unparsed_lines;
+    });
+    if (!n.ok()) return Fail(n.status());
+    delta.bytes = *n;
+    delta.events = raw_->events() - events_before;
+    delta.lines = delta.events;
+    delta.lost_events = raw_->lost_events() - lost_before;
+    Publish(delta);
     for (int i = 0; i < kGatherMs / 10 && !stop_; ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
@@ -271,6 +304,10 @@ void LiveTrace::Consume(absl::string_view text) {
     }
     text.remove_prefix(nl + 1);
   }
+  Publish(delta);
+}
+
+void LiveTrace::Publish(LiveTraceStats delta) {
   auto& cs = correlator_->completions();
   auto& ds = correlator_->dispatches();
   std::lock_guard<std::mutex> lock(mu_);

@@ -1,8 +1,10 @@
 // LiveTrace: live capture from the running kernel. Owns a TracefsInstance
 // with the events the correlator needs, and a reader thread that streams
-// the instance's trace_pipe through ParseTraceLine and a TraceCorrelator
-// into bounded queues of completion and dispatch events for the devices it
-// was asked to measure. Shared by the tracefs source and the host probe.
+// the instance's events through a TraceCorrelator into bounded queues of
+// completion and dispatch events for the devices it was asked to measure:
+// either trace_pipe text through ParseTraceLine (the text capture), or the
+// binary per-CPU trace_pipe_raw pages through RawEventReader (the raw
+// capture). Shared by the captures (agent/capture/) and the host probe.
 //
 // Thread-safety: all public methods may be called from any thread.
 #ifndef SPINTUNE_AGENT_LIVE_TRACE_H_
@@ -20,6 +22,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "agent/capture/raw/raw_event_reader.h"
 #include "agent/trace/trace_correlator.h"
 #include "agent/tracefs_instance.h"
 
@@ -43,8 +46,10 @@ class LiveTrace {
   // `devices`: block disk names ("vda"), MMC hosts ("mmc0"), SPI devices
   // ("spi0.0") and --pairs names to measure. FailedPrecondition without
   // root/tracefs (TracefsInstance::Open).
+  // `raw`: read the binary per-CPU buffers instead of trace_pipe text.
   static absl::StatusOr<std::unique_ptr<LiveTrace>> Start(const std::set<std::string>& devices,
-                                                          CorrelatorOptions options);
+                                                          CorrelatorOptions options,
+                                                          bool raw = false);
   // Stops the reader and removes the tracing instance.
   ~LiveTrace();
 
@@ -66,11 +71,17 @@ class LiveTrace {
  private:
   LiveTrace() = default;
   void ReadLoop();
+  void ReadRawLoop();
+  // Parses and correlates trace_pipe text.
   void Consume(absl::string_view text);
+  // Queues what the correlator produced and adds `delta` to the stats.
+  void Publish(LiveTraceStats delta);
+  void Fail(absl::Status status);
 
   std::set<std::string> devices_;
   std::unique_ptr<TracefsInstance> instance_;
   std::unique_ptr<TraceCorrelator> correlator_;  // reader thread only
+  std::unique_ptr<RawEventReader> raw_;          // reader thread only (raw)
   std::string partial_;                          // reader thread only
   std::atomic<bool> stop_{false};
   std::thread reader_;
@@ -97,6 +108,9 @@ std::string DeviceDriver(const std::string& device);
 std::string DeviceModel(const std::string& device);
 // The disk holding `path`'s file system ("vda" for "/" here); "" unknown.
 std::string DiskOf(const std::string& path);
+// The kernel's dev_t of block disk `disk` (major << 20 | minor, as the block
+// tracepoints record it); 0 when it is not a block disk here.
+uint32_t DiskDevT(const std::string& disk);
 
 }  // namespace spintune
 

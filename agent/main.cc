@@ -33,6 +33,8 @@ struct Flags {
   std::string pairs;
   std::vector<std::string> irq;
   std::vector<std::string> block_dev;
+  std::string capture = "auto";
+  uint32_t capture_samples = 0;
   bool probe = false;
   uint64_t max_spin_ns = 0;
   std::string token_file;
@@ -80,6 +82,7 @@ int main(int argc, char** argv) {
       "  spintune-agent --list-boards\n"
       "  spintune-agent --probe\n"
       "  sudo spintune-agent --tuner 127.0.0.1:50051 --source tracefs:vda --sink none\n"
+      "  sudo spintune-agent --tuner 127.0.0.1:50051 --source tracefs:vda --capture raw\n"
       "  spintune-agent --source replay:trace.txt --platform board.json --block-dev 179:0=mmcblk0\n"
       "  spintune-agent --tuner 127.0.0.1:50051 --source sim:litex-rocket-50mhz-slowcard \\\n"
       "      --sink file:/tmp/spintune-{device}.bin --max-samples 20000\n"
@@ -104,6 +107,15 @@ int main(int argc, char** argv) {
   app.add_option("--irq", f.irq, "DEVICE=IRQNAME: whose IRQ line it is (repeatable)");
   app.add_option("--block-dev", f.block_dev,
                  "MAJOR:MINOR=NAME: name the block devices of a replayed trace (repeatable)");
+  app.add_option("--capture", f.capture,
+                 "tracefs: auto | bpf (in-kernel histograms) | raw (binary trace buffers) | "
+                 "text (trace_pipe); auto takes the first this kernel allows")
+      ->check(CLI::IsMember({"auto", "bpf", "raw", "text"}))
+      ->capture_default_str();
+  app.add_option("--capture-samples", f.capture_samples,
+                 "tracefs with bpf: send every Nth completion as an individual sample (for "
+                 "--record and exact replays; 1: all, 0: histograms only)")
+      ->capture_default_str();
   app.add_option("--max-spin-ns", f.max_spin_ns,
                  "Refuse pushed tables that busy-wait longer than this (0: no local limit)")
       ->capture_default_str();
@@ -198,6 +210,9 @@ int main(int argc, char** argv) {
   source_options.pairs = f.pairs;
   source_options.irq = f.irq;
   source_options.block_dev = f.block_dev;
+  source_options.capture = f.capture;
+  // --record needs individual samples: the bpf capture then sends them all.
+  source_options.capture_samples = !f.record.empty() && f.capture_samples == 0 ? 1 : f.capture_samples;
   auto source = spintune::MakeSampleSource(f.source, source_options);
   if (!source.ok()) {
     std::cerr << "spintune-agent: --source: " << source.status().message() << "\n";

@@ -28,6 +28,7 @@ absl::StatusOr<std::unique_ptr<SampleSource>> OpenTracefs(const std::string& dev
   if (!options.block_dev.empty()) {
     return absl::InvalidArgumentError("--block-dev is for replay: live capture names disks itself");
   }
+  SPINTUNE_ASSIGN_OR_RETURN(const CaptureMode mode, ParseCaptureMode(options.capture));
   SPINTUNE_ASSIGN_OR_RETURN(CorrelatorOptions correlator,
                             CorrelatorOptionsFromFlags(options.pairs, options.irq, {}));
   char host[256] = {0};
@@ -50,7 +51,8 @@ absl::StatusOr<std::unique_ptr<SampleSource>> OpenTracefs(const std::string& dev
   if (cpu.cpu_khz == 0) cpu.cpu_khz = HostCpuKhz();
   SPINTUNE_ASSIGN_OR_RETURN(auto source,
                             TracefsSource::Open(std::move(devices), cpu, irq_overhead_cpu_ns, board,
-                                                std::move(correlator)));
+                                                std::move(correlator), mode,
+                                                options.capture_samples));
   return std::unique_ptr<SampleSource>(std::move(source));
 }
 

@@ -42,6 +42,8 @@ struct SourceOptions {
   std::string pairs;           // replay:, tracefs: user-defined event pairs JSON
   std::vector<std::string> irq;  // DEVICE=IRQNAME
   std::vector<std::string> block_dev;  // replay: MAJOR:MINOR=NAME
+  std::string capture = "auto";  // tracefs: auto | bpf | raw | text
+  uint32_t capture_samples = 0;  // tracefs bpf: every Nth completion as a sample (0: none)
 };
 
 // "sim:BOARD", "csv:FILE", "replay:FILE" or "tracefs[:DEV,DEV]".

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <climits>
 #include <cstring>
@@ -76,8 +77,10 @@ int TracefsInstance::RemoveStaleInstances(const std::string& root, const std::st
   while (struct dirent* e = ::readdir(d)) {
     const std::string name = e->d_name;
     if (!absl::StartsWith(name, prefix + "-")) continue;
+    // PREFIX-PID, or PREFIX-PID-N for a process's further instances.
+    const std::string rest = name.substr(prefix.size() + 1);
     int pid = 0;
-    if (!absl::SimpleAtoi(name.substr(prefix.size() + 1), &pid) || pid <= 0) continue;
+    if (!absl::SimpleAtoi(rest.substr(0, rest.find('-')), &pid) || pid <= 0) continue;
     if (pid == ::getpid() || ::kill(pid, 0) == 0 || errno == EPERM) continue;  // alive
     if (::rmdir((dir + "/" + name).c_str()) == 0) {
       ++removed;
@@ -100,7 +103,11 @@ absl::StatusOr<std::unique_ptr<TracefsInstance>> TracefsInstance::Open(
   RemoveStaleInstances(*root, options.name_prefix);
   std::unique_ptr<TracefsInstance> t(new TracefsInstance());
   t->root_ = *root;
+  // One process may hold several (the captures side by side in a test).
+  static std::atomic<int> opened{0};
+  const int n = opened++;
   t->path_ = absl::StrCat(*root, "/instances/", options.name_prefix, "-", ::getpid());
+  if (n > 0) absl::StrAppend(&t->path_, "-", n);
   if (::mkdir(t->path_.c_str(), 0750) != 0) {
     const int saved = errno;
     t->path_.clear();  // not ours: the destructor must not remove it
@@ -138,9 +145,11 @@ absl::StatusOr<std::unique_ptr<TracefsInstance>> TracefsInstance::Open(
   for (const auto& e : options.events) {
     if (absl::Status st = enable(e, false); !st.ok()) return st;
   }
-  t->pipe_fd_ = ::open((t->path_ + "/trace_pipe").c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (t->pipe_fd_ < 0) {
-    return absl::UnavailableError(absl::StrCat(t->path_, "/trace_pipe: ", std::strerror(errno)));
+  if (options.open_trace_pipe) {
+    t->pipe_fd_ = ::open((t->path_ + "/trace_pipe").c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (t->pipe_fd_ < 0) {
+      return absl::UnavailableError(absl::StrCat(t->path_, "/trace_pipe: ", std::strerror(errno)));
+    }
   }
   s = WriteControl(t->path_ + "/tracing_on", "1");
   if (!s.ok()) return s;
@@ -162,6 +171,7 @@ TracefsInstance::~TracefsInstance() {
 }
 
 absl::StatusOr<size_t> TracefsInstance::Read(char* buffer, size_t size, absl::Duration timeout) {
+  if (pipe_fd_ < 0) return 0;
   struct pollfd p = {pipe_fd_, POLLIN, 0};
   const int ms = static_cast<int>(absl::ToInt64Milliseconds(timeout));
   const int r = ::poll(&p, 1, ms);

@@ -1,12 +1,13 @@
-// TracefsInstance: a private ftrace instance (instances/spintune-<pid>) with
+// TracefsInstance: a private ftrace instance (instances/spintune-<pid>, then
+// spintune-<pid>-<n> for a process's further instances) with
 // only the events the agent needs, and its trace_pipe. Never touches the
 // global buffer. Mounts tracefs at /sys/kernel/tracing when nothing is
 // mounted there; removes instances left by agents that died (kill -9) before
 // creating its own; removes its own in the destructor.
 //
-// Why trace_pipe text rather than libtracefs' binary per-CPU buffers: see
-// docs/trace-formats.md ("Live capture"); the measured cost at 10,000
-// requests/s is in docs/benchmarks.md.
+// The text path reads trace_pipe; the raw capture reads the per-CPU binary
+// buffers of the same instance (agent/capture/raw/raw_event_reader.h). Their
+// costs at 10,000 requests/s are in docs/benchmarks.md.
 //
 // Thread-safety: Open/destructor on one thread; Read may run on another
 // thread while the owner only keeps the object alive.
@@ -33,6 +34,9 @@ struct TracefsOptions {
   int buffer_size_kb = 4096;  // per CPU
   std::string clock = "mono";
   std::string name_prefix = "spintune";
+  // false: the reader uses the per-CPU trace_pipe_raw files instead (Read
+  // then returns nothing).
+  bool open_trace_pipe = true;
 };
 
 class TracefsInstance {
@@ -47,12 +51,13 @@ class TracefsInstance {
   absl::StatusOr<size_t> Read(char* buffer, size_t size, absl::Duration timeout);
 
   const std::string& path() const { return path_; }
+  const std::string& root() const { return root_; }
   const std::vector<std::string>& enabled_events() const { return enabled_; }
   const std::vector<std::string>& missing_events() const { return missing_; }
 
   // Where tracefs is mounted (mounting it when needed).
   static absl::StatusOr<std::string> MountPoint();
-  // Removes instances named PREFIX-PID whose process is gone; returns how many.
+  // Removes instances named PREFIX-PID[-N] whose process is gone; returns how many.
   static int RemoveStaleInstances(const std::string& root, const std::string& prefix);
 
  private:

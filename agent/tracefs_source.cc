@@ -4,7 +4,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "agent/capture/histogram_batch.h"
 #include "agent/host_probe.h"
+#include "agent/live_trace.h"
+#include "common/logging.h"
 #include "common/status_macros.h"
 #include "policy/policy_proto.h"
 
@@ -14,7 +17,9 @@ absl::StatusOr<std::unique_ptr<TracefsSource>> TracefsSource::Open(std::set<std:
                                                                    const CpuClassInfo& cpu,
                                                                    uint64_t irq_overhead_cpu_ns,
                                                                    const std::string& board,
-                                                                   CorrelatorOptions options) {
+                                                                   CorrelatorOptions options,
+                                                                   CaptureMode mode,
+                                                                   uint32_t sample_every) {
   const std::set<std::string> present = DiscoverDevices();
   std::set<std::string> pair_names;
   for (const auto& p : options.pairs) pair_names.insert(p.name);
@@ -44,21 +49,45 @@ absl::StatusOr<std::unique_ptr<TracefsSource>> TracefsSource::Open(std::set<std:
     DeviceToProto({d, DeviceDriver(d), DeviceModel(d), {}}, s->hello_.add_devices());
   }
   s->batcher_ = std::make_unique<TraceBatcher>(names);
-  SPINTUNE_ASSIGN_OR_RETURN(s->live_, LiveTrace::Start(devices, std::move(options)));
+  for (const auto& d : names) s->device_index_.emplace(d, static_cast<uint32_t>(s->device_index_.size()));
+  CaptureConfig config;
+  config.devices = std::move(devices);
+  config.correlator = std::move(options);
+  config.sample_every = sample_every;
+  SPINTUNE_ASSIGN_OR_RETURN(s->capture_, OpenCapture(mode, std::move(config)));
+  Logger().info("capture {}: measuring {}", s->capture_->mode(), absl::StrJoin(names, ","));
+  const CaptureStats st = s->capture_->stats();
+  if (!st.missing_tracepoints.empty()) {
+    Logger().info("capture {}: this kernel has no tracepoint {} (skipped)", s->capture_->mode(),
+                  absl::StrJoin(st.missing_tracepoints, ", "));
+  }
   return s;
+}
+
+TracefsSource::~TracefsSource() {
+  if (capture_ == nullptr) return;
+  const CaptureStats st = capture_->stats();
+  Logger().info("capture {}: {} completions, {} dispatches, {} unpaired ends, {} lost, {} dropped",
+                capture_->mode(), st.completions, st.dispatches, st.unpaired_ends, st.lost_events,
+                st.dropped + dropped_);
 }
 
 absl::StatusOr<size_t> TracefsSource::Fill(size_t max_completions, v1::SampleBatch* batch) {
   // Gather for up to 100 ms or until the batch is full: fewer, fuller
-  // batches (each is one SQLite commit on the tuner).
+  // batches (each is one SQLite commit on the tuner). Histogram deltas come
+  // once per interval and go out at once.
   const absl::Time deadline = absl::Now() + absl::Milliseconds(100);
-  while (completions_.size() < max_completions) {
+  while (pending_.completions.size() < max_completions && pending_.histograms.empty()) {
     const absl::Duration left = deadline - absl::Now();
     if (left <= absl::ZeroDuration()) break;
-    live_->Take(&completions_, &dispatches_, left);
+    SPINTUNE_RETURN_IF_ERROR(capture_->Take(&pending_, left));
   }
-  SPINTUNE_RETURN_IF_ERROR(live_->reader_status());
-  return batcher_->Drain(&completions_, &dispatches_, max_completions, batch);
+  size_t n = batcher_->Drain(&pending_.completions, &pending_.dispatches, max_completions, batch);
+  n += AppendHistograms(pending_.histograms, pending_.dispatch_histograms, device_index_, batch,
+                        &dropped_);
+  pending_.histograms.clear();
+  pending_.dispatch_histograms.clear();
+  return n;
 }
 
 }  // namespace spintune

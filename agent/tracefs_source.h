@@ -1,20 +1,22 @@
 // TracefsSource: live capture on this machine (`--source tracefs[:DEV,...]`).
-// A LiveTrace measures the named devices (default: every disk with hardware
-// behind it, MMC host and SPI device, see DiscoverDevices); Fill hands its
-// samples to the agent as they arrive. The hello describes this host: CPU
-// model, clock and kernel release, the devices' drivers and models, and the
-// platform costs given (from --platform or the host probe).
+// A Capture (agent/capture/capture.h: bpf, raw or text, `--capture`)
+// measures the named devices (default: every disk with hardware behind it,
+// MMC host and SPI device, see DiscoverDevices); Fill hands its samples to
+// the agent as they arrive: individual samples as columns, the BPF
+// capture's in-kernel histograms as histogram deltas. The hello describes
+// this host: CPU model, clock and kernel release, the devices' drivers and
+// models, and the platform costs given (from --platform or the host probe).
 //
-// Thread-safety: one thread calls Fill; the capture runs on LiveTrace's.
+// Thread-safety: one thread calls Fill; a capture may run its own thread.
 #ifndef SPINTUNE_AGENT_TRACEFS_SOURCE_H_
 #define SPINTUNE_AGENT_TRACEFS_SOURCE_H_
 
-#include <deque>
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
 
-#include "agent/live_trace.h"
+#include "agent/capture/capture.h"
 #include "agent/sample_source.h"
 #include "agent/trace/trace_batcher.h"
 #include "policy/policy_table.h"
@@ -30,7 +32,12 @@ class TracefsSource : public SampleSource {
                                                              const CpuClassInfo& cpu,
                                                              uint64_t irq_overhead_cpu_ns,
                                                              const std::string& board,
-                                                             CorrelatorOptions options);
+                                                             CorrelatorOptions options,
+                                                             CaptureMode mode = CaptureMode::kAuto,
+                                                             uint32_t sample_every = 0);
+
+  // Logs what the capture counted (lost events, drops) on the way out.
+  ~TracefsSource() override;
 
   void Describe(v1::Hello* hello) const override { *hello = hello_; }
   // Waits up to 100 ms for a full batch.
@@ -38,15 +45,17 @@ class TracefsSource : public SampleSource {
   bool exhausted() const override { return false; }
   bool live() const override { return true; }
 
-  LiveTraceStats stats() const { return live_->stats(); }
+  CaptureStats stats() const { return capture_->stats(); }
+  const char* capture_mode() const { return capture_->mode(); }
 
  private:
   TracefsSource() = default;
   v1::Hello hello_;
-  std::unique_ptr<LiveTrace> live_;
+  std::unique_ptr<Capture> capture_;
   std::unique_ptr<TraceBatcher> batcher_;
-  std::deque<CompletionEvent> completions_;
-  std::deque<DispatchEvent> dispatches_;
+  std::map<std::string, uint32_t> device_index_;
+  CaptureOutput pending_;
+  uint64_t dropped_ = 0;
 };
 
 }  // namespace spintune

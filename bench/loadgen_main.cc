@@ -3,10 +3,17 @@
 // tables); reports ingest throughput and batch ack latency.
 //
 //   spintune-loadgen --tuner 127.0.0.1:50051 --agents 200 --samples-per-agent 20000
+//
+// With --histograms each agent sends what an agent with the BPF capture
+// sends: one batch per interval carrying K keys of histogram deltas.
+//
+//   spintune-loadgen --tuner 127.0.0.1:50051 --agents 1000 --histograms --keys 64
 #include <unistd.h>
 
 #include <atomic>
+#include <cmath>
 #include <iostream>
+#include <random>
 #include <thread>
 #include <vector>
 
@@ -16,12 +23,63 @@
 #include "absl/time/clock.h"
 #include "agent/agent.h"
 #include "agent/board_model.h"
+#include "agent/capture/histogram_batch.h"
 #include "agent/policy_sink.h"
+#include "models/latency_histogram.h"
 #include "common/logging.h"
 #include "common/signal_waiter.h"
 #include "common/version.h"
 #include "nlohmann/json.hpp"
 #include "proto/channel_security.h"
+
+namespace {
+
+// A simulated board with in-kernel aggregation: every Fill is one interval
+// of `keys` keys (opcodes 0..keys-1 of the board's device), each with
+// `samples_per_key` log-normal completion times around a per-key median,
+// sent as histogram deltas.
+class HistogramSimSource : public spintune::SampleSource {
+ public:
+  HistogramSimSource(std::unique_ptr<spintune::SampleSource> sim, uint32_t keys,
+                     uint32_t samples_per_key, uint64_t seed)
+      : sim_(std::move(sim)), keys_(keys), samples_per_key_(samples_per_key), rng_(seed) {
+    sim_->Describe(&hello_);
+  }
+  void Describe(spintune::v1::Hello* hello) const override { *hello = hello_; }
+  absl::StatusOr<size_t> Fill(size_t, spintune::v1::SampleBatch* batch) override {
+    std::vector<spintune::KeyHistogramDelta> deltas;
+    for (uint32_t k = 0; k < keys_; ++k) {
+      std::lognormal_distribution<double> wait(std::log(20'000.0 * (1 + k % 7)), 0.5);
+      spintune::LatencyHistogram h;
+      spintune::KeyHistogramDelta d;
+      d.device = hello_.devices(0).name();
+      d.opcode = k;
+      d.size_class = 13;
+      for (uint32_t i = 0; i < samples_per_key_; ++i) {
+        const auto ns = static_cast<uint64_t>(wait(rng_));
+        h.Record(ns);
+        d.wait.sum_ns += ns;
+      }
+      d.wait.buckets = h.buckets();
+      d.wait.count = h.total_count();
+      d.irq_path = d.wait.count;
+      deltas.push_back(std::move(d));
+    }
+    uint64_t dropped = 0;
+    return spintune::AppendHistograms(deltas, {}, {{hello_.devices(0).name(), 0}}, batch,
+                                      &dropped);
+  }
+  bool exhausted() const override { return false; }
+
+ private:
+  std::unique_ptr<spintune::SampleSource> sim_;
+  spintune::v1::Hello hello_;
+  uint32_t keys_;
+  uint32_t samples_per_key_;
+  std::mt19937_64 rng_;
+};
+
+}  // namespace
 
 int main(int argc, char** argv) {
   spintune::BlockShutdownSignals();
@@ -34,6 +92,10 @@ int main(int argc, char** argv) {
   std::string token_file;
   double give_up_s = 30;
   spintune::ClientSecurity security;
+  bool histograms = false;
+  uint32_t keys = 64;
+  uint32_t samples_per_key = 100;
+  double interval_s = 1;
   CLI::App app{"spintune-loadgen: many simulated agents in one process against a tuner; "
                "measures ingest throughput and batch ack latency."};
   app.footer(
@@ -61,6 +123,19 @@ int main(int argc, char** argv) {
   app.add_option("--tls-ca", security.ca, "CA certificate of the tuner (TLS)");
   app.add_option("--give-up-after", give_up_s, "Seconds an agent waits for a tuner")
       ->capture_default_str();
+  app.add_flag("--histograms", histograms,
+               "Send histogram deltas (as the BPF capture does) instead of samples: one batch "
+               "of --keys keys per --interval");
+  app.add_option("--keys", keys, "--histograms: keys per batch")
+      ->check(CLI::Range(1, 4096))
+      ->capture_default_str();
+  app.add_option("--samples-per-key", samples_per_key,
+                 "--histograms: completions per key and interval")
+      ->check(CLI::Range(1, 1000000))
+      ->capture_default_str();
+  app.add_option("--interval", interval_s, "--histograms: seconds between an agent's batches")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -77,6 +152,10 @@ int main(int argc, char** argv) {
   for (int i = 0; i < agents; ++i) {
     const auto& board = boards[static_cast<size_t>(i) % boards.size()];
     auto source = spintune::MakeSampleSource("sim:" + board.name, static_cast<uint64_t>(i) + 1);
+    if (histograms && source.ok()) {
+      source = std::unique_ptr<spintune::SampleSource>(new HistogramSimSource(
+          std::move(*source), keys, samples_per_key, static_cast<uint64_t>(i) + 1));
+    }
     auto sink = spintune::MakePolicySink("none", {board.device_name});
     if (!source.ok() || !sink.ok()) {
       std::cerr << "spintune-loadgen: cannot build agent " << i << "\n";
@@ -90,6 +169,10 @@ int main(int argc, char** argv) {
     o.security = security;
     o.give_up_after = absl::Seconds(give_up_s);
     o.drain_timeout = absl::Seconds(60);
+    if (histograms) {
+      // One batch per interval, each agent starting at its own phase.
+      o.samples_per_second = static_cast<double>(keys) * samples_per_key / interval_s;
+    }
     fleet.push_back(
         std::make_unique<spintune::Agent>(o, std::move(*source), std::move(*sink)));
   }

@@ -34,13 +34,14 @@ class LiveAgent : public ::testing::Test {
         "poll_read_ns": 200, "timer_cpu_ns": 15000, "timer_wake_ns": 15000})";
   }
 
-  // An agent capturing the disk, with no tuner to reach (it keeps retrying).
-  // What it captures meanwhile goes to its spool, so a signal stops it
-  // promptly and with success even when the disk was busy.
+  // An agent capturing the disk through a tracing instance (the text
+  // capture; the bpf one has no instance), with no tuner to reach (it keeps
+  // retrying). What it captures meanwhile goes to its spool, so a signal
+  // stops it promptly and with success even when the disk was busy.
   pid_t StartAgent() {
     return testing::Spawn({SPINTUNE_AGENT_BIN, "--tuner", "127.0.0.1:1", "--source",
-                           "tracefs:" + disk_, "--platform", dir_.File("p.json"), "--state-dir",
-                           dir_.File("state")},
+                           "tracefs:" + disk_, "--capture", "text", "--platform",
+                           dir_.File("p.json"), "--state-dir", dir_.File("state")},
                           dir_.File("agent.out"), dir_.File("agent.err"));
   }
 

@@ -1,14 +1,30 @@
 #!/usr/bin/env bash
-# The live agent's own CPU use at a fixed rate of traced requests (root).
-# Runs the bundled load at RATE requests/s twice, without and with the agent
-# capturing the disk, and reports per run: requests/s achieved, the load
-# generator's CPU (the I/O issuers pay the tracepoints), and the agent's CPU
-# (user + system: the kernel formats trace_pipe text in the agent's read()).
-# Usage: tools/live_cpu_bench.sh [BUILD] [RATE] [SECONDS]
+# What live capture costs, per capture mode (root): the bundled O_DIRECT load
+# runs at RATE requests/s alone and with the agent capturing the disk
+# (--capture bpf, raw, text), alternating, REPEAT times each. Per run it reads
+# over the steady middle of the run:
+#  - the WHOLE MACHINE's busy CPU from /proc/stat (user + nice + system + irq
+#    + softirq of every CPU): with the agent minus alone is the capture's full
+#    cost, including BPF programs and trace events in the I/O issuers' and the
+#    IRQs' context, not just the agent process. Only meaningful on an
+#    otherwise idle machine (a saturated one shows ~100% per CPU either way);
+#  - the same restricted to what this I/O runs in: the load generator, the
+#    agent, the kernel's threads (kworkers, ksoftirqd, IRQ threads) and the
+#    irq + softirq time of /proc/stat. Other processes (a compiler next door)
+#    are left out, but contention still inflates what the load itself uses:
+#    on a busy machine it is a rough figure;
+#  - the agent process's own CPU (user + system, /proc/PID/stat);
+#  - bpf: the time the kernel ran the capture's BPF programs
+#    (kernel.bpf_stats_enabled, run_time_ns of the stc_* programs), exact
+#    whatever else runs, without the ~20-50 ns per call of the tracepoint
+#    itself;
+#  - the agent's peak resident memory (VmHWM).
 set -euo pipefail
 BUILD=${1:-build}
 RATE=${2:-10000}
 SECS=${3:-20}
+REPEAT=${4:-2}
+MODES=${5:-"bpf raw text"}
 OUT=$BUILD/live-cpu-bench
 HZ=$(getconf CLK_TCK)
 [ "$(id -u)" -eq 0 ] || { echo "live_cpu_bench: needs root"; exit 1; }
@@ -20,37 +36,117 @@ cat >"$OUT/platform.json" <<'JSON'
  "timer_cpu_ns": 15000, "timer_wake_ns": 15000}
 JSON
 
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
-# Runs the load; prints "achieved_rps load_cpu_percent".
+# Busy jiffies of the whole machine (the "cpu" line of /proc/stat).
+machine_ticks() { awk '/^cpu / {print $2 + $3 + $4 + $7 + $8}' /proc/stat; }
+# irq + softirq jiffies of the whole machine.
+irq_ticks() { awk '/^cpu / {print $7 + $8}' /proc/stat; }
+proc_ticks() { awk '{sub(/^.*\) /, ""); print $12 + $13}' "/proc/$1/stat"; }
+# user + system jiffies of every kernel thread (parent kthreadd, pid 2).
+kthread_ticks() {
+  cat /proc/[0-9]*/stat 2>/dev/null | awk '{sub(/^.*\) /, ""); if ($2 == 2) t += $12 + $13} END {print t + 0}'
+}
+now() { date +%s.%N; }
+
+# run_load [AGENT_PID]: runs the load; prints "requests_per_s machine_cpu attributed_cpu agent_cpu"
+# (CPU-seconds per second).
 run_load() {
+  local agent=${1:-}
   "$BUILD/agent/spintune-ioload" --file /var/tmp/spintune-cpu-bench.bin --duration "$SECS" \
     --threads 4 --sizes 4096 --write-share 0.2 --fsync-every 0 --rate "$RATE" \
     >"$OUT/load.out" 2>&1 &
   local pid=$!
-  sleep 2; local t0; t0=$(cpu_ticks "$pid"); local w0; w0=$(date +%s.%N)
-  sleep $((SECS - 4)); local t1; t1=$(cpu_ticks "$pid"); local w1; w1=$(date +%s.%N)
+  sleep 3
+  local m0 i0 k0 l0 a0=0 w0
+  m0=$(machine_ticks); i0=$(irq_ticks); k0=$(kthread_ticks); l0=$(proc_ticks "$pid"); w0=$(now)
+  [ -n "$agent" ] && a0=$(proc_ticks "$agent")
+  sleep $((SECS - 6))
+  local m1 i1 k1 l1 a1=0 w1
+  m1=$(machine_ticks); i1=$(irq_ticks); k1=$(kthread_ticks); l1=$(proc_ticks "$pid"); w1=$(now)
+  [ -n "$agent" ] && a1=$(proc_ticks "$agent")
   wait "$pid"
   local rps; rps=$(sed -n 's/.*(\([0-9]*\) requests\/s).*/\1/p' "$OUT/load.out")
-  echo "$rps $(echo "($t1 - $t0) / $HZ / ($w1 - $w0) * 100" | bc -l)"
+  local span; span=$(echo "$HZ * ($w1 - $w0)" | bc -l)
+  echo "$rps $(echo "($m1 - $m0) / $span" | bc -l)" \
+    "$(echo "($i1 - $i0 + $k1 - $k0 + $l1 - $l0 + $a1 - $a0) / $span" | bc -l)" \
+    "$(echo "($a1 - $a0) / $span" | bc -l)"
 }
 
-read -r base_rps base_cpu < <(run_load)
+# Total run time (ns) and runs of the capture's BPF programs so far.
+bpf_prog_stats() {
+  bpftool -j prog show 2>/dev/null | python3 -c '
+import json, sys
+t = c = 0
+for p in json.load(sys.stdin):
+    if p.get("name", "").startswith("stc_"):
+        t += p.get("run_time_ns", 0); c += p.get("run_cnt", 0)
+print(t, c)'
+}
+stats_was=$(sysctl -n kernel.bpf_stats_enabled 2>/dev/null || echo 0)
 
 start_tuner "$BUILD" "$OUT"
-trap 'kill $tuner_pid 2>/dev/null || true; kill ${agent_pid:-0} 2>/dev/null || true' EXIT
-"$BUILD/agent/spintune-agent" --tuner "$addr" --source "tracefs:$disk" --platform "$OUT/platform.json" \
-  --state-dir "" --batch-size 4096 >"$OUT/agent.log" 2>&1 &
-agent_pid=$!
-for _ in $(seq 100); do grep -q "session up" "$OUT/agent.log" && break; sleep 0.1; done
-a0=$(cpu_ticks "$agent_pid"); aw0=$(date +%s.%N)
-read -r traced_rps traced_cpu < <(run_load)
-a1=$(cpu_ticks "$agent_pid"); aw1=$(date +%s.%N)
-kill -INT "$agent_pid"; wait "$agent_pid" || true
-agent_cpu=$(echo "($a1 - $a0) / $HZ / ($aw1 - $aw0) * 100" | bc -l)
-samples=$(grep -o "done samples=[0-9]*" "$OUT/agent.log" | cut -d= -f2)
+agent_pid=
+trap 'kill $tuner_pid 2>/dev/null || true; [ -n "$agent_pid" ] && kill $agent_pid 2>/dev/null || true
+      sysctl -qw kernel.bpf_stats_enabled="$stats_was" 2>/dev/null || true' EXIT
+bpf_lines=()
 
-printf "live agent CPU at %s requests/s on %s (%s s per run, 4 threads of 4 KiB O_DIRECT I/O)\n" "$RATE" "$disk" "$SECS"
-printf "%-28s %14s %16s %18s\n" "run" "requests/s" "ioload CPU %" "agent CPU % (1 core)"
-printf "%-28s %14s %16.1f %18s\n" "load alone" "$base_rps" "$base_cpu" "-"
-printf "%-28s %14s %16.1f %18.1f\n" "load + live agent" "$traced_rps" "$traced_cpu" "$agent_cpu"
-printf "agent samples sent: %s\n" "$samples"
+printf "live capture cost at %s requests/s on %s (%s s runs, 4 threads of 4 KiB O_DIRECT I/O, %s x each)\n" \
+  "$RATE" "$disk" "$SECS" "$REPEAT"
+printf "%-5s %-5s %10s %14s %21s %13s %9s\n" "" "" "" "whole machine" "load+agent+kernel" "agent" ""
+printf "%-5s %-5s %10s %6s %7s %6s %7s %7s %5s %7s %7s\n" mode run "req/s" "CPU %" "+us/req" \
+  "CPU %" "+us/req" "CPU %" "us/req" "" "RSS MiB"
+for r in $(seq "$REPEAT"); do
+  for mode in $MODES; do
+    read -r base_rps base_m base_a _ < <(run_load)
+    "$BUILD/agent/spintune-agent" --tuner "$addr" --source "tracefs:$disk" --capture "$mode" \
+      --platform "$OUT/platform.json" --state-dir "" --spool-dir "" --batch-size 4096 \
+      >"$OUT/agent-$mode.log" 2>&1 &
+    agent_pid=$!
+    for _ in $(seq 100); do grep -q "session up" "$OUT/agent-$mode.log" && break; sleep 0.1; done
+    grep -q "capture $mode: measuring" "$OUT/agent-$mode.log" ||
+      { echo "the agent did not start capturing with $mode:"; cat "$OUT/agent-$mode.log"; exit 1; }
+    [ "$mode" = bpf ] && sysctl -qw kernel.bpf_stats_enabled=1 && read -r bt0 bc0 < <(bpf_prog_stats)
+    read -r rps m a agent_cpu < <(run_load "$agent_pid")
+    if [ "$mode" = bpf ]; then
+      # Kernel memory of the capture's maps (not in the agent's RSS).
+      map_kib=$( { bpftool -j prog show; echo; bpftool -j map show; } 2>/dev/null | python3 -c '
+import json, sys
+progs, maps = [json.loads(l) for l in sys.stdin.read().split("\n") if l.strip()]
+ids = {i for p in progs if p.get("name", "").startswith("stc_") for i in p.get("map_ids", [])}
+print(sum(m.get("bytes_memlock", 0) for m in maps if m["id"] in ids) // 1024)')
+      read -r bt1 bc1 < <(bpf_prog_stats)
+      sysctl -qw kernel.bpf_stats_enabled="$stats_was"
+      requests=$(sed -n 's/.*: \([0-9]*\) reads, \([0-9]*\) writes.*/\1 \2/p' "$OUT/load.out" | awk '{print $1 + $2}')
+      bpf_lines+=("$(printf "bpf programs: %.0f ns and %.1f runs per request (%d requests, whole run); maps %d KiB of kernel memory" \
+        "$(echo "($bt1 - $bt0) / $requests" | bc -l)" "$(echo "($bc1 - $bc0) / $requests" | bc -l)" "$requests" "$map_kib")")
+    fi
+    rss=$(awk '/VmHWM/ {printf "%.1f", $2 / 1024}' "/proc/$agent_pid/status")
+    kill -INT "$agent_pid"; wait "$agent_pid" || true; agent_pid=
+    printf "%-5s %-5s %10s %6.1f %7s %6.1f %7s %7s %5s %7s %7s\n" "$mode" alone "$base_rps" \
+      "$(echo "$base_m * 100" | bc -l)" - "$(echo "$base_a * 100" | bc -l)" - - "" - -
+    # Extra CPU per traced request, and the agent's own.
+    printf "%-5s %-5s %10s %6.1f %7.2f %6.1f %7.2f %7.1f %5.2f %7s %7s\n" "$mode" "+cap" "$rps" \
+      "$(echo "$m * 100" | bc -l)" "$(echo "($m - $base_m) / $rps * 1000000" | bc -l)" \
+      "$(echo "$a * 100" | bc -l)" "$(echo "($a - $base_a) / $rps * 1000000" | bc -l)" \
+      "$(echo "$agent_cpu * 100" | bc -l)" "$(echo "$agent_cpu / $rps * 1000000" | bc -l)" "" "$rss"
+  done
+done
+for l in "${bpf_lines[@]}"; do echo "$l"; done
+echo "(CPU % is of one core, summed over the machine's $(nproc) CPUs; +us/req: with the agent"
+echo " minus alone, per traced request)"
+
+# Installed size: the agent binary (stripped) and the shared libraries it
+# loads. One binary serves every mode, so all of them are needed to start it;
+# the libraries only one mode uses are listed apart.
+strip -o "$OUT/spintune-agent.stripped" "$BUILD/agent/spintune-agent"
+bpf_obj=$(stat -c %s "$BUILD/agent/capture/bpf/capture.bpf.o" 2>/dev/null || echo 0)
+libs=$(ldd "$BUILD/agent/spintune-agent" | awk '/=> \// {print $3}' | xargs -r readlink -f | sort -u)
+lib_size() { [ -n "$1" ] && du -cb $1 | tail -1 | cut -f1 || echo 0; }
+bpf_libs=$(echo "$libs" | grep -E 'libbpf|libelf' || true)
+raw_libs=$(echo "$libs" | grep -E 'libtracefs|libtraceevent' || true)
+printf "\nagent footprint: binary %.1f MiB stripped (BPF object %.0f KiB inside), %d shared libraries %.1f MiB\n" \
+  "$(echo "$(stat -c %s "$OUT/spintune-agent.stripped") / 1048576" | bc -l)" \
+  "$(echo "$bpf_obj / 1024" | bc -l)" "$(echo "$libs" | wc -l)" \
+  "$(echo "$(lib_size "$libs") / 1048576" | bc -l)"
+printf "  used by bpf only: %s (%.0f KiB); by raw only: %s (%.0f KiB)\n" \
+  "$(echo $bpf_libs | xargs -rn1 basename | tr '\n' ' ')" "$(echo "$(lib_size "$bpf_libs") / 1024" | bc -l)" \
+  "$(echo $raw_libs | xargs -rn1 basename | tr '\n' ' ')" "$(echo "$(lib_size "$raw_libs") / 1024" | bc -l)"

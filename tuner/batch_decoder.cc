@@ -39,6 +39,47 @@ absl::Status CheckName(const std::string& name, absl::string_view field, size_t 
   return absl::OkStatus();
 }
 
+// Adds a checked HistogramDelta to `into`; returns its count.
+absl::StatusOr<uint64_t> AddHistogramDelta(const v1::HistogramDelta& h, const std::string& field,
+                                           LatencyHistogram* into) {
+  const int n = h.bucket_index_size();
+  if (h.bucket_count_size() != n) return Invalid(field, "bucket_index and bucket_count differ in length");
+  if (n > LatencyHistogram::kBucketCount) return Invalid(field, "more buckets than the layout has");
+  uint64_t index = 0;
+  uint64_t count = 0;
+  unsigned __int128 low_ns = 0, high_ns = 0;  // bounds of the sum the buckets allow
+  for (int i = 0; i < n; ++i) {
+    const uint64_t step = h.bucket_index(i);
+    if (i > 0 && step == 0) {
+      return Invalid(absl::StrCat(field, ".bucket_index[", i, "]"), "indexes must increase");
+    }
+    index += step;
+    if (index >= static_cast<uint64_t>(LatencyHistogram::kBucketCount)) {
+      return Invalid(absl::StrCat(field, ".bucket_index[", i, "]"), "beyond the last bucket");
+    }
+    const uint64_t c = h.bucket_count(i);
+    if (c == 0 || c > kMaxHistogramCount) {
+      return Invalid(absl::StrCat(field, ".bucket_count[", i, "]"),
+                     absl::StrCat("must be 1..", kMaxHistogramCount));
+    }
+    count += c;
+    const int b = static_cast<int>(index);
+    low_ns += static_cast<unsigned __int128>(LatencyHistogram::BucketLowerNs(b)) * c;
+    high_ns += static_cast<unsigned __int128>(LatencyHistogram::BucketUpperNs(b)) * c;
+  }
+  if (count != h.count()) return Invalid(field + ".count", "differs from the sum of bucket_count");
+  if (count > kMaxHistogramCount) return Invalid(field + ".count", "too many samples");
+  if (h.sum_ns() < low_ns || h.sum_ns() > high_ns) {
+    return Invalid(field + ".sum_ns", "outside what the buckets allow");
+  }
+  index = 0;
+  for (int i = 0; i < n; ++i) {
+    index += h.bucket_index(i);
+    into->AddToBucket(static_cast<int>(index), h.bucket_count(i));
+  }
+  return count;
+}
+
 }  // namespace
 
 absl::StatusOr<TargetRecord> DecodeHello(const v1::Hello& hello) {
@@ -164,8 +205,42 @@ absl::StatusOr<BatchDelta> DecodeBatch(const v1::SampleBatch& batch, const v1::H
     if (irq) ++e.irq_path;
     if (spin) ++e.spin_path;
   }
-  for (auto& [k, e] : keys) delta.keys.push_back(std::move(e));
   delta.completion_samples = static_cast<uint64_t>(n);
+
+  if (batch.histograms_size() > kMaxHistogramsPerBatch) {
+    return Invalid("histograms", absl::StrCat("more than ", kMaxHistogramsPerBatch, " keys"));
+  }
+  for (int i = 0; i < batch.histograms_size(); ++i) {
+    const v1::KeyHistogram& h = batch.histograms(i);
+    const std::string field = absl::StrCat("histograms[", i, "]");
+    if (h.device_index() >= static_cast<uint32_t>(devices)) {
+      return Invalid(field + ".device_index", "no such device");
+    }
+    if (h.cpu_class_index() >= static_cast<uint32_t>(classes)) {
+      return Invalid(field + ".cpu_class_index", "no such cpu class");
+    }
+    if (h.opcode() == 0xFFFFFFFFu) return Invalid(field + ".opcode", "0xFFFFFFFF is reserved");
+    if (h.size_class() > 64) return Invalid(field + ".size_class", "above 64");
+    const KeyTuple k{h.device_index(), h.cpu_class_index(), h.opcode(), h.size_class()};
+    KeyEvidence& e = keys[k];
+    if (e.key.device.empty()) {
+      e.key = {hello.target().cpu_classes(h.cpu_class_index()).name(),
+               hello.devices(h.device_index()).name(), h.opcode(), h.size_class()};
+    }
+    SPINTUNE_ASSIGN_OR_RETURN(const uint64_t count,
+                              AddHistogramDelta(h.wait(), field + ".wait", &e.histogram));
+    if (h.irq_path() + h.spin_path() > count || h.errors() > count ||
+        h.irq_timeouts() > h.irq_path() || h.spin_timeouts() > h.spin_path()) {
+      return Invalid(field, "path, error or timeout counts exceed the samples");
+    }
+    e.irq_path += h.irq_path();
+    e.spin_path += h.spin_path();
+    e.errors += h.errors();
+    e.irq_timeouts += h.irq_timeouts();
+    e.spin_timeouts += h.spin_timeouts();
+    delta.completion_samples += count;
+  }
+  for (auto& [k, e] : keys) delta.keys.push_back(std::move(e));
 
   const auto& d = batch.dispatches();
   const int m = d.handler_ns_size();
@@ -192,8 +267,31 @@ absl::StatusOr<BatchDelta> DecodeBatch(const v1::SampleBatch& batch, const v1::H
     r.handler.Record(d.handler_ns(i));
     if (d.wake_ns(i) > 0) r.wake.Record(d.wake_ns(i));  // 0: not measured
   }
-  for (auto& [k, r] : dispatch) delta.dispatch.push_back(std::move(r));
   delta.dispatch_samples = static_cast<uint64_t>(m);
+  if (batch.dispatch_histograms_size() > kMaxCpuClasses * kMaxDevices) {
+    return Invalid("dispatch_histograms", "more entries than CPU classes x devices");
+  }
+  for (int i = 0; i < batch.dispatch_histograms_size(); ++i) {
+    const v1::DispatchHistogram& h = batch.dispatch_histograms(i);
+    const std::string field = absl::StrCat("dispatch_histograms[", i, "]");
+    if (h.cpu_class_index() >= static_cast<uint32_t>(classes)) {
+      return Invalid(field + ".cpu_class_index", "no such cpu class");
+    }
+    if (h.device_index() >= static_cast<uint32_t>(devices)) {
+      return Invalid(field + ".device_index", "no such device");
+    }
+    DispatchRecord& r = dispatch[{h.cpu_class_index(), h.device_index()}];
+    if (r.device.empty()) {
+      r.cpu_class = hello.target().cpu_classes(h.cpu_class_index()).name();
+      r.device = hello.devices(h.device_index()).name();
+    }
+    SPINTUNE_ASSIGN_OR_RETURN(const uint64_t handlers,
+                              AddHistogramDelta(h.handler(), field + ".handler", &r.handler));
+    // A wake is measured after its handler: an interval may end between them.
+    SPINTUNE_RETURN_IF_ERROR(AddHistogramDelta(h.wake(), field + ".wake", &r.wake).status());
+    delta.dispatch_samples += handlers;
+  }
+  for (auto& [k, r] : dispatch) delta.dispatch.push_back(std::move(r));
   return delta;
 }
 

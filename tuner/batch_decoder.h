@@ -17,12 +17,15 @@ inline constexpr int kMaxCpuClasses = 64;
 inline constexpr int kMaxDevices = 64;
 inline constexpr int kMaxCompletionsPerBatch = 65536;  // the agent's --batch-size limit
 inline constexpr size_t kMaxNameBytes = 256;
+inline constexpr int kMaxHistogramsPerBatch = 4096;  // keys with a histogram delta
+inline constexpr uint64_t kMaxHistogramCount = uint64_t{1} << 40;  // samples in one delta
 
 // Checks a Hello and converts it into a TargetRecord.
 absl::StatusOr<TargetRecord> DecodeHello(const v1::Hello& hello);
 
 // Checks `batch` against the session's `hello` and aggregates it into
-// per-key and per-dispatch histograms.
+// per-key and per-dispatch histograms: its sample columns and its histogram
+// deltas (a key present in both is one KeyEvidence).
 absl::StatusOr<BatchDelta> DecodeBatch(const v1::SampleBatch& batch, const v1::Hello& hello);
 
 }  // namespace spintune

@@ -5,6 +5,7 @@
 #include "common/logging.h"
 #include "common/printable.h"
 #include "common/status_macros.h"
+#include "proto/sample_batch_util.h"
 #include "policy/policy_json.h"
 #include "policy/policy_proto.h"
 #include "tuner/batch_decoder.h"
@@ -30,7 +31,7 @@ constexpr size_t kMaxAppliedErrorBytes = 1024;
 // a sane range and at most a full batch of samples per batch.
 absl::Status CheckPlaceholder(const v1::SampleBatch& batch) {
   const auto& d = batch.dropped();
-  if (batch.completions().wait_ns_size() > 0 || batch.dispatches().handler_ns_size() > 0) {
+  if (HasMeasurements(batch)) {
     return absl::InvalidArgumentError("dropped: a placeholder carries no samples");
   }
   if (d.last_seq() < batch.seq() || d.last_seq() - batch.seq() >= (uint64_t{1} << 32)) {
@@ -302,7 +303,7 @@ void TunerCore::OnBatch(std::shared_ptr<SessionHandle> session, const v1::Hello&
   TunerJob job;
   job.session = std::move(session);
   job.bytes = bytes;
-  job.samples = static_cast<uint64_t>(batch.completions().wait_ns_size());
+  job.samples = CompletionSamples(batch);
   job.fingerprint = FingerprintOf(batch);
   if (!batch.has_dropped()) {
     // Decoded here, on the receiving thread: the worker only stores. The
@@ -310,6 +311,8 @@ void TunerCore::OnBatch(std::shared_ptr<SessionHandle> session, const v1::Hello&
     job.delta = DecodeBatch(batch, hello);
     batch.clear_completions();
     batch.clear_dispatches();
+    batch.clear_histograms();
+    batch.clear_dispatch_histograms();
     if (job.delta.ok()) job.bytes = std::min(bytes, DeltaBytes(*job.delta));
   }
   job.batch = std::move(batch);

@@ -1,0 +1,477 @@
+#include "agent/capture/bpf/bpf_capture.h"
+
+#include <bpf/bpf.h>
+#include <bpf/btf.h>
+#include <bpf/libbpf.h>
+#include <dirent.h>
+#include <time.h>
+#include <linux/types.h>
+
+#include <cerrno>
+#include <cstdarg>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
+#include "agent/capture/bpf/capture_abi.h"
+#include "agent/capture/bpf/capture.skel.h"
+#include "agent/live_trace.h"
+#include "common/logging.h"
+#include "models/latency_histogram.h"
+
+namespace spintune {
+namespace {
+
+// The last lines libbpf printed, for the error message of a failed load.
+std::mutex log_mu;
+std::string last_libbpf_lines;
+
+int LibbpfPrint(enum libbpf_print_level level, const char* format, va_list args) {
+  char line[1024];
+  vsnprintf(line, sizeof(line), format, args);
+  std::string text = std::string(absl::StripTrailingAsciiWhitespace(line));
+  if (level == LIBBPF_DEBUG) return 0;
+  Logger().debug("libbpf: {}", text);
+  std::lock_guard<std::mutex> lock(log_mu);
+  last_libbpf_lines += text + "\n";
+  if (last_libbpf_lines.size() > 4096) last_libbpf_lines.erase(0, last_libbpf_lines.size() - 4096);
+  return 0;
+}
+
+std::string TakeLibbpfLines() {
+  std::lock_guard<std::mutex> lock(log_mu);
+  std::string s;
+  s.swap(last_libbpf_lines);
+  return std::string(absl::StripTrailingAsciiWhitespace(s));
+}
+
+// (kind, id) of a device name the program can measure.
+absl::StatusOr<stc_device_key> DeviceKey(const std::string& name) {
+  stc_device_key k{};
+  uint32_t a = 0, b = 0;
+  if (const uint32_t dev = DiskDevT(name); dev != 0) {
+    k.kind = STC_DEV_BLOCK;
+    k.id = dev;
+    return k;
+  }
+  absl::string_view n = name;
+  if (absl::ConsumePrefix(&n, "mmc") && absl::SimpleAtoi(n, &a)) {
+    k.kind = STC_DEV_MMC;
+    k.id = a;
+    return k;
+  }
+  n = name;
+  const size_t dot = n.find('.');
+  if (absl::ConsumePrefix(&n, "spi") && dot != absl::string_view::npos &&
+      absl::SimpleAtoi(n.substr(0, dot - 3), &a) && absl::SimpleAtoi(n.substr(dot - 2), &b)) {
+    k.kind = STC_DEV_SPI;
+    k.id = (a << 16) | b;
+    return k;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("bpf capture: cannot measure '", name, "' (not a disk, MMC host or SPI device)"));
+}
+
+BucketCounts ToBucketCounts(const std::map<uint32_t, uint64_t>& deltas) {
+  BucketCounts b;
+  for (const auto& [index, n] : deltas) {
+    if (n == 0) continue;
+    b.buckets.emplace_back(static_cast<int>(index), n);
+    b.count += n;
+  }
+  return b;
+}
+
+// Clamps a reported sum into what the reported buckets allow (a map read
+// races with the program: a sample may be in the sum but not yet in its
+// bucket); the rest is reported with the next delta.
+uint64_t ClampSum(const BucketCounts& b, uint64_t sum_ns) {
+  unsigned __int128 low = 0, high = 0;
+  for (const auto& [index, n] : b.buckets) {
+    low += static_cast<unsigned __int128>(LatencyHistogram::BucketLowerNs(index)) * n;
+    high += static_cast<unsigned __int128>(LatencyHistogram::BucketUpperNs(index)) * n;
+  }
+  if (sum_ns < low) return static_cast<uint64_t>(low);
+  if (sum_ns > high) return static_cast<uint64_t>(high);
+  return sum_ns;
+}
+
+class BpfCapture : public Capture {
+ public:
+  ~BpfCapture() override {
+    if (ring_ != nullptr) ring_buffer__free(ring_);
+    if (skel_ != nullptr) spintune_capture__destroy(skel_);  // detaches everything
+  }
+
+  const char* mode() const override { return "bpf"; }
+  absl::Status Take(CaptureOutput* out, absl::Duration timeout) override;
+  CaptureStats stats() const override;
+
+  static absl::StatusOr<std::unique_ptr<Capture>> Open(const CaptureConfig& options);
+
+ private:
+  BpfCapture() = default;
+  static int OnSample(void* ctx, void* data, size_t size);
+  void ReadHistograms(CaptureOutput* out);
+  template <typename Value>
+  void ReadMap(bpf_map* map, const std::function<void(const void* key, const Value& sum)>& each);
+
+  spintune_capture* skel_ = nullptr;
+  ring_buffer* ring_ = nullptr;
+  int ncpus_ = 1;
+  std::vector<std::string> device_names_;
+  std::vector<std::string> missing_;
+  absl::Duration interval_;
+  absl::Time next_read_;
+  CaptureOutput* sink_ = nullptr;  // Take's output while the ring is polled
+  // What was reported so far, per map key (and bucket): deltas are taken
+  // against it.
+  std::map<std::tuple<uint32_t, uint32_t, uint32_t, uint32_t, uint32_t>, uint64_t> reported_buckets_;
+  std::map<std::tuple<uint32_t, uint32_t, uint32_t, uint32_t>, stc_key_stats> reported_stats_;
+  std::map<std::tuple<uint32_t, uint32_t, uint32_t, uint32_t>, uint64_t> reported_dispatch_buckets_;
+  std::map<std::tuple<uint32_t, uint32_t, uint32_t>, stc_dispatch_stats> reported_dispatch_stats_;
+  uint64_t ring_samples_ = 0;
+};
+
+template <typename Value>
+void BpfCapture::ReadMap(bpf_map* map,
+                         const std::function<void(const void* key, const Value& sum)>& each) {
+  // In batches of up to 512 entries: one bpf() call each instead of two per
+  // entry (the maps hold a few hundred buckets per key).
+  const int fd = bpf_map__fd(map);
+  const size_t key_size = bpf_map__key_size(map);
+  const size_t cpus = static_cast<size_t>(ncpus_);
+  constexpr uint32_t kBatch = 512;
+  std::vector<unsigned char> keys(key_size * kBatch);
+  std::vector<Value> values(cpus * kBatch);
+  uint32_t cursor = 0;
+  bool first = true;
+  while (true) {
+    uint32_t n = kBatch;
+    const int err = bpf_map_lookup_batch(fd, first ? nullptr : &cursor, &cursor, keys.data(),
+                                         values.data(), &n, nullptr);
+    first = false;
+    if (err != 0 && errno != ENOENT) {
+      Logger().warn("bpf capture: reading {}: {}", bpf_map__name(map), std::strerror(errno));
+      return;
+    }
+    for (uint32_t i = 0; i < n; ++i) {
+      Value sum{};
+      for (size_t c = 0; c < cpus; ++c) {
+        const auto* src = reinterpret_cast<const uint64_t*>(&values[i * cpus + c]);
+        auto* dst = reinterpret_cast<uint64_t*>(&sum);
+        for (size_t w = 0; w < sizeof(Value) / sizeof(uint64_t); ++w) dst[w] += src[w];
+      }
+      each(keys.data() + i * key_size, sum);
+    }
+    if (err != 0) return;  // ENOENT: that was the last batch
+  }
+}
+
+void BpfCapture::ReadHistograms(CaptureOutput* out) {
+  // Buckets first: a sample counted in a bucket is in the stats by the time
+  // they are read, so path counters are rarely ahead of the bucket counts.
+  std::map<std::tuple<uint32_t, uint32_t, uint32_t, uint32_t>, std::map<uint32_t, uint64_t>> keys;
+  ReadMap<uint64_t>(skel_->maps.key_buckets, [&](const void* raw, const uint64_t& total) {
+    const auto* k = static_cast<const stc_key*>(raw);
+    uint64_t& seen = reported_buckets_[{k->device, k->opcode, k->size_class, k->cpu_class, k->bucket}];
+    if (total > seen) {
+      keys[{k->device, k->opcode, k->size_class, k->cpu_class}][k->bucket] = total - seen;
+      seen = total;
+    }
+  });
+  std::map<std::tuple<uint32_t, uint32_t, uint32_t, uint32_t>, stc_key_stats> stats;
+  ReadMap<stc_key_stats>(skel_->maps.key_stats, [&](const void* raw, const stc_key_stats& total) {
+    const auto* k = static_cast<const stc_key*>(raw);
+    stats[{k->device, k->opcode, k->size_class, k->cpu_class}] = total;
+  });
+  for (auto& [key, buckets] : keys) {
+    const auto [device, opcode, size_class, cpu_class] = key;
+    if (device >= device_names_.size()) continue;
+    KeyHistogramDelta d;
+    d.device = device_names_[device];
+    d.opcode = opcode;
+    d.size_class = size_class;
+    d.cpu_class = cpu_class;
+    d.wait = ToBucketCounts(buckets);
+    stc_key_stats& seen = reported_stats_[key];
+    const stc_key_stats& now = stats[key];
+    auto take = [&](uint64_t now_v, __u64* seen_v, uint64_t cap) -> uint64_t {
+      const uint64_t v = std::min<uint64_t>(now_v > *seen_v ? now_v - *seen_v : 0, cap);
+      *seen_v += v;
+      return v;
+    };
+    d.wait.sum_ns = ClampSum(d.wait, now.sum_ns - seen.sum_ns);
+    seen.sum_ns += d.wait.sum_ns;
+    d.irq_path = take(now.irq_path, &seen.irq_path, d.wait.count);
+    d.spin_path = take(now.spin_path, &seen.spin_path, d.wait.count - d.irq_path);
+    d.errors = take(now.errors, &seen.errors, d.wait.count);
+    out->histograms.push_back(std::move(d));
+  }
+
+  std::map<std::tuple<uint32_t, uint32_t, uint32_t>, std::map<uint32_t, uint64_t>> dkeys;
+  ReadMap<uint64_t>(skel_->maps.dispatch_buckets, [&](const void* raw, const uint64_t& total) {
+    const auto* k = static_cast<const stc_dispatch_key*>(raw);
+    uint64_t& seen = reported_dispatch_buckets_[{k->device, k->cpu_class, k->kind, k->bucket}];
+    if (total > seen) {
+      dkeys[{k->device, k->cpu_class, k->kind}][k->bucket] = total - seen;
+      seen = total;
+    }
+  });
+  std::map<std::tuple<uint32_t, uint32_t, uint32_t>, stc_dispatch_stats> dstats;
+  ReadMap<stc_dispatch_stats>(skel_->maps.dispatch_stats,
+                              [&](const void* raw, const stc_dispatch_stats& total) {
+                                const auto* k = static_cast<const stc_dispatch_key*>(raw);
+                                dstats[{k->device, k->cpu_class, k->kind}] = total;
+                              });
+  std::map<std::pair<uint32_t, uint32_t>, DispatchHistogramDelta> dispatch;
+  for (auto& [key, buckets] : dkeys) {
+    const auto [device, cpu_class, kind] = key;
+    if (device >= device_names_.size()) continue;
+    DispatchHistogramDelta& d = dispatch[{device, cpu_class}];
+    d.device = device_names_[device];
+    d.cpu_class = cpu_class;
+    BucketCounts& b = kind == STC_DISPATCH_WAKE ? d.wake : d.handler;
+    b = ToBucketCounts(buckets);
+    stc_dispatch_stats& seen = reported_dispatch_stats_[key];
+    b.sum_ns = ClampSum(b, dstats[key].sum_ns - seen.sum_ns);
+    seen.sum_ns += b.sum_ns;
+  }
+  for (auto& [key, d] : dispatch) out->dispatch_histograms.push_back(std::move(d));
+}
+
+int BpfCapture::OnSample(void* ctx, void* data, size_t size) {
+  auto* self = static_cast<BpfCapture*>(ctx);
+  if (size < sizeof(stc_sample) || self->sink_ == nullptr) return 0;
+  stc_sample s;
+  std::memcpy(&s, data, sizeof(s));
+  if (s.device >= self->device_names_.size()) return 0;
+  CompletionEvent c;
+  c.device = self->device_names_[s.device];
+  c.opcode = s.opcode;
+  c.bytes = s.bytes;
+  c.wait_ns = s.wait_ns;
+  c.path = s.path == STC_PATH_IRQ ? TracePath::kIrq
+           : s.path == STC_PATH_SPIN ? TracePath::kSpin
+                                     : TracePath::kUnknown;
+  c.error = s.error != 0;
+  c.cpu = s.cpu;
+  c.end_ns = s.end_ns;
+  self->sink_->completions.push_back(std::move(c));
+  ++self->ring_samples_;
+  return 0;
+}
+
+absl::Status BpfCapture::Take(CaptureOutput* out, absl::Duration timeout) {
+  const absl::Time now = absl::Now();
+  const absl::Time until = std::min(now + timeout, next_read_);
+  if (ring_ != nullptr) {
+    sink_ = out;
+    // Rounded up: a poll of 0 ms would spin until `until`.
+    const int ms = static_cast<int>(
+        std::max<int64_t>(0, absl::ToInt64Milliseconds(absl::Ceil(until - now, absl::Milliseconds(1)))));
+    const int n = ring_buffer__poll(ring_, ms);
+    sink_ = nullptr;
+    if (n < 0 && n != -EINTR) {
+      return absl::UnavailableError(absl::StrCat("bpf ring buffer: ", std::strerror(-n)));
+    }
+  } else if (until > now) {
+    std::this_thread::sleep_for(absl::ToChronoNanoseconds(until - now));
+  }
+  if (absl::Now() >= next_read_) {
+    ReadHistograms(out);
+    next_read_ = absl::Now() + interval_;
+  }
+  return absl::OkStatus();
+}
+
+CaptureStats BpfCapture::stats() const {
+  std::vector<uint64_t> values(static_cast<size_t>(ncpus_));
+  uint64_t c[STC_COUNTER_COUNT] = {0};
+  for (uint32_t i = 0; i < STC_COUNTER_COUNT; ++i) {
+    if (bpf_map_lookup_elem(bpf_map__fd(skel_->maps.counters), &i, values.data()) != 0) continue;
+    for (uint64_t v : values) c[i] += v;
+  }
+  // A program the kernel did not run because it was already running on
+  // that CPU (an interrupt in the middle of it) missed an event.
+  uint64_t misses = 0;
+  bpf_program* prog;
+  bpf_object__for_each_program(prog, skel_->obj) {
+    // stc_rq_complete_nested runs what stc_rq_complete missed.
+    if (bpf_program__fd(prog) < 0 || prog == skel_->progs.stc_rq_complete) continue;
+    bpf_prog_info info;
+    std::memset(&info, 0, sizeof(info));
+    uint32_t len = sizeof(info);
+    if (bpf_obj_get_info_by_fd(bpf_program__fd(prog), &info, &len) == 0) {
+      misses += info.recursion_misses;
+    }
+  }
+  CaptureStats s;
+  s.completions = c[STC_COMPLETIONS];
+  s.dispatches = c[STC_DISPATCHES];
+  s.lost_events = c[STC_RING_LOST] + misses;
+  s.unpaired_ends = c[STC_UNPAIRED_ENDS];
+  s.dropped = c[STC_MAP_FULL];
+  s.missing_tracepoints = missing_;
+  timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);  // the counters are current
+  s.last_event_ns = static_cast<uint64_t>(now.tv_sec) * 1'000'000'000ull +
+                    static_cast<uint64_t>(now.tv_nsec);
+  return s;
+}
+
+absl::StatusOr<std::unique_ptr<Capture>> BpfCapture::Open(const CaptureConfig& options) {
+  if (!options.correlator.pairs.empty()) {
+    return absl::FailedPreconditionError(
+        "bpf capture cannot follow --pairs events (vendor tracepoints); use --capture raw");
+  }
+  std::vector<stc_device_key> keys;
+  std::unique_ptr<BpfCapture> c(new BpfCapture());
+  for (const auto& d : options.devices) {
+    auto k = DeviceKey(d);
+    if (!k.ok()) return k.status();
+    keys.push_back(*k);
+    c->device_names_.push_back(d);
+  }
+  if (keys.empty() || keys.size() > STC_MAX_DEVICES) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("bpf capture measures 1..", STC_MAX_DEVICES, " devices"));
+  }
+  libbpf_set_print(LibbpfPrint);
+  TakeLibbpfLines();
+  c->skel_ = spintune_capture__open();
+  if (c->skel_ == nullptr) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("bpf capture: cannot open the program: ", TakeLibbpfLines()));
+  }
+  spintune_capture* s = c->skel_;
+  s->rodata->irq_window_ns = options.correlator.irq_window_ns;
+  s->rodata->wake_window_ns = options.correlator.wake_window_ns;
+  s->rodata->sample_every = options.sample_every;
+  s->rodata->have_declared_irqs = !options.correlator.irq_device.empty();
+  c->ncpus_ = libbpf_num_possible_cpus();
+  if (c->ncpus_ <= 0) return absl::FailedPreconditionError("bpf capture: cannot count the CPUs");
+  bpf_map__set_max_entries(s->maps.cpu_class, static_cast<uint32_t>(c->ncpus_));
+  bpf_map__set_max_entries(s->maps.irq_last, static_cast<uint32_t>(c->ncpus_));
+  if (options.sample_every == 0) bpf_map__set_max_entries(s->maps.samples, 4096);
+
+  bool mmc = false, spi = false;
+  for (const auto& k : keys) {
+    mmc |= k.kind == STC_DEV_MMC;
+    spi |= k.kind == STC_DEV_SPI;
+  }
+  const struct {
+    bpf_program* prog;
+    const char* system;
+    const char* event;
+    bool wanted;
+  } programs[] = {
+      {s->progs.stc_rq_issue, "block", "block_rq_issue", true},
+      {s->progs.stc_rq_complete, "block", "block_rq_complete", true},
+      {s->progs.stc_rq_complete_nested, "block", "block_rq_complete", true},
+      {s->progs.stc_rq_requeue, "block", "block_rq_requeue", true},
+      {s->progs.stc_irq_entry, "irq", "irq_handler_entry", true},
+      {s->progs.stc_irq_exit, "irq", "irq_handler_exit", true},
+      {s->progs.stc_softirq_entry, "irq", "softirq_entry", true},
+      {s->progs.stc_softirq_exit, "irq", "softirq_exit", true},
+      {s->progs.stc_waking, "sched", "sched_waking", true},
+      {s->progs.stc_switch, "sched", "sched_switch", true},
+      {s->progs.stc_mmc_start, "mmc", "mmc_request_start", mmc},
+      {s->progs.stc_mmc_done, "mmc", "mmc_request_done", mmc},
+      {s->progs.stc_spi_xfer_start, "spi", "spi_transfer_start", spi},
+      {s->progs.stc_spi_xfer_stop, "spi", "spi_transfer_stop", spi},
+      {s->progs.stc_spi_msg_start, "spi", "spi_message_start", spi},
+      {s->progs.stc_spi_msg_done, "spi", "spi_message_done", spi},
+  };
+  std::set<std::string> events;
+  for (const auto& p : programs) events.insert(p.event);
+  const std::set<std::string> absent = MissingBtfTracepoints(events);
+  for (const auto& p : programs) {
+    const bool present = absent.count(p.event) == 0;
+    const std::string name = absl::StrCat(p.system, ":", p.event);
+    if (!present && (c->missing_.empty() || c->missing_.back() != name)) c->missing_.push_back(name);
+    bpf_program__set_autoload(p.prog, present && p.wanted);
+  }
+  if (int err = spintune_capture__load(s); err != 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "bpf capture: loading the program failed (", std::strerror(-err), "): ", TakeLibbpfLines()));
+  }
+  for (size_t i = 0; i < keys.size(); ++i) {
+    const uint32_t index = static_cast<uint32_t>(i);
+    if (bpf_map_update_elem(bpf_map__fd(s->maps.devices), &keys[i], &index, BPF_ANY) != 0) {
+      return absl::InternalError(absl::StrCat("bpf capture: devices map: ", std::strerror(errno)));
+    }
+  }
+  std::map<std::string, uint32_t> index_of;
+  for (size_t i = 0; i < c->device_names_.size(); ++i) index_of[c->device_names_[i]] = static_cast<uint32_t>(i);
+  for (const auto& [irq_name, device] : options.correlator.irq_device) {
+    auto it = index_of.find(device);
+    if (it == index_of.end()) continue;
+    char name[STC_IRQ_NAME_LEN] = {0};
+    std::strncpy(name, irq_name.c_str(), sizeof(name) - 1);
+    const uint32_t dev1 = it->second + 1;
+    bpf_map_update_elem(bpf_map__fd(s->maps.irq_declared), name, &dev1, BPF_ANY);
+  }
+  if (int err = spintune_capture__attach(s); err != 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "bpf capture: attaching failed (", std::strerror(-err), "): ", TakeLibbpfLines()));
+  }
+  if (options.sample_every > 0) {
+    c->ring_ = ring_buffer__new(bpf_map__fd(s->maps.samples), &BpfCapture::OnSample, c.get(), nullptr);
+    if (c->ring_ == nullptr) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("bpf capture: ring buffer: ", std::strerror(errno)));
+    }
+  }
+  c->interval_ = options.histogram_interval;
+  c->next_read_ = absl::Now() + c->interval_;
+  return std::unique_ptr<Capture>(std::move(c));
+}
+
+}  // namespace
+
+bool BpfCaptureBuilt() { return true; }
+
+std::set<std::string> MissingBtfTracepoints(const std::set<std::string>& events) {
+  std::set<std::string> missing = events;
+  btf* vmlinux = btf__load_vmlinux_btf();
+  if (vmlinux == nullptr) return missing;
+  auto look = [&missing](const btf* b) {
+    for (auto it = missing.begin(); it != missing.end();) {
+      const std::string type = "btf_trace_" + *it;
+      it = btf__find_by_name_kind(b, type.c_str(), BTF_KIND_TYPEDEF) > 0 ? missing.erase(it)
+                                                                         : std::next(it);
+    }
+  };
+  look(vmlinux);
+  // Tracepoints of modules (mmc_core, spi) are in the modules' BTF.
+  if (DIR* d = missing.empty() ? nullptr : ::opendir("/sys/kernel/btf")) {
+    while (struct dirent* e = ::readdir(d)) {
+      const std::string name = e->d_name;
+      if (name == "." || name == ".." || name == "vmlinux") continue;
+      btf* mod = btf__parse_split(("/sys/kernel/btf/" + name).c_str(), vmlinux);
+      if (mod == nullptr) continue;
+      look(mod);
+      btf__free(mod);
+      if (missing.empty()) break;
+    }
+    ::closedir(d);
+  }
+  btf__free(vmlinux);
+  return missing;
+}
+
+absl::StatusOr<std::unique_ptr<Capture>> OpenBpfCapture(const CaptureConfig& options) {
+  return BpfCapture::Open(options);
+}
+
+}  // namespace spintune

@@ -1,0 +1,830 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * spintune's in-kernel capture: pairs command starts with their completions
+ * at the tracepoints the text correlator uses (agent/trace/trace_correlator.h)
+ * and adds each completion time to a per-CPU histogram of its key (device,
+ * opcode, size class, CPU class) in the bucket layout of
+ * models/latency_histogram.h; IRQ handler and wake times go to per-CPU
+ * dispatch histograms. User space (bpf_capture.cc) reads the maps once per
+ * interval and ships the deltas.
+ *
+ * The wait path follows docs/traces.md: a completion in interrupt context
+ * (hard IRQ or softirq on a CPU within irq_window_ns of its last
+ * irq_handler_entry, or in the threaded handler irq/N-name) went through the
+ * IRQ path and ends at that irq_handler_entry; one in the issuer's own
+ * process context was polled ("spin"); anything else is unknown. The wake
+ * latency runs from the IRQ entry to the sched_switch into the issuer, when
+ * the issuer was asleep at the completion and was woken after the IRQ.
+ *
+ * The histogram maps are preallocated (on this kernel a third cheaper per
+ * completion than allocating on first use).
+ *
+ * Bounded: pending starts live in an LRU hash; nothing is pinned, every
+ * attachment is a link owned by the loader's file descriptors. The
+ * tracepoints' arguments are read directly (BTF pointers); only pointers
+ * kept across events (the issuing task) go through bpf_probe_read.
+ */
+#include "agent/capture/bpf/kernel_types.h"
+
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+
+#include "agent/capture/bpf/capture_abi.h"
+#include "agent/capture/bpf/histogram_bits.h"
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+/* Set by the loader before load. */
+const volatile __u64 irq_window_ns = 2000000;	/* completion at most this after its IRQ */
+const volatile __u64 wake_window_ns = 20000000;	/* waiter running at most this after the IRQ */
+const volatile __u32 sample_every = 0;		/* 0: no ring samples; N: every Nth completion per CPU */
+const volatile bool have_declared_irqs = false;	/* irq_declared holds --irq names */
+
+/* Pending starts. */
+enum stc_start_kind {
+	STC_START_RQ = 1,
+	STC_START_MMC = 2,
+	STC_START_MMC_CQE = 3,
+	STC_START_SPI_XFER = 4,
+	STC_START_SPI_MSG = 5,
+};
+
+struct start_key {
+	__u64 id;	/* request, mmc_request, transfer or message pointer; host << 32 | tag */
+	__u32 kind;
+	__u32 pad;
+};
+
+struct start {
+	__u64 ts_ns;
+	__u64 bytes;
+	__u64 task;	/* the issuing task_struct, read (never trusted) at completion */
+	__u32 pid;
+	__u32 device;
+	__u32 opcode;
+	__s32 cpu;
+};
+
+/* The last irq_handler_entry of one CPU, and its interrupt context. */
+struct irq_state {
+	__u64 entry_ns;
+	__u64 exit_ns;
+	__u64 action;
+	__s32 irq;
+	__u32 device;		/* index + 1 of a device whose completion it delivered */
+	__u32 declared;		/* index + 1 from --irq, 0 when not declared */
+	__u32 waiter;		/* pid of the issuer it woke (0: none) */
+	__u8 valid;
+	__u8 exited;
+	__u8 dispatched;	/* its handler time was recorded */
+	__u8 pad;
+	__s32 softirq_depth;
+};
+
+struct waiter {
+	__u64 irq_entry_ns;
+	__u32 device;
+	__u16 cpu_class;
+	__u8 woken;
+	__u8 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, STC_MAX_DEVICES);
+	__type(key, struct stc_device_key);
+	__type(value, __u32);
+} devices SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);	/* the loader sets the number of possible CPUs */
+	__type(key, __u32);
+	__type(value, __u32);
+} cpu_class SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 8192);	/* requests in flight */
+	__type(key, struct start_key);
+	__type(value, struct start);
+} pending SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);	/* possible CPUs */
+	__type(key, __u32);
+	__type(value, struct irq_state);
+} irq_last SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, STC_MAX_IRQS);
+	__type(key, __u32);
+	__type(value, __u32);	/* CPU of the IRQ's last occurrence */
+} irq_cpu SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u64);	/* struct irqaction *: one per handler of a shared line */
+	__type(value, __u32);	/* device index + 1 */
+} irq_learned SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, STC_MAX_DEVICES);
+	__type(key, char[STC_IRQ_NAME_LEN]);
+	__type(value, __u32);	/* device index + 1 */
+} irq_declared SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);	/* pid */
+	__type(value, struct waiter);
+} waiters SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(max_entries, 32768);	/* (key, bucket) pairs: some 50 keys of many octaves */
+	__type(key, struct stc_key);
+	__type(value, __u64);
+} key_buckets SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct stc_key);
+	__type(value, struct stc_key_stats);
+} key_stats SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct stc_dispatch_key);
+	__type(value, __u64);
+} dispatch_buckets SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(max_entries, 1024);
+	__type(key, struct stc_dispatch_key);
+	__type(value, struct stc_dispatch_stats);
+} dispatch_stats SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, STC_COUNTER_COUNT);
+	__type(key, __u32);
+	__type(value, __u64);
+} counters SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} sample_tick SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 1 << 20);	/* the loader sets 4 KiB when sampling is off */
+} samples SEC(".maps");
+
+static __always_inline void count(__u32 counter)
+{
+	__u64 *v = bpf_map_lookup_elem(&counters, &counter);
+
+	if (v)
+		__sync_fetch_and_add(v, 1);	/* a program in IRQ context may interrupt another */
+}
+
+static __always_inline __u16 class_of(__u32 cpu)
+{
+	__u32 *c = bpf_map_lookup_elem(&cpu_class, &cpu);
+
+	return c ? (__u16)*c : 0;
+}
+
+static __always_inline int device_index(__u32 kind, __u32 id, __u32 *index)
+{
+	struct stc_device_key k = { .kind = kind, .id = id };
+	__u32 *v = bpf_map_lookup_elem(&devices, &k);
+
+	if (!v)
+		return -1;
+	*index = *v;
+	return 0;
+}
+
+/* Adds one to a per-CPU counter map entry, creating it when new. */
+static __always_inline void add_bucket(void *map, const void *key)
+{
+	__u64 one = 1, *v = bpf_map_lookup_elem(map, key);
+
+	if (v) {
+		__sync_fetch_and_add(v, 1);
+		return;
+	}
+	if (bpf_map_update_elem(map, key, &one, BPF_NOEXIST) != 0) {
+		v = bpf_map_lookup_elem(map, key);	/* created meanwhile */
+		if (v)
+			__sync_fetch_and_add(v, 1);
+		else
+			count(STC_MAP_FULL);
+	}
+}
+
+static __always_inline void record_dispatch(__u32 device, __u16 cls, __u16 kind, __u64 ns)
+{
+	struct stc_dispatch_key k = {
+		.device = device, .cpu_class = cls, .kind = kind, .bucket = stc_bucket_index(ns),
+	};
+	struct stc_dispatch_stats *s, init = { .sum_ns = ns };
+
+	add_bucket(&dispatch_buckets, &k);
+	k.bucket = 0;
+	s = bpf_map_lookup_elem(&dispatch_stats, &k);
+	if (s)
+		__sync_fetch_and_add(&s->sum_ns, ns);
+	else if (bpf_map_update_elem(&dispatch_stats, &k, &init, BPF_NOEXIST) != 0) {
+		count(STC_MAP_FULL);
+	}
+	count(kind == STC_DISPATCH_HANDLER ? STC_DISPATCHES : STC_WAKES);
+}
+
+static __always_inline void record_completion(const struct start *s, __u64 wait_ns, __u8 path,
+					      bool error, __u64 now)
+{
+	struct stc_key k = {
+		.device = s->device,
+		.opcode = s->opcode,
+		.size_class = (__u16)stc_size_class(s->bytes),
+		.cpu_class = class_of((__u32)s->cpu),
+	};
+	struct stc_key_stats *st;
+	__u32 zero = 0;
+
+	count(STC_COMPLETIONS);
+	if (sample_every) {
+		__u64 *tick = bpf_map_lookup_elem(&sample_tick, &zero);
+
+		if (tick && ++*tick >= sample_every) {
+			struct stc_sample smp = {
+				.wait_ns = wait_ns, .bytes = s->bytes, .end_ns = now,
+				.device = s->device, .opcode = s->opcode, .cpu_class = k.cpu_class,
+				.path = path, .error = error, .cpu = s->cpu,
+			};
+
+			*tick = 0;
+			/* A sampled completion goes to user space instead of the histogram. */
+			if (bpf_ringbuf_output(&samples, &smp, sizeof(smp), 0) == 0)
+				return;
+			count(STC_RING_LOST);
+		}
+	}
+	k.bucket = stc_bucket_index(wait_ns);
+	add_bucket(&key_buckets, &k);
+	k.bucket = 0;
+	st = bpf_map_lookup_elem(&key_stats, &k);
+	if (!st) {
+		struct stc_key_stats init = {};
+
+		/* Fails when another program created it meanwhile: either way, look again. */
+		bpf_map_update_elem(&key_stats, &k, &init, BPF_NOEXIST);
+		st = bpf_map_lookup_elem(&key_stats, &k);
+		if (!st) {
+			count(STC_MAP_FULL);
+			return;
+		}
+	}
+	__sync_fetch_and_add(&st->sum_ns, wait_ns);
+	if (path == STC_PATH_IRQ)
+		__sync_fetch_and_add(&st->irq_path, 1);
+	else if (path == STC_PATH_SPIN)
+		__sync_fetch_and_add(&st->spin_path, 1);
+	if (error)
+		__sync_fetch_and_add(&st->errors, 1);
+}
+
+/* The IRQ number of a threaded handler task ("irq/36-virtio1-r"), else -1. */
+static __always_inline int threaded_irq(void)
+{
+	struct task_struct *t = bpf_get_current_task_btf();
+	char comm[16];
+	int irq = 0, i;
+
+	if (!(t->flags & PF_KTHREAD))	/* IRQ threads are kernel threads */
+		return -1;
+	if (bpf_get_current_comm(comm, sizeof(comm)) != 0)
+		return -1;
+	if (comm[0] != 'i' || comm[1] != 'r' || comm[2] != 'q' || comm[3] != '/')
+		return -1;
+#pragma unroll
+	for (i = 4; i < 11; i++) {
+		char c = comm[i];
+
+		if (c == '-')
+			return i > 4 ? irq : -1;
+		if (c < '0' || c > '9')
+			return -1;
+		irq = irq * 10 + (c - '0');
+	}
+	return -1;
+}
+
+/* The issuer is asleep (switched out waiting, not running or runnable). */
+static __always_inline bool task_asleep(__u64 task)
+{
+	struct task_struct *t = (struct task_struct *)task;
+	long state;
+
+	if (!t)
+		return false;
+	if (bpf_core_field_exists(t->__state)) {
+		state = BPF_CORE_READ(t, __state);
+	} else {
+		struct task_struct___old *o = (void *)t;
+
+		state = BPF_CORE_READ(o, state);
+	}
+	return (state & 3) != 0;	/* TASK_INTERRUPTIBLE | TASK_UNINTERRUPTIBLE */
+}
+
+/* `ts_ns` is read first thing in the program: the lookups before it are not the device's time. */
+static __always_inline void start_request(__u64 ts_ns, __u32 kind, __u64 id, __u32 device,
+					  __u32 opcode, __u64 bytes, __u64 flags)
+{
+	struct start_key k = { .id = id, .kind = kind };
+	struct start s = {
+		.ts_ns = ts_ns,
+		.bytes = bytes,
+		.task = bpf_get_current_task(),
+		.pid = (__u32)bpf_get_current_pid_tgid(),
+		.device = device,
+		.opcode = opcode,
+		.cpu = (__s32)bpf_get_smp_processor_id(),
+	};
+
+	if (bpf_map_update_elem(&pending, &k, &s, flags) != 0 && flags == BPF_NOEXIST)
+		count(STC_RETRIED);
+}
+
+/* Classifies and records the completion of `s` (docs/traces.md, "How it waited"). */
+static __always_inline void complete(__u64 now, const struct start *s, bool error)
+{
+	__u32 cpu = bpf_get_smp_processor_id();
+	__u32 pid = (__u32)bpf_get_current_pid_tgid();
+	struct irq_state *here = bpf_map_lookup_elem(&irq_last, &cpu);
+	struct irq_state *occ = NULL;
+	bool in_irq = false;
+	__u64 wait_ns = now > s->ts_ns ? now - s->ts_ns : 0;
+	__u8 path = STC_PATH_UNKNOWN;
+	int threaded = threaded_irq();
+
+	if (here)
+		in_irq = (here->valid && !here->exited) || here->softirq_depth > 0;
+	if (threaded >= 0) {
+		__u32 irq = (__u32)threaded;
+		__u32 *on = bpf_map_lookup_elem(&irq_cpu, &irq);
+
+		if (on) {
+			__u32 other = *on;
+
+			occ = bpf_map_lookup_elem(&irq_last, &other);
+		}
+	} else if (here && here->valid && in_irq && now <= here->entry_ns + irq_window_ns) {
+		occ = here;
+	}
+	if (occ && occ->valid && occ->entry_ns >= s->ts_ns) {
+		__u32 dev1 = s->device + 1;
+
+		if (!occ->declared || occ->declared == dev1) {
+			bool asleep = s->pid > 0 && task_asleep(s->task);
+			__u16 cls = class_of(cpu);
+
+			path = STC_PATH_IRQ;
+			wait_ns = occ->entry_ns - s->ts_ns;	/* hardware completion = the IRQ */
+			if (!occ->declared) {
+				__u32 *known = bpf_map_lookup_elem(&irq_learned, &occ->action);
+
+				if (!known || *known != dev1)
+					bpf_map_update_elem(&irq_learned, &occ->action, &dev1, BPF_ANY);
+			}
+			if (!occ->exited) {
+				occ->device = dev1;	/* its exit records the handler time */
+			} else if (!occ->dispatched) {
+				occ->dispatched = 1;
+				record_dispatch(s->device, cls, STC_DISPATCH_HANDLER,
+						occ->exit_ns - occ->entry_ns);
+			}
+			if (asleep && !occ->waiter) {
+				struct waiter w = {
+					.irq_entry_ns = occ->entry_ns, .device = s->device, .cpu_class = cls,
+				};
+
+				occ->waiter = s->pid;
+				bpf_map_update_elem(&waiters, &s->pid, &w, BPF_ANY);
+			}
+		}
+	} else if (pid == s->pid && !in_irq) {
+		path = STC_PATH_SPIN;	/* completed in the issuer's own context: polled */
+	}
+	record_completion(s, wait_ns, path, error, now);
+}
+
+/* Takes the pending start of (kind, id); false when there is none. */
+static __always_inline bool take(__u32 kind, __u64 id, struct start *out)
+{
+	struct start_key k = { .id = id, .kind = kind };
+	struct start *s = bpf_map_lookup_elem(&pending, &k);
+
+	if (!s) {
+		count(STC_UNPAIRED_ENDS);
+		return false;
+	}
+	*out = *s;
+	bpf_map_delete_elem(&pending, &k);
+	return true;
+}
+
+/* ---- block ---- */
+
+static __always_inline __u32 block_dev(struct request *rq)
+{
+	struct gendisk *disk;
+
+	if (bpf_core_field_exists(rq->q->disk)) {
+		disk = rq->q->disk;
+	} else {
+		struct request___old *o = (void *)rq;
+
+		disk = BPF_CORE_READ(o, rq_disk);
+	}
+	if (!disk)
+		return 0;
+	return ((__u32)disk->major << 20) | (__u32)disk->first_minor;
+}
+
+/* REQ_OP_* as the text path names it from rwbs (OpcodeFromRwbs). */
+static __always_inline __u32 block_opcode(unsigned int cmd_flags)
+{
+	__u32 op = cmd_flags & 0xff;	/* REQ_OP_MASK */
+
+	switch (op) {
+	case 0: case 1: case 2: case 3: case 5: case 7: case 9:
+	case 10: case 11: case 12: case 13: case 15:
+		return op;
+	default:
+		return 34;	/* driver-private (N) */
+	}
+}
+
+SEC("tp_btf/block_rq_issue")
+int BPF_PROG(stc_rq_issue, struct request *rq)
+{
+	__u64 now = bpf_ktime_get_ns();
+	__u32 device;
+
+	if (device_index(STC_DEV_BLOCK, block_dev(rq), &device))
+		return 0;
+	start_request(now, STC_START_RQ, (__u64)rq, device, block_opcode(rq->cmd_flags),
+		      rq->__data_len, BPF_ANY);
+	return 0;
+}
+
+/*
+ * The kernel does not run a program that is already running on the CPU: a
+ * completion in hard IRQ context (blk-mq completes there when the queue's
+ * CPU took the interrupt) that interrupts the program handling another one
+ * would be lost. A second copy of the program, attached after the first,
+ * handles exactly those: the first marks the CPU busy while it runs.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} completing SEC(".maps");
+
+static __always_inline void rq_complete(__u64 now, struct request *rq, __u8 error,
+					unsigned int nr_bytes)
+{
+	struct start_key k = { .id = (__u64)rq, .kind = STC_START_RQ };
+	struct start s, *p;
+
+	p = bpf_map_lookup_elem(&pending, &k);
+	if (!p) {
+		__u32 device;
+
+		if (device_index(STC_DEV_BLOCK, block_dev(rq), &device) == 0)
+			count(STC_UNPAIRED_ENDS);
+		return;
+	}
+	if (nr_bytes == 0 && p->bytes != 0) {
+		/*
+		 * A data-less end of a request that carried data: the block
+		 * layer ending a preflush write through its flush sequence. The
+		 * driver never saw it (the text path counts it apart, as a
+		 * flush-sequence end); the start it finds is stale.
+		 */
+		bpf_map_delete_elem(&pending, &k);
+		count(STC_UNPAIRED_ENDS);
+		return;
+	}
+	if (nr_bytes < rq->__data_len) {
+		count(STC_PARTIAL);	/* the rest completes later */
+		return;
+	}
+	s = *p;
+	bpf_map_delete_elem(&pending, &k);
+	complete(now, &s, error != 0);
+}
+
+SEC("tp_btf/block_rq_complete")
+int BPF_PROG(stc_rq_complete, struct request *rq, __u8 error, unsigned int nr_bytes)
+{
+	__u64 now = bpf_ktime_get_ns();
+	__u32 zero = 0, *busy = bpf_map_lookup_elem(&completing, &zero);
+
+	if (!busy)
+		return 0;
+	*busy = 1;
+	rq_complete(now, rq, error, nr_bytes);
+	*busy = 0;
+	return 0;
+}
+
+SEC("tp_btf/block_rq_complete")
+int BPF_PROG(stc_rq_complete_nested, struct request *rq, __u8 error, unsigned int nr_bytes)
+{
+	__u64 now = bpf_ktime_get_ns();
+	__u32 zero = 0, *busy = bpf_map_lookup_elem(&completing, &zero);
+
+	if (busy && *busy)	/* stc_rq_complete is interrupted: this one is ours */
+		rq_complete(now, rq, error, nr_bytes);
+	return 0;
+}
+
+SEC("tp_btf/block_rq_requeue")
+int BPF_PROG(stc_rq_requeue, struct request *rq)
+{
+	struct start_key k = { .id = (__u64)rq, .kind = STC_START_RQ };
+
+	if (bpf_map_delete_elem(&pending, &k) == 0)
+		count(STC_REQUEUED);
+	return 0;
+}
+
+/* ---- IRQ and scheduler ---- */
+
+SEC("tp_btf/irq_handler_entry")
+int BPF_PROG(stc_irq_entry, int irq, struct irqaction *action)
+{
+	__u64 now = bpf_ktime_get_ns();
+	__u32 cpu = bpf_get_smp_processor_id();
+	struct irq_state *o = bpf_map_lookup_elem(&irq_last, &cpu);
+	__u32 uirq = (__u32)irq;
+
+	if (!o)
+		return 0;
+	o->entry_ns = now;
+	o->exit_ns = 0;
+	o->action = (__u64)action;
+	o->irq = irq;
+	o->device = 0;
+	o->declared = 0;
+	o->waiter = 0;
+	o->valid = 1;
+	o->exited = 0;
+	o->dispatched = 0;
+	if (uirq < STC_MAX_IRQS) {
+		__u32 *on = bpf_map_lookup_elem(&irq_cpu, &uirq);
+
+		if (on)
+			*on = cpu;
+	}
+	if (have_declared_irqs) {
+		char name[STC_IRQ_NAME_LEN] = {};
+		__u32 *dev1;
+
+		bpf_probe_read_kernel_str(name, sizeof(name), action->name);
+		dev1 = bpf_map_lookup_elem(&irq_declared, name);
+		if (dev1)
+			o->declared = *dev1;
+	}
+	return 0;
+}
+
+SEC("tp_btf/irq_handler_exit")
+int BPF_PROG(stc_irq_exit, int irq, struct irqaction *action, int ret)
+{
+	__u64 now = bpf_ktime_get_ns();
+	__u32 cpu = bpf_get_smp_processor_id();
+	struct irq_state *o = bpf_map_lookup_elem(&irq_last, &cpu);
+	__u32 device;
+
+	if (!o || !o->valid || o->irq != irq || o->exited)
+		return 0;
+	o->exited = 1;
+	o->exit_ns = now;
+	device = o->device;
+	if (!device)
+		device = o->declared;
+	if (!device) {
+		__u32 *learned = bpf_map_lookup_elem(&irq_learned, &o->action);
+
+		if (learned)
+			device = *learned;
+	}
+	/* An IRQ of no device known yet waits for a completion to claim it. */
+	if (device) {
+		o->dispatched = 1;
+		record_dispatch(device - 1, class_of(cpu), STC_DISPATCH_HANDLER,
+				o->exit_ns - o->entry_ns);
+	}
+	return 0;
+}
+
+SEC("tp_btf/softirq_entry")
+int BPF_PROG(stc_softirq_entry, unsigned int vec)
+{
+	__u32 cpu = bpf_get_smp_processor_id();
+	struct irq_state *o = bpf_map_lookup_elem(&irq_last, &cpu);
+
+	if (o)
+		o->softirq_depth++;
+	return 0;
+}
+
+SEC("tp_btf/softirq_exit")
+int BPF_PROG(stc_softirq_exit, unsigned int vec)
+{
+	__u32 cpu = bpf_get_smp_processor_id();
+	struct irq_state *o = bpf_map_lookup_elem(&irq_last, &cpu);
+
+	if (o && o->softirq_depth > 0)
+		o->softirq_depth--;
+	return 0;
+}
+
+SEC("tp_btf/sched_waking")
+int BPF_PROG(stc_waking, struct task_struct *p)
+{
+	__u32 pid = (__u32)p->pid;
+	struct waiter *w = bpf_map_lookup_elem(&waiters, &pid);
+
+	if (w && bpf_ktime_get_ns() >= w->irq_entry_ns)
+		w->woken = 1;
+	return 0;
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(stc_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	__u32 pid = (__u32)next->pid;
+	struct waiter *w = bpf_map_lookup_elem(&waiters, &pid);
+	__u64 now;
+
+	if (!w)
+		return 0;
+	now = bpf_ktime_get_ns();
+	if (w->woken || now > w->irq_entry_ns + wake_window_ns) {
+		if (w->woken && now <= w->irq_entry_ns + wake_window_ns)
+			record_dispatch(w->device, w->cpu_class, STC_DISPATCH_WAKE,
+					now - w->irq_entry_ns);
+		bpf_map_delete_elem(&waiters, &pid);
+	}
+	return 0;
+}
+
+/* ---- MMC ---- */
+
+SEC("tp_btf/mmc_request_start")
+int BPF_PROG(stc_mmc_start, struct mmc_host *host, struct mmc_request *mrq)
+{
+	__u64 now = bpf_ktime_get_ns();
+	struct mmc_command *cmd = BPF_CORE_READ(mrq, cmd);
+	struct mmc_data *data = BPF_CORE_READ(mrq, data);
+	__u32 opcode = cmd ? BPF_CORE_READ(cmd, opcode) : 0;
+	int tag = BPF_CORE_READ(mrq, tag);
+	__u32 index = (__u32)BPF_CORE_READ(host, index), device;
+	__u64 bytes = 0;
+
+	if (device_index(STC_DEV_MMC, index, &device))
+		return 0;
+	if (data)
+		bytes = (__u64)BPF_CORE_READ(data, blocks) * BPF_CORE_READ(data, blksz);
+	if (opcode == 0 && tag >= 0) {	/* CQE: no command, a tag */
+		__u32 write = data && (BPF_CORE_READ(data, flags) & 0x100);	/* MMC_DATA_WRITE */
+
+		start_request(now, STC_START_MMC_CQE, ((__u64)index << 32) | (__u32)tag, device,
+			      write ? 47 : 46, bytes, BPF_ANY);
+		return 0;
+	}
+	/* A second start before the done is a retry: the wait runs from the first. */
+	start_request(now, STC_START_MMC, (__u64)mrq, device, opcode, bytes, BPF_NOEXIST);
+	return 0;
+}
+
+static __always_inline bool mmc_cmd_error(struct mmc_command *c)
+{
+	return c && BPF_CORE_READ(c, error) != 0;
+}
+
+SEC("tp_btf/mmc_request_done")
+int BPF_PROG(stc_mmc_done, struct mmc_host *host, struct mmc_request *mrq)
+{
+	__u64 now = bpf_ktime_get_ns();
+	struct mmc_command *cmd = BPF_CORE_READ(mrq, cmd);
+	struct mmc_data *data = BPF_CORE_READ(mrq, data);
+	__u32 opcode = cmd ? BPF_CORE_READ(cmd, opcode) : 0;
+	int tag = BPF_CORE_READ(mrq, tag);
+	__u32 index = (__u32)BPF_CORE_READ(host, index), device;
+	struct start s;
+	bool error;
+
+	if (device_index(STC_DEV_MMC, index, &device))
+		return 0;
+	if (opcode == 0 && tag >= 0) {
+		if (!take(STC_START_MMC_CQE, ((__u64)index << 32) | (__u32)tag, &s))
+			return 0;
+	} else if (!take(STC_START_MMC, (__u64)mrq, &s)) {
+		return 0;
+	}
+	error = mmc_cmd_error(cmd) || mmc_cmd_error(BPF_CORE_READ(mrq, sbc)) ||
+		mmc_cmd_error(BPF_CORE_READ(mrq, stop)) ||
+		(data && BPF_CORE_READ(data, error) != 0);
+	complete(now, &s, error);
+	return 0;
+}
+
+/* ---- SPI ---- */
+
+static __always_inline int spi_device(struct spi_message *msg, __u32 *device)
+{
+	struct spi_device *spi = BPF_CORE_READ(msg, spi);
+	__u32 bus = (__u32)(__u16)BPF_CORE_READ(spi, controller, bus_num);
+	__u8 cs;
+
+	if (bpf_core_field_exists(((struct spi_device___cs_array *)0)->chip_select)) {
+		struct spi_device___cs_array *a = (void *)spi;
+
+		cs = BPF_CORE_READ(a, chip_select[0]);
+	} else {
+		struct spi_device___cs_byte *b = (void *)spi;
+
+		cs = BPF_CORE_READ(b, chip_select);
+	}
+	return device_index(STC_DEV_SPI, (bus << 16) | cs, device);
+}
+
+SEC("tp_btf/spi_transfer_start")
+int BPF_PROG(stc_spi_xfer_start, struct spi_message *msg, struct spi_transfer *xfer)
+{
+	__u64 now = bpf_ktime_get_ns();
+	__u32 device;
+
+	if (spi_device(msg, &device))
+		return 0;
+	start_request(now, STC_START_SPI_XFER, (__u64)xfer, device, 0, BPF_CORE_READ(xfer, len), BPF_ANY);
+	return 0;
+}
+
+SEC("tp_btf/spi_transfer_stop")
+int BPF_PROG(stc_spi_xfer_stop, struct spi_message *msg, struct spi_transfer *xfer)
+{
+	__u64 now = bpf_ktime_get_ns();
+	struct start s;
+
+	if (take(STC_START_SPI_XFER, (__u64)xfer, &s))
+		complete(now, &s, false);
+	return 0;
+}
+
+SEC("tp_btf/spi_message_start")
+int BPF_PROG(stc_spi_msg_start, struct spi_message *msg)
+{
+	__u64 now = bpf_ktime_get_ns();
+	__u32 device;
+
+	if (spi_device(msg, &device))
+		return 0;
+	start_request(now, STC_START_SPI_MSG, (__u64)msg, device, 1, 0, BPF_ANY);
+	return 0;
+}
+
+SEC("tp_btf/spi_message_done")
+int BPF_PROG(stc_spi_msg_done, struct spi_message *msg)
+{
+	__u64 now = bpf_ktime_get_ns();
+	struct start s;
+
+	if (!take(STC_START_SPI_MSG, (__u64)msg, &s))
+		return 0;
+	s.bytes = BPF_CORE_READ(msg, actual_length);	/* the actual length */
+	complete(now, &s, false);
+	return 0;
+}

@@ -1,0 +1,142 @@
+// Capture: one interface over the three ways the agent measures this
+// machine's kernel for `--source tracefs[:DEVS]` (docs/traces.md):
+//
+//  - bpf:  a CO-RE BPF program pairs starts with completions in the kernel
+//          and keeps per-CPU histograms per key; user space reads deltas
+//          (agent/capture/bpf/). Optionally every Nth completion comes out
+//          as an individual sample through a ring buffer.
+//  - raw:  the binary per-CPU trace_pipe_raw pages of a tracing instance,
+//          decoded with libtraceevent, fed to the replay correlator
+//          (agent/capture/raw/, agent/capture/tracefs_capture.h).
+//  - text: the instance's trace_pipe text through the same parser and
+//          correlator as replay (agent/live_trace.h,
+//          agent/capture/tracefs_capture.h).
+//
+// `auto` takes bpf where the kernel allows it (bpf() works, BTF at
+// /sys/kernel/btf/vmlinux, the program loads), else raw, else text, and logs
+// which and why. A tracepoint this kernel lacks is reported by name and
+// skipped.
+//
+// Thread-safety: a Capture is used by one thread (it may run its own).
+#ifndef SPINTUNE_AGENT_CAPTURE_CAPTURE_H_
+#define SPINTUNE_AGENT_CAPTURE_CAPTURE_H_
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "agent/trace/trace_correlator.h"
+
+namespace spintune {
+
+enum class CaptureMode { kAuto, kBpf, kRaw, kText };
+
+// "auto", "bpf", "raw", "text"; InvalidArgument otherwise.
+absl::StatusOr<CaptureMode> ParseCaptureMode(absl::string_view name);
+const char* CaptureModeName(CaptureMode mode);
+
+// Sparse histogram in the layout of models/latency_histogram.h.
+struct BucketCounts {
+  std::vector<std::pair<int, uint64_t>> buckets;  // (index, count), increasing index
+  uint64_t count = 0;
+  uint64_t sum_ns = 0;
+};
+
+// One key's completions over an interval, aggregated in the kernel.
+struct KeyHistogramDelta {
+  std::string device;
+  uint32_t opcode = 0;
+  uint32_t size_class = 0;
+  uint32_t cpu_class = 0;
+  BucketCounts wait;
+  uint64_t irq_path = 0;
+  uint64_t spin_path = 0;
+  uint64_t errors = 0;
+};
+
+// One (device, CPU class)'s IRQ dispatch times over an interval.
+struct DispatchHistogramDelta {
+  std::string device;
+  uint32_t cpu_class = 0;
+  BucketCounts handler;
+  BucketCounts wake;
+};
+
+// What a capture hands over: individual samples (text, raw, bpf's ring
+// buffer) and histogram deltas (bpf); every completion is in exactly one.
+struct CaptureOutput {
+  std::deque<CompletionEvent> completions;
+  std::deque<DispatchEvent> dispatches;
+  std::vector<KeyHistogramDelta> histograms;
+  std::vector<DispatchHistogramDelta> dispatch_histograms;
+
+  // Completions in samples and histograms.
+  uint64_t CompletionCount() const;
+};
+
+struct CaptureStats {
+  uint64_t completions = 0;       // of measured devices, samples and histograms
+  uint64_t dispatches = 0;
+  uint64_t lost_events = 0;       // the kernel dropped events or samples
+  // Ends without their start: requests issued before the capture began, and
+  // the block layer's data-less preflush writes that never reach the driver
+  // (the kernel's /sys/block/*/stat counts them as writes).
+  uint64_t unpaired_ends = 0;
+  uint64_t dropped = 0;           // queue or map overflow
+  uint64_t last_event_ns = 0;     // CLOCK_MONOTONIC of the last event counted above
+  std::vector<std::string> missing_tracepoints;  // "system:event" this kernel lacks
+};
+
+class Capture {
+ public:
+  virtual ~Capture() = default;
+  // "bpf", "raw" or "text".
+  virtual const char* mode() const = 0;
+  // Appends what was captured since the last call to `out`, waiting up to
+  // `timeout` for something to hand over. Errors: the capture broke.
+  virtual absl::Status Take(CaptureOutput* out, absl::Duration timeout) = 0;
+  virtual CaptureStats stats() const = 0;
+};
+
+// What the kernel offers, for `auto`. Injectable so tests can force "no BTF"
+// or "no bpf".
+struct CaptureSupport {
+  bool bpf_built = false;     // this agent was built with the BPF program
+  bool bpf_syscall = false;   // bpf() works for us (not locked down, privileged)
+  bool btf = false;           // /sys/kernel/btf/vmlinux is readable
+  bool tracefs = false;       // a tracing instance can be made (root, tracefs)
+  bool raw_pipe = false;      // per_cpu/cpu0/trace_pipe_raw exists
+  std::string detail;         // why something is missing
+};
+using SupportProbe = std::function<CaptureSupport()>;
+// The real probe of this machine.
+CaptureSupport ProbeCaptureSupport();
+
+struct CaptureConfig {
+  // Block disks ("vda"), MMC hosts ("mmc0"), SPI devices ("spi0.0") and
+  // --pairs names to measure.
+  std::set<std::string> devices;
+  CorrelatorOptions correlator;
+  // bpf: every Nth completion per CPU goes through the ring buffer as an
+  // individual sample instead of into the histograms (0: none, 1: all).
+  uint32_t sample_every = 0;
+  // bpf: how often the histograms are read.
+  absl::Duration histogram_interval = absl::Seconds(1);
+};
+
+// Opens a capture. kAuto tries bpf, raw, text in that order (logging which
+// one and why the others were passed over); a named mode fails with
+// FailedPrecondition when the kernel does not allow it.
+absl::StatusOr<std::unique_ptr<Capture>> OpenCapture(CaptureMode mode, CaptureConfig options,
+                                                     const SupportProbe& probe = ProbeCaptureSupport);
+
+}  // namespace spintune
+
+#endif  // SPINTUNE_AGENT_CAPTURE_CAPTURE_H_

@@ -1,0 +1,153 @@
+// Histogram batches (SampleBatch.histograms / dispatch_histograms): what the
+// agent's BPF capture encodes decodes into the same KeyEvidence a batch of
+// the same samples as columns gives, and every malformed delta is refused
+// naming its field.
+#include "tuner/batch_decoder.h"
+
+#include "agent/capture/histogram_batch.h"
+#include "gtest/gtest.h"
+#include "models/latency_histogram.h"
+
+namespace spintune {
+namespace {
+
+v1::Hello TwoDeviceHello() {
+  v1::Hello h;
+  h.set_agent_id("a");
+  h.mutable_target()->set_board("b");
+  auto* c = h.mutable_target()->add_cpu_classes();
+  c->set_name("default");
+  c->mutable_costs()->set_irq_cpu_ns(8000);
+  c->mutable_costs()->set_irq_wake_ns(40000);
+  c->mutable_costs()->set_poll_read_ns(200);
+  c->mutable_costs()->set_timer_cpu_ns(15000);
+  c->mutable_costs()->set_timer_wake_ns(15000);
+  h.add_devices()->set_name("vda");
+  h.add_devices()->set_name("mmc0");
+  return h;
+}
+
+BucketCounts CountsOf(const std::vector<uint64_t>& waits) {
+  LatencyHistogram h;
+  BucketCounts b;
+  for (uint64_t w : waits) {
+    h.Record(w);
+    b.sum_ns += w;
+  }
+  b.buckets = h.buckets();
+  b.count = h.total_count();
+  return b;
+}
+
+TEST(HistogramBatchTest, DecodesLikeTheSameSamplesAsColumns) {
+  const v1::Hello hello = TwoDeviceHello();
+  const std::vector<uint64_t> waits = {90, 255, 256, 4000, 4001, 4002, 100000, 123456789, 4000};
+  KeyHistogramDelta k;
+  k.device = "mmc0";
+  k.opcode = 18;
+  k.size_class = 13;
+  k.wait = CountsOf(waits);
+  k.irq_path = 5;
+  k.spin_path = 3;
+  k.errors = 1;
+  DispatchHistogramDelta d;
+  d.device = "vda";
+  d.handler = CountsOf({1000, 1100, 900});
+  d.wake = CountsOf({20000, 30000});
+  v1::SampleBatch hist;
+  hist.set_seq(7);
+  uint64_t dropped = 0;
+  EXPECT_EQ(AppendHistograms({k}, {d}, {{"vda", 0}, {"mmc0", 1}}, &hist, &dropped), waits.size());
+  EXPECT_EQ(dropped, 0u);
+
+  v1::SampleBatch cols;
+  cols.set_seq(7);
+  for (size_t i = 0; i < waits.size(); ++i) {
+    auto* c = cols.mutable_completions();
+    c->add_device_index(1);
+    c->add_cpu_class_index(0);
+    c->add_opcode(18);
+    c->add_bytes(4096);
+    c->add_wait_ns(waits[i]);
+    c->add_path(i < 5 ? v1::WAIT_PATH_IRQ : i < 8 ? v1::WAIT_PATH_SPIN : v1::WAIT_PATH_UNKNOWN);
+    c->add_flags(i == 0 ? 1 : 0);
+  }
+  auto from_hist = DecodeBatch(hist, hello);
+  auto from_cols = DecodeBatch(cols, hello);
+  ASSERT_TRUE(from_hist.ok()) << from_hist.status();
+  ASSERT_TRUE(from_cols.ok()) << from_cols.status();
+  ASSERT_EQ(from_hist->keys.size(), 1u);
+  const KeyEvidence& a = from_hist->keys[0];
+  const KeyEvidence& b = from_cols->keys[0];
+  EXPECT_EQ(a.key.device, "mmc0");
+  EXPECT_EQ(a.key.cpu_class, "default");
+  EXPECT_EQ(a.key.opcode, 18u);
+  EXPECT_EQ(a.key.size_class, b.key.size_class);
+  EXPECT_EQ(a.histogram, b.histogram);
+  EXPECT_EQ(a.irq_path, b.irq_path);
+  EXPECT_EQ(a.spin_path, b.spin_path);
+  EXPECT_EQ(a.errors, b.errors);
+  EXPECT_EQ(from_hist->completion_samples, waits.size());
+  ASSERT_EQ(from_hist->dispatch.size(), 1u);
+  EXPECT_EQ(from_hist->dispatch[0].device, "vda");
+  EXPECT_EQ(from_hist->dispatch[0].handler.total_count(), 3u);
+  EXPECT_EQ(from_hist->dispatch[0].wake.total_count(), 2u);
+  EXPECT_EQ(from_hist->dispatch_samples, 3u);
+}
+
+TEST(HistogramBatchTest, MalformedDeltasAreRefusedNamingTheField) {
+  const v1::Hello hello = TwoDeviceHello();
+  auto base = [] {
+    v1::SampleBatch b;
+    b.set_seq(1);
+    v1::KeyHistogram* h = b.add_histograms();
+    h->set_device_index(0);
+    h->set_opcode(1);
+    h->set_size_class(13);
+    BucketCountsToProto(CountsOf({1000, 2000, 2000}), h->mutable_wait());
+    return b;
+  };
+  ASSERT_TRUE(DecodeBatch(base(), hello).ok());
+  const std::vector<std::pair<std::function<void(v1::SampleBatch*)>, std::string>> cases = {
+      {[](v1::SampleBatch* b) { b->mutable_histograms(0)->set_device_index(2); },
+       "histograms[0].device_index"},
+      {[](v1::SampleBatch* b) { b->mutable_histograms(0)->set_cpu_class_index(1); },
+       "histograms[0].cpu_class_index"},
+      {[](v1::SampleBatch* b) { b->mutable_histograms(0)->set_size_class(65); },
+       "histograms[0].size_class"},
+      {[](v1::SampleBatch* b) { b->mutable_histograms(0)->set_opcode(0xFFFFFFFFu); },
+       "histograms[0].opcode"},
+      {[](v1::SampleBatch* b) { b->mutable_histograms(0)->mutable_wait()->set_bucket_index(1, 0); },
+       "histograms[0].wait.bucket_index[1]"},
+      {[](v1::SampleBatch* b) { b->mutable_histograms(0)->mutable_wait()->set_bucket_index(1, 5000); },
+       "histograms[0].wait.bucket_index[1]"},
+      {[](v1::SampleBatch* b) { b->mutable_histograms(0)->mutable_wait()->set_bucket_count(0, 0); },
+       "histograms[0].wait.bucket_count[0]"},
+      {[](v1::SampleBatch* b) { b->mutable_histograms(0)->mutable_wait()->add_bucket_count(1); },
+       "histograms[0].wait"},
+      {[](v1::SampleBatch* b) { b->mutable_histograms(0)->mutable_wait()->set_count(4); },
+       "histograms[0].wait.count"},
+      {[](v1::SampleBatch* b) { b->mutable_histograms(0)->mutable_wait()->set_sum_ns(1); },
+       "histograms[0].wait.sum_ns"},
+      {[](v1::SampleBatch* b) { b->mutable_histograms(0)->set_irq_path(4); }, "histograms[0]"},
+      {[](v1::SampleBatch* b) {
+         b->mutable_histograms(0)->set_spin_path(1);
+         b->mutable_histograms(0)->set_spin_timeouts(2);
+       },
+       "histograms[0]"},
+      {[](v1::SampleBatch* b) { b->add_dispatch_histograms()->set_device_index(9); },
+       "dispatch_histograms[0].device_index"},
+  };
+  for (const auto& [mutate, field] : cases) {
+    v1::SampleBatch b = base();
+    mutate(&b);
+    auto d = DecodeBatch(b, hello);
+    ASSERT_FALSE(d.ok()) << field;
+    EXPECT_EQ(d.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_EQ(std::string(d.status().message()).rfind(field + ":", 0), 0u)
+        << d.status().message() << " (expected " << field << ")";
+  }
+}
+
+}  // namespace
+}  // namespace spintune
