@@ -38,7 +38,7 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path,
     // Checked before anything is written to it (switching a file to WAL
     // mode is a write): a file of another program is never converted.
     SPINTUNE_ASSIGN_OR_RETURN(auto reader, SqliteDb::Open(path, 0, OpenMode::kReadOnly));
-    SPINTUNE_RETURN_IF_ERROR(CheckSpintuneDatabase(reader.get(), mode == OpenMode::kExisting));
+    SPINTUNE_RETURN_IF_ERROR(CheckSpintuneDatabase(reader.get(), mode != OpenMode::kReadOnly));
   }
   SPINTUNE_ASSIGN_OR_RETURN(auto db, SqliteDb::Open(path, options.reserve_bytes, mode));
   if (mode != OpenMode::kReadOnly) SPINTUNE_RETURN_IF_ERROR(MigrateToLatest(db.get()));

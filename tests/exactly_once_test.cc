@@ -44,14 +44,16 @@ class ExactlyOnce : public ::testing::Test {
   void WaitStored(const std::string& id, uint64_t samples) {
     const absl::Time deadline = absl::Now() + absl::Seconds(30);
     while (absl::Now() < deadline) {
-      auto store = Store::Open(dir_.File("tuner.db"));
+      auto store = Store::Open(dir_.File("tuner.db"), {}, OpenMode::kReadOnly);
       if (store.ok()) {
         auto t = (*store)->FindTarget(id);
         if (t.ok() && t->has_value() && (*t)->total_samples >= samples) return;
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
-    FAIL() << "the tuner never stored " << samples << " samples of " << id;
+    FAIL() << "the tuner never stored " << samples << " samples of " << id << "\ntuner:\n"
+           << testing::Slurp(dir_.File(absl::StrCat("tuner", runs_, ".err"))) << "agent:\n"
+           << testing::Slurp(dir_.File(absl::StrCat(id, agent_runs_, ".err")));
   }
 
   testing::TempDir dir_;
