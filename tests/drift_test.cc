@@ -69,6 +69,9 @@ TEST(Drift, TunerDetectsTheShiftAndPushesANewTable) {
   agent_options.max_samples = 40000;
   agent_options.batch_size = 512;
   agent_options.give_up_after = absl::Seconds(20);
+  // A board measures in real time; fits run beside ingest (tuner/fitter.h),
+  // so an unpaced agent could send everything before the first fit.
+  agent_options.samples_per_second = 20000;
   auto sink = MakePolicySink("none", {"mmc0"});
   ASSERT_TRUE(sink.ok());
   Agent agent(agent_options, std::make_unique<ShiftingSource>(20000), std::move(*sink));
