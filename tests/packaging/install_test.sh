@@ -13,11 +13,13 @@
 #                 (and, for spintune, every subcommand)
 #     completion  the installed bash completion completes subcommands, options,
 #                 profile actions and simulated boards
+#     kernel      spintune-dev's module sources build with its kernel/build.sh
+#                 against Debian's kernel headers (skip without them)
 #     destdir     `make install` (cmake --install) into a DESTDIR: same layout
 #                 under the prefix, configurations in /etc/spintune, kept
 #                 when edited
 set -euo pipefail
-check=${1:?usage: install_test.sh debs|install|config|units|man|completion|destdir BUILD}
+check=${1:?usage: install_test.sh debs|install|config|units|man|completion|kernel|destdir BUILD}
 BUILD=$(cd "${2:?usage: install_test.sh CHECK BUILD}" && pwd)
 OUT=$BUILD/packaging-test
 DEBS=$OUT/debs
@@ -64,7 +66,7 @@ case $check in
     for h in policy wait compat shm device; do
       [ -f "$root/usr/include/spintune/$h.h" ] || fail "no /usr/include/spintune/$h.h"
     done
-    [ -f "$root/usr/src/spintune-$VERSION/spintune.c" ] || fail "no kernel module sources"
+    [ -f "$root/usr/src/spintune-$VERSION/kernel/spintune.c" ] || fail "no kernel module sources"
     # The installed headers compile as C on their own.
     echo '#include <spintune/wait.h>' |
       cc -std=gnu11 -Wall -Wextra -Werror -fsyntax-only -I"$root/usr/include" -x c - ||
@@ -158,6 +160,20 @@ case $check in
     expect "warn" spintune-agent --log-level w
     # bash replaces only what follows the ':' of sim:BOARD.
     expect "microwatt-100mhz" spintune-agent --source sim:micro
+    ;;
+
+  kernel)
+    scratch_root
+    src=$root/usr/src/spintune-$VERSION
+    kv=$("$src/kernel/build.sh" --kv)
+    [ -d "/usr/src/linux-headers-$kv" ] || { echo "skip: no linux-headers-$kv"; exit 77; }
+    # The installed sources build as they do here: -Werror, Debian's headers,
+    # the self-test's table from the installed spintune.
+    mods=$(SPINTUNE_CLI=$root/usr/bin/spintune "$src/kernel/build.sh" "$OUT/kernel-build" | tail -1)
+    for ko in spintune.ko selftest/spintune_selftest.ko vboard/spintune_vboard.ko; do
+      [ -f "$mods/$ko" ] || fail "no $ko from the installed sources"
+    done
+    echo "the installed sources build spintune.ko and its self-test for $kv"
     ;;
 
   destdir)

@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# `make cross`: spintune-agent and the tests that run on a board, cross-built
+# for Debian's arm64 and armhf ports (docs/install.md, "Boards").
+#
+#   tools/cross_build.sh [--jobs N] BUILD ARCH...   set up, configure, build
+#   tools/cross_build.sh --targets                  what gets built, one a line
+#
+# Per ARCH (arm64, armhf):
+#  - host packages: Debian's cross compiler (crossbuild-essential-ARCH),
+#    qemu-user-static and mmdebstrap (tools/install-deps.sh: only if missing);
+#  - BUILD/cross/sysroot-ARCH: Debian's ARCH packages of every library the
+#    build finds (SYSROOT_PACKAGES), extracted by mmdebstrap. Nothing is
+#    installed into the machine's dpkg database and no foreign architecture
+#    is added; made again only when the package list changes;
+#  - BUILD/cross/ARCH: a Release build of TARGETS with the toolchain file
+#    cmake/toolchains/ARCH.cmake (programs run under qemu-user).
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+
+# The agent, its load generator and the tests that run on a board: the
+# agent's sources, sinks, spool and trace parser, and the driver headers in C
+# (live_trace_test needs tracefs and stays on the host).
+TARGETS="spintune-agent spintune-ioload sim_source_test replay_source_test trace_line_test
+  trace_correlator_test policy_sink_test batch_spool_test wait_test driver_c_test"
+# Every library the top CMakeLists.txt finds, as Debian packages of ARCH.
+SYSROOT_PACKAGES="libc6-dev libstdc++-12-dev libgrpc++-dev libprotobuf-dev libabsl-dev
+  libssl-dev libsqlite3-dev libmicrohttpd-dev libspdlog-dev libgtest-dev libgmock-dev
+  libeigen3-dev nlohmann-json3-dev libcli11-dev"
+# Where they come from. The security suite is left out: this workplace's
+# mirror serves a broken armhf index of it (docs/install.md).
+MIRRORS=("deb http://deb.debian.org/debian bookworm main"
+         "deb http://deb.debian.org/debian bookworm-updates main")
+
+if [ "${1:-}" = "--targets" ]; then printf '%s\n' $TARGETS; exit 0; fi
+jobs=2
+if [ "${1:-}" = "--jobs" ]; then jobs=$2; shift 2; fi
+BUILD=${1:?usage: cross_build.sh [--jobs N] BUILD ARCH...}
+shift
+[ $# -gt 0 ] || set -- arm64 armhf
+mkdir -p "$BUILD/cross"
+BUILD=$(cd "$BUILD" && pwd)
+
+triplet() {
+  case $1 in
+    arm64) echo aarch64-linux-gnu ;;
+    armhf) echo arm-linux-gnueabihf ;;
+    armel) echo arm-linux-gnueabi ;;
+    *) echo "cross_build.sh: unknown architecture '$1' (arm64, armhf or armel)" >&2; exit 2 ;;
+  esac
+}
+
+# make_sysroot ARCH DIR: Debian's ARCH packages of SYSROOT_PACKAGES, extracted.
+make_sysroot() {
+  local arch=$1 dir=$2 want tmp
+  want=$(echo $SYSROOT_PACKAGES "${MIRRORS[@]}")
+  [ "$(cat "$dir/.spintune-packages" 2>/dev/null)" = "$want" ] && return 0
+  echo "cross: extracting Debian's $arch packages into $dir"
+  tmp=$dir.new
+  rm -rf "$tmp"
+  mmdebstrap --quiet --variant=extract --mode=root --format=directory --architectures="$arch" \
+    --include="$(echo $SYSROOT_PACKAGES | tr ' ' ,)" bookworm "$tmp" "${MIRRORS[@]}"
+  # Only usr/ and the lib symlinks are needed. qemu -L looks a path up in the
+  # sysroot first: nothing there may shadow the host's /tmp, /etc or /proc.
+  find "$tmp" -mindepth 1 -maxdepth 1 ! -name usr ! -name 'lib*' ! -name bin ! -name sbin \
+    -exec rm -rf {} +
+  # gRPC's CMake package checks that its code generators exist beside it;
+  # the host's (same version) are the ones that run.
+  for plugin in /usr/bin/grpc_*_plugin; do ln -sf "$plugin" "$tmp/usr/bin/"; done
+  echo "$want" >"$tmp/.spintune-packages"
+  rm -rf "$dir"
+  mv "$tmp" "$dir"
+}
+
+for arch in "$@"; do
+  tri=$(triplet "$arch")
+  "$here/tools/install-deps.sh" "crossbuild-essential-$arch" qemu-user-static mmdebstrap
+  sysroot=$BUILD/cross/sysroot-$arch
+  make_sysroot "$arch" "$sysroot"
+  out=$BUILD/cross/$arch
+  # Configured afresh when a toolchain file changed (its flags are cached).
+  if [ ! -f "$out/CMakeCache.txt" ] ||
+     [ -n "$(find "$here/cmake/toolchains" -newer "$out/CMakeCache.txt")" ]; then
+    mkdir -p "$out"
+    cmake --fresh -S "$here" -B "$out" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+      -DCMAKE_TOOLCHAIN_FILE="$here/cmake/toolchains/$arch.cmake" -DSPINTUNE_SYSROOT="$sysroot" \
+      -DSPINTUNE_BUILD_BENCH=OFF >"$out.configure.log" 2>&1 || { cat "$out.configure.log"; exit 1; }
+  fi
+  echo "cross: building for $arch ($tri): $(echo $TARGETS)"
+  cmake --build "$out" -j "$jobs" --target $TARGETS
+done
