@@ -51,4 +51,16 @@ set(CPACK_DEBIAN_DEV_PACKAGE_ARCHITECTURE all)
 set(CPACK_DEBIAN_DEV_PACKAGE_SHLIBDEPS OFF)
 set(CPACK_DEBIAN_DEV_PACKAGE_SUGGESTS spintune-cli)
 
+# A cross build (tools/cross_build.sh) packages the agent only, for the
+# target's Debian architecture. dpkg-shlibdeps needs the target's dpkg
+# database, which a sysroot does not have: cross_build.sh names the
+# Depends instead (cpack -D CPACK_DEBIAN_AGENT_PACKAGE_DEPENDS=...).
+if(CMAKE_CROSSCOMPILING)
+  execute_process(COMMAND dpkg-architecture -qDEB_HOST_ARCH -t${CMAKE_LIBRARY_ARCHITECTURE}
+    OUTPUT_VARIABLE deb_arch OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
+  set(CPACK_DEBIAN_PACKAGE_ARCHITECTURE ${deb_arch})
+  set(CPACK_COMPONENTS_ALL agent)
+  set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS OFF)
+endif()
+
 include(CPack)

@@ -8,4 +8,7 @@ set(SPINTUNE_CROSS_PROCESSOR armv5tel)
 set(SPINTUNE_CROSS_QEMU qemu-arm-static -cpu arm926)
 # As on armhf: GCC's note that parameter passing changed in GCC 7.1.
 set(CMAKE_CXX_FLAGS_INIT -Wno-psabi)
+# ARMv5 has no 64-bit atomic instructions: GCC calls libatomic for them.
+set(CMAKE_C_STANDARD_LIBRARIES_INIT -latomic)
+set(CMAKE_CXX_STANDARD_LIBRARIES_INIT -latomic)
 include(${CMAKE_CURRENT_LIST_DIR}/debian-cross.cmake)

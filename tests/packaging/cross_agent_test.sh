@@ -7,6 +7,8 @@
 #       (simulated board BOARD_ARCH) with the native tuner of BUILD on loopback
 #   cross_agent_test.sh ARCH BUILD replay      the same with a replayed trace
 #       (tests/fixtures/trace/virtio-6.18-trace.txt)
+#   cross_agent_test.sh ARCH BUILD deb         the agent's .deb for ARCH installs into
+#       a scratch root (dpkg --root) and the installed agent runs with its config
 #
 # A session passes when the agent exits 0 having applied the tuner's latest
 # table and the blob its file: sink wrote is, byte for byte, the one the
@@ -14,13 +16,38 @@
 # BUILD/cross/ARCH was not built.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/../.." && pwd)
-arch=${1:?usage: cross_agent_test.sh ARCH BUILD unit TEST|sim|replay}
+arch=${1:?usage: cross_agent_test.sh ARCH BUILD unit TEST|sim|replay|deb}
 BUILD=$(cd "${2:?}" && pwd)
 mode=${3:?}
 CROSS=$BUILD/cross/$arch
 RUN=$CROSS/run-on-target
 [ -x "$RUN" ] || { echo "skip: no $arch cross build in $CROSS (make cross)"; exit 77; }
 fail() { echo "FAIL: $*" >&2; exit 1; }
+
+if [ "$mode" = "deb" ]; then
+  # The agent's .deb for ARCH into a scratch root; the installed agent runs.
+  deb=$(ls "$CROSS"/packages/spintune-agent_*_"$arch".deb 2>/dev/null | head -1)
+  [ -n "$deb" ] || fail "no spintune-agent .deb for $arch in $CROSS/packages"
+  root=$BUILD/packaging-test/cross-$arch-deb
+  rm -rf "$root"
+  mkdir -p "$root/var/lib/dpkg/info" "$root/var/lib/dpkg/updates"
+  touch "$root/var/lib/dpkg/status"
+  dpkg --root="$root" --force-architecture --force-depends -i "$deb" >"$root.log" 2>&1 ||
+    { cat "$root.log"; fail "dpkg --root -i $deb"; }
+  depends=$(dpkg-deb -f "$deb" Depends)
+  for pkg in libc6 libgrpc++1.51 libprotobuf32 libspdlog1.10; do
+    [[ ", $depends," == *", $pkg,"* ]] || fail "Depends lacks $pkg: $depends"
+  done
+  for f in usr/bin/spintune-agent usr/bin/spintune-ioload usr/share/man/man1/spintune-agent.1.gz \
+           usr/lib/systemd/system/spintune-agent.service etc/spintune/agent.toml; do
+    [ -e "$root/$f" ] || fail "$(basename "$deb") has no /$f"
+  done
+  "$RUN" "$root/usr/bin/spintune-agent" --config "$root/etc/spintune/agent.toml" --list-boards \
+    >/dev/null || fail "the installed $arch agent refuses its /etc/spintune/agent.toml"
+  echo "$(basename "$deb"): installed; --version $("$RUN" "$root/usr/bin/spintune-agent" --version)"
+  echo "Depends: $depends"
+  exit 0
+fi
 
 if [ "$mode" = "unit" ]; then
   name=${4:?}
