@@ -53,15 +53,15 @@ echo "| build | agent (Release) | stripped | shared libraries loaded | --version
 echo "|---|---|---|---|---|---|---|"
 for build in native "$BUILD"/cross/*/; do
   if [ "$build" = native ]; then
-    name="amd64 (native)"; elf=$BUILD/agent/spintune-agent; run=(); strip=strip
+    name="amd64 (native)"; elf=$BUILD/agent/spintune-agent; run=()
+    strip=$(sed -n 's/^CMAKE_STRIP:[A-Z]*=//p' "$BUILD/CMakeCache.txt")
     dirs=(/lib/x86_64-linux-gnu /usr/lib/x86_64-linux-gnu)
   else
     [ -x "$build/run-on-target" ] && [ -f "$build/agent/spintune-agent" ] || continue
     arch=$(basename "$build")
     elf=$build/agent/spintune-agent; run=("$build/run-on-target")
-    triplet=$(sed -n 's/^CMAKE_LIBRARY_ARCHITECTURE:[A-Z]*=//p' "$build/CMakeCache.txt")
-    [ -n "$triplet" ] || triplet=$(basename "$(dirname "$(find "$BUILD/cross/sysroot-$arch/usr/lib" -maxdepth 2 -name 'libc.so.6' | head -1)")")
-    strip=$triplet-strip
+    strip=$(sed -n 's/^CMAKE_STRIP:[A-Z]*=//p' "$build/CMakeCache.txt")  # TRIPLET-strip
+    triplet=$(basename "${strip%-strip}")
     sysroot=$BUILD/cross/sysroot-$arch
     dirs=("$sysroot/lib/$triplet" "$sysroot/usr/lib/$triplet")
     name="$arch (qemu-user)"

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # `make cross`: spintune-agent and the tests that run on a board, cross-built
-# for Debian's arm64 and armhf ports (docs/install.md, "Boards").
+# for Debian's arm64, armhf and armel ports (docs/install.md, "The agent on
+# the boards").
 #
 #   tools/cross_build.sh [--jobs N] BUILD ARCH...   set up, configure, build
 #   tools/cross_build.sh --targets                  what gets built, one a line
 #
-# Per ARCH (arm64, armhf):
+# Per ARCH (a toolchain file cmake/toolchains/ARCH.cmake: arm64, armhf, armel):
 #  - host packages: Debian's cross compiler (crossbuild-essential-ARCH),
 #    qemu-user-static and mmdebstrap (tools/install-deps.sh: only if missing);
 #  - BUILD/cross/sysroot-ARCH: Debian's ARCH packages of every library the
@@ -41,15 +42,6 @@ shift
 [ $# -gt 0 ] || set -- arm64 armhf
 mkdir -p "$BUILD/cross"
 BUILD=$(cd "$BUILD" && pwd)
-
-triplet() {
-  case $1 in
-    arm64) echo aarch64-linux-gnu ;;
-    armhf) echo arm-linux-gnueabihf ;;
-    armel) echo arm-linux-gnueabi ;;
-    *) echo "cross_build.sh: unknown architecture '$1' (arm64, armhf or armel)" >&2; exit 2 ;;
-  esac
-}
 
 # make_sysroot ARCH DIR: Debian's ARCH packages of SYSROOT_PACKAGES, extracted.
 make_sysroot() {
@@ -93,7 +85,8 @@ deb_depends() {
 }
 
 for arch in "$@"; do
-  tri=$(triplet "$arch")
+  [ -f "$here/cmake/toolchains/$arch.cmake" ] ||
+    { echo "cross_build.sh: no toolchain file for '$arch' in cmake/toolchains" >&2; exit 2; }
   "$here/tools/install-deps.sh" "crossbuild-essential-$arch" qemu-user-static mmdebstrap
   sysroot=$BUILD/cross/sysroot-$arch
   make_sysroot "$arch" "$sysroot"
@@ -106,7 +99,7 @@ for arch in "$@"; do
       -DCMAKE_TOOLCHAIN_FILE="$here/cmake/toolchains/$arch.cmake" -DSPINTUNE_SYSROOT="$sysroot" \
       -DSPINTUNE_BUILD_BENCH=OFF >"$out.configure.log" 2>&1 || { cat "$out.configure.log"; exit 1; }
   fi
-  echo "cross: building for $arch ($tri): $(echo $TARGETS)"
+  echo "cross: building for $arch: $(echo $TARGETS)"
   cmake --build "$out" -j "$jobs" --target $TARGETS
   depends=$(deb_depends "$out/agent/spintune-agent" "$out/agent/spintune-ioload")
   (cd "$out" && cpack -B "$out/packages" -D "CPACK_DEBIAN_AGENT_PACKAGE_DEPENDS=$depends") \
