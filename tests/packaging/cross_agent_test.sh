@@ -53,7 +53,8 @@ if [ "$mode" = "unit" ]; then
   name=${4:?}
   bin=$(find "$CROSS" -name "$name" -type f -perm -u+x | head -1)
   [ -n "$bin" ] || fail "$name was not built in $CROSS"
-  file -b "$bin" | grep -q "ARM" || fail "$bin is not an ARM binary: $(file -b "$bin")"
+  machine=$(readelf -h "$bin" | sed -n 's/^ *Machine: *//p')
+  [[ $machine == ARM || $machine == AArch64 ]] || fail "$bin is not an ARM binary: $machine"
   exec "$RUN" "$bin"
 fi
 

@@ -158,6 +158,12 @@ case $check in
     expect "cpu balanced latency" spintune tune --objective ""
     expect "--listen" spintune-tuner --lis
     expect "warn" spintune-agent --log-level w
+    expect "--file-mb" spintune-ioload --file-m
+    # Each installed file registers the completion of its own command.
+    for b in $BINARIES; do
+      bash -c 'source "$1"; complete -p "$2"' _ "$root/usr/share/bash-completion/completions/$b" "$b" \
+        >/dev/null || fail "completions/$b does not complete $b"
+    done
     # bash replaces only what follows the ':' of sim:BOARD.
     expect "microwatt-100mhz" spintune-agent --source sim:micro
     ;;
