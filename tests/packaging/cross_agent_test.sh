@@ -4,7 +4,8 @@
 #
 #   cross_agent_test.sh ARCH BUILD unit TEST   one of its cross-built test binaries
 #   cross_agent_test.sh ARCH BUILD sim         a session of the emulated agent
-#       (simulated board BOARD_ARCH) with the native tuner of BUILD on loopback
+#       (a simulated board whose SoC the port serves) with the native tuner of
+#       BUILD on loopback
 #   cross_agent_test.sh ARCH BUILD replay      the same with a replayed trace
 #       (tests/fixtures/trace/virtio-6.18-trace.txt)
 #   cross_agent_test.sh ARCH BUILD deb         the agent's .deb for ARCH installs into
@@ -44,7 +45,10 @@ if [ "$mode" = "deb" ]; then
   done
   "$RUN" "$root/usr/bin/spintune-agent" --config "$root/etc/spintune/agent.toml" --list-boards \
     >/dev/null || fail "the installed $arch agent refuses its /etc/spintune/agent.toml"
-  echo "$(basename "$deb"): installed; --version $("$RUN" "$root/usr/bin/spintune-agent" --version)"
+  version=$("$RUN" "$root/usr/bin/spintune-agent" --version)
+  [ "$version" = "$(sed -n 's/^CMAKE_PROJECT_VERSION:STATIC=//p' "$BUILD/CMakeCache.txt")" ] ||
+    fail "the installed $arch agent's --version printed '$version'"
+  echo "$(basename "$deb"): installed; --version $version"
   echo "Depends: $depends"
   exit 0
 fi
