@@ -51,7 +51,7 @@ make_sysroot() {
   echo "cross: extracting Debian's $arch packages into $dir"
   tmp=$dir.new
   rm -rf "$tmp"
-  mmdebstrap --quiet --variant=extract --mode=root --format=directory --architectures="$arch" \
+  mmdebstrap --quiet --variant=extract --format=directory --architectures="$arch" \
     --include="$(echo $SYSROOT_PACKAGES | tr ' ' ,)" bookworm "$tmp" "${MIRRORS[@]}"
   # Only usr/ and the lib symlinks are needed. qemu -L looks a path up in the
   # sysroot first: nothing there may shadow the host's /tmp, /etc or /proc.
