@@ -28,6 +28,7 @@ render() {
     function heading(h) {
       if (level == "SH") print ".SH " h; else print ".PP\n\\fI" h "\\fR"
     }
+    { in_para = para; para = 0 }   # consecutive free-text lines make one paragraph
     NR == 1 { sub("^" name ": ", ""); about = text($0); next }
     /^Usage: / {
       $2 = name; sub(/^Usage: /, "")
@@ -55,7 +56,7 @@ render() {
       next
     }
     /^Exit codes: / { sub(/^Exit codes: /, ""); heading("EXIT STATUS"); print text($0); mode = ""; next }
-    { mode = ""; print ".PP\n" text($0) }
+    { mode = ""; if (!in_para) print ".PP"; print text($0); para = 1 }
     END { if (mode == "Examples") print ".fi" }
   '
 }
