@@ -11,9 +11,13 @@ DEB_PACKAGES := cmake ninja-build g++ pkg-config \
   libcli11-dev nlohmann-json3-dev libspdlog-dev liburing-dev clang libclang-rt-14-dev \
   openssl libssl-dev libmicrohttpd-dev curl chromium \
   linux-headers-amd64 qemu-system-x86 busybox-static kmod cpio jq \
-  libbpf-dev bpftool libtraceevent-dev libtracefs-dev
+  libbpf-dev bpftool libtraceevent-dev libtracefs-dev \
+  dpkg-dev man-db crossbuild-essential-arm64 crossbuild-essential-armhf qemu-user-static mmdebstrap
+# Where `make install` puts things (DESTDIR is honoured); the boards `make cross` builds for.
+PREFIX ?= /usr/local
+CROSS_ARCHES ?= arm64 armhf
 
-.PHONY: all deps configure build demo demo-live test bench uring-ref vboard clean
+.PHONY: all deps configure build demo demo-live test bench uring-ref vboard install package cross clean
 
 all: build
 
@@ -33,8 +37,20 @@ demo: build
 demo-live: build
 	@tools/demo_live.sh $(BUILD)
 
-test: build
+# The cross-built agents' tests (Cross.*) run under qemu-user with the rest.
+test: build cross
 	@ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
+
+install: build
+	@cmake --install $(BUILD) --prefix $(PREFIX)
+
+# Debian packages: spintune-tuner, -agent, -cli, -dev in $(BUILD)/packages.
+package: build
+	@cd $(BUILD) && cpack
+
+# spintune-agent and its tests for arm64 and armhf boards, in $(BUILD)/cross/ARCH.
+cross: build
+	@tools/cross_build.sh --jobs $(JOBS) $(BUILD) $(CROSS_ARCHES)
 
 uring-ref: build
 	@tools/uring_ref_demo.sh $(BUILD)

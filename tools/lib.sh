@@ -1,11 +1,11 @@
 # Shell helpers shared by the demo and benchmark scripts (sourced).
 
-# start_tuner BUILD OUT: starts spintune-tuner on a free loopback port with
-# the database OUT/spintune.db; sets tuner_pid and addr, or prints the
-# tuner's log and exits.
+# start_tuner BUILD OUT [FLAG...]: starts spintune-tuner on a free loopback
+# port with the database OUT/spintune.db (and FLAGs); sets tuner_pid and
+# addr, or prints the tuner's log and exits.
 start_tuner() {
   local build=$1 out=$2
-  "$build/tuner/spintune-tuner" --listen 127.0.0.1:0 --db "$out/spintune.db" \
+  "$build/tuner/spintune-tuner" --listen 127.0.0.1:0 --db "$out/spintune.db" "${@:3}" \
     >"$out/tuner.out" 2>"$out/tuner.log" &
   tuner_pid=$!
   for _ in $(seq 100); do
