@@ -154,6 +154,18 @@ UPDATE targets SET last_seq = (SELECT COALESCE(MAX(seq), 0) FROM ingested
 ALTER TABLE targets ADD COLUMN refused_batches INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE targets ADD COLUMN refused_samples INTEGER NOT NULL DEFAULT 0;
 )sql",
+      // 7: ingest stages each batch's delta as one row; Store::Compact folds
+      // them into the per-key histograms later, many batches at once.
+      R"sql(
+CREATE TABLE pending_deltas (
+  target_id INTEGER NOT NULL REFERENCES targets(id) ON DELETE CASCADE,
+  seq INTEGER NOT NULL,
+  window INTEGER NOT NULL,
+  staged_at INTEGER NOT NULL,
+  delta BLOB NOT NULL,
+  PRIMARY KEY (target_id, seq)
+) WITHOUT ROWID;
+)sql",
   };
   return kMigrations;
 }

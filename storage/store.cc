@@ -6,12 +6,16 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
+#include <tuple>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/status_macros.h"
 #include "policy/policy_json.h"
+#include "storage/delta_codec.h"
 #include "storage/histogram_codec.h"
 #include "storage/migrations.h"
 
@@ -201,20 +205,20 @@ absl::StatusOr<uint64_t> Store::LastDurableSeq(int64_t target_id) {
   return row ? U(q->ColumnInt(0)) : 0;
 }
 
-absl::Status Store::MergeKey(int64_t target_id, uint64_t window, const KeyEvidence& delta) {
+absl::StatusOr<int64_t> Store::MergeKey(int64_t target_id, const KeyEvidence& delta) {
   SPINTUNE_ASSIGN_OR_RETURN(
       auto insert_key,
-      db_->Prepare("INSERT INTO keys(target_id, cpu_class, device, opcode, size_class) "
-                   "VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT DO NOTHING"));
+      db_->Cached("INSERT INTO keys(target_id, cpu_class, device, opcode, size_class) "
+                  "VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT DO NOTHING"));
   insert_key->Bind(1, target_id).Bind(2, delta.key.cpu_class).Bind(3, delta.key.device);
   insert_key->Bind(4, I(delta.key.opcode)).Bind(5, I(delta.key.size_class));
   SPINTUNE_RETURN_IF_ERROR(insert_key->Run());
   SPINTUNE_ASSIGN_OR_RETURN(
       auto find,
-      db_->Prepare("SELECT k.id, h.samples, h.errors, h.irq_timeouts, h.spin_timeouts, "
-                   "h.irq_path, h.spin_path, h.buckets FROM keys k LEFT JOIN histograms h "
-                   "ON h.key_id = k.id WHERE k.target_id = ?1 AND k.cpu_class = ?2 AND "
-                   "k.device = ?3 AND k.opcode = ?4 AND k.size_class = ?5"));
+      db_->Cached("SELECT k.id, h.samples, h.errors, h.irq_timeouts, h.spin_timeouts, "
+                  "h.irq_path, h.spin_path, h.buckets FROM keys k LEFT JOIN histograms h "
+                  "ON h.key_id = k.id WHERE k.target_id = ?1 AND k.cpu_class = ?2 AND "
+                  "k.device = ?3 AND k.opcode = ?4 AND k.size_class = ?5"));
   find->Bind(1, target_id).Bind(2, delta.key.cpu_class).Bind(3, delta.key.device);
   find->Bind(4, I(delta.key.opcode)).Bind(5, I(delta.key.size_class));
   SPINTUNE_ASSIGN_OR_RETURN(bool found, find->Step());
@@ -229,10 +233,11 @@ absl::Status Store::MergeKey(int64_t target_id, uint64_t window, const KeyEviden
     merged.irq_path = U(find->ColumnInt(5));
     merged.spin_path = U(find->ColumnInt(6));
   }
+  find->Reset();
   merged.histogram.Merge(delta.histogram);
   SPINTUNE_ASSIGN_OR_RETURN(
-      auto put, db_->Prepare("INSERT OR REPLACE INTO histograms VALUES (?1, ?2, ?3, ?4, ?5, "
-                             "?6, ?7, ?8)"));
+      auto put, db_->Cached("INSERT OR REPLACE INTO histograms VALUES (?1, ?2, ?3, ?4, ?5, "
+                            "?6, ?7, ?8)"));
   put->Bind(1, key_id).Bind(2, I(merged.histogram.total_count()));
   put->Bind(3, I(merged.errors + delta.errors));
   put->Bind(4, I(merged.irq_timeouts + delta.irq_timeouts));
@@ -241,20 +246,24 @@ absl::Status Store::MergeKey(int64_t target_id, uint64_t window, const KeyEviden
   put->Bind(7, I(merged.spin_path + delta.spin_path));
   put->BindBlob(8, EncodeHistogram(merged.histogram));
   SPINTUNE_RETURN_IF_ERROR(put->Run());
+  return key_id;
+}
 
+absl::Status Store::MergeWindow(int64_t key_id, uint64_t window, const LatencyHistogram& delta) {
   SPINTUNE_ASSIGN_OR_RETURN(
-      auto win, db_->Prepare("SELECT buckets FROM histogram_windows WHERE key_id = ?1 AND "
-                             "window = ?2"));
+      auto win, db_->Cached("SELECT buckets FROM histogram_windows WHERE key_id = ?1 AND "
+                            "window = ?2"));
   win->Bind(1, key_id).Bind(2, I(window));
   SPINTUNE_ASSIGN_OR_RETURN(bool has_window, win->Step());
   LatencyHistogram windowed;
   if (has_window) {
     SPINTUNE_ASSIGN_OR_RETURN(windowed, DecodeHistogram(win->ColumnBlob(0)));
   }
-  windowed.Merge(delta.histogram);
+  win->Reset();
+  windowed.Merge(delta);
   SPINTUNE_ASSIGN_OR_RETURN(
-      auto put_window, db_->Prepare("INSERT OR REPLACE INTO histogram_windows VALUES (?1, ?2, "
-                                    "?3, ?4)"));
+      auto put_window, db_->Cached("INSERT OR REPLACE INTO histogram_windows VALUES (?1, ?2, "
+                                   "?3, ?4)"));
   put_window->Bind(1, key_id).Bind(2, I(window)).Bind(3, I(windowed.total_count()));
   put_window->BindBlob(4, EncodeHistogram(windowed));
   return put_window->Run();
@@ -262,7 +271,7 @@ absl::Status Store::MergeKey(int64_t target_id, uint64_t window, const KeyEviden
 
 absl::Status Store::MergeDispatch(int64_t target_id, const DispatchRecord& delta) {
   SPINTUNE_ASSIGN_OR_RETURN(
-      auto find, db_->Prepare("SELECT handler_buckets, wake_buckets FROM dispatch_stats "
+      auto find, db_->Cached("SELECT handler_buckets, wake_buckets FROM dispatch_stats "
                               "WHERE target_id = ?1 AND cpu_class = ?2 AND device = ?3"));
   find->Bind(1, target_id).Bind(2, delta.cpu_class).Bind(3, delta.device);
   SPINTUNE_ASSIGN_OR_RETURN(bool found, find->Step());
@@ -274,7 +283,7 @@ absl::Status Store::MergeDispatch(int64_t target_id, const DispatchRecord& delta
   handler.Merge(delta.handler);
   wake.Merge(delta.wake);
   SPINTUNE_ASSIGN_OR_RETURN(
-      auto put, db_->Prepare("INSERT OR REPLACE INTO dispatch_stats VALUES (?1, ?2, ?3, ?4, "
+      auto put, db_->Cached("INSERT OR REPLACE INTO dispatch_stats VALUES (?1, ?2, ?3, ?4, "
                              "?5, ?6)"));
   put->Bind(1, target_id).Bind(2, delta.cpu_class).Bind(3, delta.device);
   put->Bind(4, I(handler.total_count()));
@@ -306,25 +315,32 @@ absl::StatusOr<std::vector<IngestResult>> Store::IngestBatches(
     const std::vector<SequencedBatch>& batches) {
   absl::MutexLock lock(&mu_);
   Transaction tx(db_.get());
+  // Whatever happens (before the rollback, if any), no cached statement
+  // keeps a snapshot open afterwards.
+  absl::Cleanup reset = [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS { db_->ResetCached(); };
   SPINTUNE_RETURN_IF_ERROR(tx.Begin());
   SPINTUNE_ASSIGN_OR_RETURN(
-      auto target, db_->Prepare("SELECT total_samples, last_seq FROM targets WHERE id = ?1"));
+      auto target, db_->Cached("SELECT total_samples, last_seq FROM targets WHERE id = ?1"));
   SPINTUNE_ASSIGN_OR_RETURN(
-      auto earlier, db_->Prepare("SELECT fingerprint, refused_code, refused_message FROM "
+      auto earlier, db_->Cached("SELECT fingerprint, refused_code, refused_message FROM "
                                  "ingested WHERE target_id = ?1 AND seq = ?2"));
   SPINTUNE_ASSIGN_OR_RETURN(
-      auto mark, db_->Prepare("INSERT INTO ingested(target_id, seq, samples, dispatch_samples, "
+      auto mark, db_->Cached("INSERT INTO ingested(target_id, seq, samples, dispatch_samples, "
                               "received_at, last_seq, fingerprint, refused_code, "
                               "refused_message) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"));
   SPINTUNE_ASSIGN_OR_RETURN(
-      auto totals, db_->Prepare("UPDATE targets SET total_samples = total_samples + ?2, "
+      auto totals, db_->Cached("UPDATE targets SET total_samples = total_samples + ?2, "
                                 "total_dispatch_samples = total_dispatch_samples + ?3, "
                                 "dropped_batches = dropped_batches + ?4, "
                                 "dropped_samples = dropped_samples + ?5, "
                                 "refused_batches = refused_batches + ?6, "
                                 "refused_samples = refused_samples + ?7, "
                                 "last_seq = ?8, last_seen = ?9 WHERE id = ?1"));
+  SPINTUNE_ASSIGN_OR_RETURN(
+      auto stage, db_->Cached("INSERT INTO pending_deltas(target_id, seq, window, staged_at, "
+                              "delta) VALUES (?1, ?2, ?3, ?4, ?5)"));
   const std::string now = NowRfc3339();
+  const int64_t staged_at = absl::ToUnixSeconds(absl::Now());
   struct TargetState {
     uint64_t total_samples;
     uint64_t last_seq;
@@ -378,13 +394,12 @@ absl::StatusOr<std::vector<IngestResult>> Store::IngestBatches(
     SPINTUNE_RETURN_IF_ERROR(mark->Run());
     uint64_t samples = 0, dispatch_samples = 0;
     if (store_delta) {
-      const uint64_t window = st->second.total_samples / options_.window_samples;
-      for (const auto& k : b.delta->keys) {
-        SPINTUNE_RETURN_IF_ERROR(MergeKey(b.target_id, window, k));
-      }
-      for (const auto& d : b.delta->dispatch) {
-        SPINTUNE_RETURN_IF_ERROR(MergeDispatch(b.target_id, d));
-      }
+      // One row per batch; Compact() folds it into the histograms later.
+      stage->Reset();
+      stage->Bind(1, b.target_id).Bind(2, I(b.seq));
+      stage->Bind(3, I(st->second.total_samples / options_.window_samples));
+      stage->Bind(4, staged_at).BindBlob(5, EncodeBatchDelta(*b.delta));
+      SPINTUNE_RETURN_IF_ERROR(stage->Run());
       samples = b.delta->completion_samples;
       dispatch_samples = b.delta->dispatch_samples;
     }
@@ -401,7 +416,98 @@ absl::StatusOr<std::vector<IngestResult>> Store::IngestBatches(
     r.refusal = b.refusal;
     out.push_back(std::move(r));
   }
+  db_->ResetCached();
   SPINTUNE_RETURN_IF_ERROR(tx.Commit());
+  return out;
+}
+
+absl::StatusOr<std::vector<std::pair<uint64_t, BatchDelta>>> Store::StagedDeltas(
+    int64_t target_id, uint64_t* last_seq) {
+  SPINTUNE_ASSIGN_OR_RETURN(
+      auto q, db_->Prepare("SELECT seq, window, delta FROM pending_deltas WHERE target_id = ?1 "
+                           "ORDER BY seq"));
+  q->Bind(1, target_id);
+  std::vector<std::pair<uint64_t, BatchDelta>> out;
+  while (true) {
+    SPINTUNE_ASSIGN_OR_RETURN(bool row, q->Step());
+    if (!row) break;
+    SPINTUNE_ASSIGN_OR_RETURN(BatchDelta d, DecodeBatchDelta(q->ColumnBlob(2)));
+    d.seq = U(q->ColumnInt(0));
+    if (last_seq != nullptr) *last_seq = d.seq;
+    out.emplace_back(U(q->ColumnInt(1)), std::move(d));
+  }
+  return out;
+}
+
+absl::Status Store::CompactLocked(int64_t target_id, uint64_t* folded) {
+  uint64_t last_seq = 0;
+  SPINTUNE_ASSIGN_OR_RETURN(auto staged, StagedDeltas(target_id, &last_seq));
+  *folded = staged.size();
+  if (staged.empty()) return absl::OkStatus();
+  // Everything staged, summed per key, per (key, window) and per dispatch
+  // record, then written once each.
+  std::map<PolicyKey, KeyEvidence> keys;
+  std::map<std::pair<PolicyKey, uint64_t>, LatencyHistogram> windows;
+  std::map<std::pair<std::string, std::string>, DispatchRecord> dispatch;
+  for (const auto& [window, delta] : staged) {
+    for (const auto& k : delta.keys) {
+      KeyEvidence& e = keys[k.key];
+      e.key = k.key;
+      e.histogram.Merge(k.histogram);
+      e.errors += k.errors;
+      e.irq_timeouts += k.irq_timeouts;
+      e.spin_timeouts += k.spin_timeouts;
+      e.irq_path += k.irq_path;
+      e.spin_path += k.spin_path;
+      windows[{k.key, window}].Merge(k.histogram);
+    }
+    for (const auto& d : delta.dispatch) {
+      DispatchRecord& r = dispatch[{d.cpu_class, d.device}];
+      r.cpu_class = d.cpu_class;
+      r.device = d.device;
+      r.handler.Merge(d.handler);
+      r.wake.Merge(d.wake);
+    }
+  }
+  std::map<PolicyKey, int64_t> key_ids;
+  for (const auto& [key, e] : keys) {
+    SPINTUNE_ASSIGN_OR_RETURN(key_ids[key], MergeKey(target_id, e));
+  }
+  for (const auto& [kw, h] : windows) {
+    SPINTUNE_RETURN_IF_ERROR(MergeWindow(key_ids.at(kw.first), kw.second, h));
+  }
+  for (const auto& [cd, d] : dispatch) SPINTUNE_RETURN_IF_ERROR(MergeDispatch(target_id, d));
+  SPINTUNE_ASSIGN_OR_RETURN(
+      auto drop, db_->Cached("DELETE FROM pending_deltas WHERE target_id = ?1 AND seq <= ?2"));
+  drop->Bind(1, target_id).Bind(2, I(last_seq));
+  return drop->Run();
+}
+
+absl::StatusOr<uint64_t> Store::Compact(int64_t target_id) {
+  absl::MutexLock lock(&mu_);
+  Transaction tx(db_.get());
+  absl::Cleanup reset = [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS { db_->ResetCached(); };
+  SPINTUNE_RETURN_IF_ERROR(tx.Begin());
+  uint64_t folded = 0;
+  SPINTUNE_RETURN_IF_ERROR(CompactLocked(target_id, &folded));
+  db_->ResetCached();
+  SPINTUNE_RETURN_IF_ERROR(tx.Commit());
+  return folded;
+}
+
+absl::StatusOr<std::vector<int64_t>> Store::TargetsToCompact(uint64_t min_batches,
+                                                             absl::Duration max_age) {
+  absl::MutexLock lock(&mu_);
+  SPINTUNE_ASSIGN_OR_RETURN(
+      auto q, db_->Prepare("SELECT target_id FROM pending_deltas GROUP BY target_id "
+                           "HAVING COUNT(*) >= ?1 OR MIN(staged_at) <= ?2"));
+  q->Bind(1, I(min_batches)).Bind(2, absl::ToUnixSeconds(absl::Now() - max_age));
+  std::vector<int64_t> out;
+  while (true) {
+    SPINTUNE_ASSIGN_OR_RETURN(bool row, q->Step());
+    if (!row) break;
+    out.push_back(q->ColumnInt(0));
+  }
   return out;
 }
 
@@ -417,6 +523,13 @@ absl::StatusOr<std::vector<PolicyKey>> Store::ListKeys(int64_t target_id) {
     if (!row) break;
     out.push_back({q->ColumnText(0), q->ColumnText(1), static_cast<uint32_t>(q->ColumnInt(2)),
                    static_cast<uint32_t>(q->ColumnInt(3))});
+  }
+  std::set<PolicyKey> known(out.begin(), out.end());
+  SPINTUNE_ASSIGN_OR_RETURN(auto staged, StagedDeltas(target_id, nullptr));
+  for (const auto& [window, delta] : staged) {
+    for (const auto& k : delta.keys) {
+      if (known.insert(k.key).second) out.push_back(k.key);
+    }
   }
   return out;
 }
@@ -461,6 +574,33 @@ absl::StatusOr<std::vector<KeyEvidence>> Store::LoadKeys(int64_t target_id) {
     }
     out.push_back(std::move(k));
   }
+  // Staged deltas: newer than every compacted window, so they count for a
+  // key that changed too.
+  SPINTUNE_ASSIGN_OR_RETURN(auto staged, StagedDeltas(target_id, nullptr));
+  if (!staged.empty()) {
+    std::map<PolicyKey, size_t> index;
+    for (size_t i = 0; i < out.size(); ++i) index[out[i].key] = i;
+    for (const auto& [window, delta] : staged) {
+      for (const auto& d : delta.keys) {
+        auto it = index.find(d.key);
+        if (it == index.end()) {
+          it = index.emplace(d.key, out.size()).first;
+          out.push_back(KeyEvidence{d.key, {}, 0, 0, 0, 0, 0});
+        }
+        KeyEvidence& e = out[it->second];
+        e.histogram.Merge(d.histogram);
+        e.errors += d.errors;
+        e.irq_timeouts += d.irq_timeouts;
+        e.spin_timeouts += d.spin_timeouts;
+        e.irq_path += d.irq_path;
+        e.spin_path += d.spin_path;
+      }
+    }
+    std::sort(out.begin(), out.end(), [](const KeyEvidence& a, const KeyEvidence& b) {
+      return std::tie(a.key.device, a.key.cpu_class, a.key.opcode, a.key.size_class) <
+             std::tie(b.key.device, b.key.cpu_class, b.key.opcode, b.key.size_class);
+    });
+  }
   return out;
 }
 
@@ -469,7 +609,11 @@ absl::StatusOr<std::vector<PolicyKey>> Store::DetectChanges(int64_t target_id,
                                                             uint64_t min_recent) {
   absl::MutexLock lock(&mu_);
   Transaction tx(db_.get());
+  absl::Cleanup reset = [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS { db_->ResetCached(); };
   SPINTUNE_RETURN_IF_ERROR(tx.Begin());
+  // The windows must hold every batch before they are compared.
+  uint64_t folded = 0;
+  SPINTUNE_RETURN_IF_ERROR(CompactLocked(target_id, &folded));
   SPINTUNE_ASSIGN_OR_RETURN(
       auto keys, db_->Prepare("SELECT id, cpu_class, device, opcode, size_class, since_window "
                               "FROM keys WHERE target_id = ?1"));
@@ -543,6 +687,38 @@ absl::StatusOr<std::vector<DispatchRecord>> Store::LoadDispatch(int64_t target_i
     SPINTUNE_ASSIGN_OR_RETURN(d.handler, DecodeHistogram(q->ColumnBlob(2)));
     SPINTUNE_ASSIGN_OR_RETURN(d.wake, DecodeHistogram(q->ColumnBlob(3)));
     out.push_back(std::move(d));
+  }
+  SPINTUNE_ASSIGN_OR_RETURN(auto staged, StagedDeltas(target_id, nullptr));
+  for (const auto& [window, delta] : staged) {
+    for (const auto& d : delta.dispatch) {
+      auto it = std::find_if(out.begin(), out.end(), [&](const DispatchRecord& r) {
+        return r.cpu_class == d.cpu_class && r.device == d.device;
+      });
+      if (it == out.end()) {
+        out.push_back(DispatchRecord{d.cpu_class, d.device, {}, {}});
+        it = out.end() - 1;
+      }
+      it->handler.Merge(d.handler);
+      it->wake.Merge(d.wake);
+    }
+  }
+  if (!staged.empty()) {
+    std::sort(out.begin(), out.end(), [](const DispatchRecord& a, const DispatchRecord& b) {
+      return std::tie(a.cpu_class, a.device) < std::tie(b.cpu_class, b.device);
+    });
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<std::pair<int64_t, uint64_t>>> Store::LatestVersions() {
+  absl::MutexLock lock(&mu_);
+  SPINTUNE_ASSIGN_OR_RETURN(
+      auto q, db_->Prepare("SELECT target_id, MAX(version) FROM policy_versions GROUP BY target_id"));
+  std::vector<std::pair<int64_t, uint64_t>> out;
+  while (true) {
+    SPINTUNE_ASSIGN_OR_RETURN(bool row, q->Step());
+    if (!row) break;
+    out.emplace_back(q->ColumnInt(0), U(q->ColumnInt(1)));
   }
   return out;
 }

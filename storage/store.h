@@ -159,10 +159,22 @@ class Store {
       const std::vector<SequencedBatch>& batches);
 
   // Evidence per key: the cumulative histogram, or, for a key whose
-  // distribution changed (DetectChanges), the windows since the change.
+  // distribution changed (DetectChanges), the windows since the change;
+  // batches not compacted yet included.
   absl::StatusOr<std::vector<KeyEvidence>> LoadKeys(int64_t target_id);
-  // The target's keys, without their evidence.
+  // The target's keys, without their evidence (compacted or not).
   absl::StatusOr<std::vector<PolicyKey>> ListKeys(int64_t target_id);
+
+  // Ingest stages each batch's delta as one row (cheap per batch); Compact()
+  // folds a target's staged deltas into its per-key and per-window
+  // histograms and dispatch stats in one transaction, many batches at once.
+  // Every read includes staged deltas, so compaction only changes how the
+  // evidence is stored. Returns the batches folded.
+  absl::StatusOr<uint64_t> Compact(int64_t target_id);
+  // Targets with at least `min_batches` staged deltas, or with one staged
+  // longer ago than `max_age`.
+  absl::StatusOr<std::vector<int64_t>> TargetsToCompact(uint64_t min_batches,
+                                                        absl::Duration max_age);
   // Compares each key's latest window (when it has >= min_recent samples)
   // with its evidence before it (models/change_detector.h); a key that
   // changed uses only windows from the latest on as evidence from now on.
@@ -170,6 +182,7 @@ class Store {
   absl::StatusOr<std::vector<PolicyKey>> DetectChanges(int64_t target_id,
                                                        const ChangeTest& test,
                                                        uint64_t min_recent = 512);
+  // Dispatch histograms per (CPU class, device), staged deltas included.
   absl::StatusOr<std::vector<DispatchRecord>> LoadDispatch(int64_t target_id);
 
   // Stores `table` as the target's next version; sets table->version and
@@ -179,6 +192,8 @@ class Store {
   // Replaces the evidence of the stored version table->version (same
   // decisions, newer samples); sets table->fitted_at.
   absl::Status UpdatePolicyEvidence(int64_t target_id, PolicyTable* table);
+  // Every target's latest policy version (targets without one left out).
+  absl::StatusOr<std::vector<std::pair<int64_t, uint64_t>>> LatestVersions();
   // Version `version` (0: the latest); nullopt when there is none.
   absl::StatusOr<std::optional<PolicyTable>> LoadPolicy(int64_t target_id, uint64_t version);
   // Stores `table` as the target's next version and pins the target to it
@@ -225,7 +240,17 @@ class Store {
       : options_(options), db_(std::move(db)) {}
   absl::StatusOr<uint64_t> AppendVersion(int64_t target_id, PolicyTable* table, bool pin)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::Status MergeKey(int64_t target_id, uint64_t window, const KeyEvidence& delta)
+  // Adds `delta` to the key's cumulative histogram and counters, creating
+  // the key; returns its id.
+  absl::StatusOr<int64_t> MergeKey(int64_t target_id, const KeyEvidence& delta)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status MergeWindow(int64_t key_id, uint64_t window, const LatencyHistogram& delta)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The target's staged deltas, oldest first, with their windows.
+  absl::StatusOr<std::vector<std::pair<uint64_t, BatchDelta>>> StagedDeltas(int64_t target_id,
+                                                                          uint64_t* last_seq)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status CompactLocked(int64_t target_id, uint64_t* folded)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status MergeDispatch(int64_t target_id, const DispatchRecord& delta)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -1,9 +1,11 @@
 #include "tuner/batch_decoder.h"
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <tuple>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "policy/default_rule.h"
@@ -167,6 +169,14 @@ absl::StatusOr<BatchDelta> DecodeBatch(const v1::SampleBatch& batch, const v1::H
   const int devices = hello.devices_size();
   using KeyTuple = std::tuple<uint32_t, uint32_t, uint32_t, uint32_t>;
   std::map<KeyTuple, KeyEvidence> keys;
+  // Per key of the columns: its evidence and its samples' bucket indexes,
+  // sorted and counted into the histogram once at the end (a sparse
+  // histogram's Record() per sample costs a search and an insert).
+  struct ColumnKey {
+    KeyEvidence* evidence;
+    std::vector<uint32_t> buckets;
+  };
+  absl::flat_hash_map<KeyTuple, ColumnKey> column_keys;
   for (int i = 0; i < n; ++i) {
     if (c.device_index(i) >= static_cast<uint32_t>(devices)) {
       return Invalid(absl::StrCat("completions.device_index[", i, "]"), "no such device");
@@ -189,12 +199,14 @@ absl::StatusOr<BatchDelta> DecodeBatch(const v1::SampleBatch& batch, const v1::H
     }
     const KeyTuple k{c.device_index(i), c.cpu_class_index(i), c.opcode(i),
                      SizeClassOf(c.bytes(i))};
-    KeyEvidence& e = keys[k];
-    if (e.key.device.empty()) {
-      e.key = {hello.target().cpu_classes(c.cpu_class_index(i)).name(),
-               hello.devices(c.device_index(i)).name(), c.opcode(i), std::get<3>(k)};
+    ColumnKey& ck = column_keys[k];
+    if (ck.evidence == nullptr) {
+      ck.evidence = &keys[k];
+      ck.evidence->key = {hello.target().cpu_classes(c.cpu_class_index(i)).name(),
+                          hello.devices(c.device_index(i)).name(), c.opcode(i), std::get<3>(k)};
     }
-    e.histogram.Record(c.wait_ns(i));
+    KeyEvidence& e = *ck.evidence;
+    ck.buckets.push_back(static_cast<uint32_t>(LatencyHistogram::BucketIndex(c.wait_ns(i))));
     const bool irq = c.path(i) == v1::WAIT_PATH_IRQ;
     const bool spin = c.path(i) == v1::WAIT_PATH_SPIN;
     if (c.flags(i) & 1) ++e.errors;
@@ -204,6 +216,15 @@ absl::StatusOr<BatchDelta> DecodeBatch(const v1::SampleBatch& batch, const v1::H
     }
     if (irq) ++e.irq_path;
     if (spin) ++e.spin_path;
+  }
+  for (auto& [k, ck] : column_keys) {
+    std::sort(ck.buckets.begin(), ck.buckets.end());
+    for (size_t i = 0; i < ck.buckets.size();) {
+      size_t j = i;
+      while (j < ck.buckets.size() && ck.buckets[j] == ck.buckets[i]) ++j;
+      ck.evidence->histogram.AddToBucket(static_cast<int>(ck.buckets[i]), j - i);
+      i = j;
+    }
   }
   delta.completion_samples = static_cast<uint64_t>(n);
 

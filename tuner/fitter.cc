@@ -1,5 +1,10 @@
 #include "tuner/fitter.h"
 
+#include <pthread.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
@@ -64,6 +69,9 @@ uint64_t Fitter::Refit(int64_t target_id, bool force) {
 uint64_t Fitter::Sync(int64_t target_id) { return Enqueue({target_id, Kind::kSync, false, {}, 0}); }
 
 void Fitter::Loop() {
+  // Fits yield the CPU to ingest (acks wait on it; fits only delay tables).
+  setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), 10);
+  pthread_setname_np(pthread_self(), "fitter");
   while (true) {
     Request request;
     {

@@ -4,7 +4,8 @@
 // and a cold-start prediction (reading every other target's evidence) take
 // time in proportion to what the database holds. Done on the worker they
 // held up every agent's acks. The fitter runs them one at a time on a thread
-// of its own with its own connection to the database, stores the versions
+// of its own (at nice 10: ingest comes first) with its own connection to
+// the database, stores the versions
 // they produce, and hands each result back through `deliver` (the tuner
 // posts it to its worker, which pushes tables and answers drains).
 //

@@ -1,5 +1,7 @@
 #include "tuner/tuner_core.h"
 
+#include <pthread.h>
+
 #include "absl/strings/str_cat.h"
 #include "common/fingerprint.h"
 #include "common/logging.h"
@@ -86,18 +88,34 @@ absl::StatusOr<std::unique_ptr<TunerCore>> TunerCore::Create(const TunerOptions&
   SPINTUNE_ASSIGN_OR_RETURN(auto fitter, Fitter::Create(fo, [slot](FitResult r) {
                               if (TunerCore* core = slot->load()) core->OnFitResult(std::move(r));
                             }));
-  std::unique_ptr<TunerCore> core(new TunerCore(options, std::move(store), std::move(fitter)));
+  auto errors = std::make_shared<std::atomic<TunerCore*>>(nullptr);
+  CompactorOptions co;
+  co.db_path = options.db_path;
+  co.store = options.store;
+  SPINTUNE_ASSIGN_OR_RETURN(auto compactor, Compactor::Create(co, [errors](const absl::Status& s) {
+                              Logger().error("compacting staged batches failed: {}", s.ToString());
+                              if (TunerCore* core = errors->load()) {
+                                core->Count(&TunerCounters::storage_errors);
+                              }
+                            }));
+  std::unique_ptr<TunerCore> core(
+      new TunerCore(options, std::move(store), std::move(fitter), std::move(compactor)));
   slot->store(core.get());
+  errors->store(core.get());
   return core;
 }
 
 TunerCore::TunerCore(TunerOptions options, std::unique_ptr<Store> store,
-                     std::unique_ptr<Fitter> fitter)
-    : options_(std::move(options)), store_(std::move(store)), fitter_(std::move(fitter)) {
+                     std::unique_ptr<Fitter> fitter, std::unique_ptr<Compactor> compactor)
+    : options_(std::move(options)),
+      store_(std::move(store)),
+      fitter_(std::move(fitter)),
+      compactor_(std::move(compactor)) {
   worker_ = std::thread([this] { WorkerLoop(); });
 }
 
 void TunerCore::Stop() {
+  compactor_.reset();
   fitter_.reset();  // first: it posts to the queue
   queue_.Stop();
   if (worker_.joinable()) worker_.join();
@@ -121,6 +139,7 @@ void TunerCore::Count(uint64_t TunerCounters::*counter, uint64_t n) {
 }
 
 void TunerCore::WorkerLoop() {
+  pthread_setname_np(pthread_self(), "ingest");
   absl::Time last_tick = absl::Now();
   while (true) {
     std::vector<TunerJob> unit = queue_.Next(absl::Seconds(1));
@@ -628,12 +647,17 @@ void TunerCore::PushExternalVersions() {
   auto data_version = store_->DataVersion();
   if (!data_version.ok() || *data_version == data_version_) return;
   data_version_ = *data_version;
-  for (const auto& [target_id, list] : sessions_) {
-    if (list.empty()) continue;
+  // The fitter and compactor commit all the time: look at version numbers
+  // first (one query), load only tables newer than what was pushed.
+  auto versions = store_->LatestVersions();
+  if (!versions.ok()) return;
+  for (const auto& [target_id, version] : *versions) {
+    auto list = sessions_.find(target_id);
+    if (list == sessions_.end() || list->second.empty()) continue;
+    auto pushed = pushed_version_.find(target_id);
+    if (pushed != pushed_version_.end() && pushed->second >= version) continue;
     auto latest = store_->LoadPolicy(target_id, 0);
     if (!latest.ok() || !latest->has_value()) continue;
-    auto pushed = pushed_version_.find(target_id);
-    if (pushed != pushed_version_.end() && pushed->second >= (*latest)->version) continue;
     Logger().info("target={} policy version={} ({}) stored by another process: pushing",
                   target_id, (*latest)->version, (*latest)->origin);
     Push(target_id, **latest);

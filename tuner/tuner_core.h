@@ -22,7 +22,8 @@
 //
 // Batches waiting back to back are stored in one SQLite transaction (group
 // commit: one fsync for many batches, each still acknowledged only after
-// that commit).
+// that commit). A batch is stored as one staged row; a compactor thread
+// folds staged rows into the per-key histograms (tuner/compactor.h).
 //
 // Per target it counts samples ingested since the last fit and refits when
 // TunerOptions::refit_samples have arrived (and on Drain, when anything was
@@ -62,6 +63,7 @@
 #include "spintune/v1/spintune.pb.h"
 #include "storage/store.h"
 #include "tuner/job_queue.h"
+#include "tuner/compactor.h"
 #include "tuner/fitter.h"
 #include "tuner/session_handle.h"
 
@@ -182,7 +184,8 @@ class TunerCore {
   const TunerOptions& options() const { return options_; }
 
  private:
-  TunerCore(TunerOptions options, std::unique_ptr<Store> store, std::unique_ptr<Fitter> fitter);
+  TunerCore(TunerOptions options, std::unique_ptr<Store> store, std::unique_ptr<Fitter> fitter,
+            std::unique_ptr<Compactor> compactor);
   // A fit finished (on the fitter's thread): handled on the worker.
   void OnFitResult(FitResult result);
   void Post(std::shared_ptr<SessionHandle> session, std::function<void()> run,
@@ -246,7 +249,8 @@ class TunerCore {
   std::map<uint64_t, std::vector<std::function<void()>>> after_fit_;
   int64_t data_version_ = 0;                    // Store::DataVersion() last seen
 
-  std::unique_ptr<Fitter> fitter_;  // posts results to queue_
+  std::unique_ptr<Fitter> fitter_;        // posts results to queue_
+  std::unique_ptr<Compactor> compactor_;  // folds staged batches (tuner/compactor.h)
   std::thread worker_;              // last: started after everything above
 };
 
