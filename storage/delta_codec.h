@@ -5,7 +5,10 @@
 // opcode, size class, errors, irq_timeouts, spin_timeouts, irq_path,
 // spin_path, and the histogram (varint length + storage/histogram_codec);
 // varint dispatch count, then per record: cpu class, device, handler and
-// wake histograms; varint completion and dispatch sample counts.
+// wake histograms; varint outcome count, then per outcome: the key (as
+// above), varint version and requests and five little-endian doubles (the
+// CostMoments sums); varint timer count, then per record: cpu class and
+// oversleep histogram; varint completion and dispatch sample counts.
 //
 // Pure functions; thread-safe.
 #ifndef SPINTUNE_STORAGE_DELTA_CODEC_H_

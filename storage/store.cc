@@ -477,6 +477,46 @@ absl::Status Store::CompactLocked(int64_t target_id, uint64_t* folded) {
     SPINTUNE_RETURN_IF_ERROR(MergeWindow(key_ids.at(kw.first), kw.second, h));
   }
   for (const auto& [cd, d] : dispatch) SPINTUNE_RETURN_IF_ERROR(MergeDispatch(target_id, d));
+  std::map<std::pair<PolicyKey, uint64_t>, CostMoments> outcomes;
+  std::map<std::string, LatencyHistogram> timers;
+  for (const auto& [window, delta] : staged) {
+    for (const auto& o : delta.outcomes) outcomes[{o.key, o.version}].Merge(o.moments);
+    for (const auto& t : delta.timers) timers[t.cpu_class].Merge(t.oversleep);
+  }
+  for (const auto& [kv, m] : outcomes) {
+    SPINTUNE_ASSIGN_OR_RETURN(
+        auto put, db_->Cached(
+                      "INSERT INTO outcomes VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, "
+                      "?12) ON CONFLICT DO UPDATE SET requests = requests + ?7, "
+                      "cpu_ns_sum = cpu_ns_sum + ?8, latency_ns_sum = latency_ns_sum + ?9, "
+                      "cpu_ns_sq_sum = cpu_ns_sq_sum + ?10, "
+                      "latency_ns_sq_sum = latency_ns_sq_sum + ?11, "
+                      "cpu_latency_ns_sum = cpu_latency_ns_sum + ?12"));
+    const PolicyKey& k = kv.first;
+    put->Bind(1, target_id).Bind(2, k.cpu_class).Bind(3, k.device).Bind(4, I(k.opcode));
+    put->Bind(5, I(k.size_class)).Bind(6, I(kv.second)).Bind(7, I(m.requests));
+    put->Bind(8, m.cpu_ns_sum).Bind(9, m.latency_ns_sum).Bind(10, m.cpu_ns_sq_sum);
+    put->Bind(11, m.latency_ns_sq_sum).Bind(12, m.cpu_latency_ns_sum);
+    SPINTUNE_RETURN_IF_ERROR(put->Run());
+  }
+  for (const auto& [cpu_class, h] : timers) {
+    SPINTUNE_ASSIGN_OR_RETURN(
+        auto find, db_->Cached("SELECT buckets FROM timer_oversleep WHERE target_id = ?1 AND "
+                               "cpu_class = ?2"));
+    find->Bind(1, target_id).Bind(2, cpu_class);
+    SPINTUNE_ASSIGN_OR_RETURN(bool found, find->Step());
+    LatencyHistogram merged;
+    if (found) {
+      SPINTUNE_ASSIGN_OR_RETURN(merged, DecodeHistogram(find->ColumnBlob(0)));
+    }
+    find->Reset();
+    merged.Merge(h);
+    SPINTUNE_ASSIGN_OR_RETURN(
+        auto put, db_->Cached("INSERT OR REPLACE INTO timer_oversleep VALUES (?1, ?2, ?3, ?4)"));
+    put->Bind(1, target_id).Bind(2, cpu_class).Bind(3, I(merged.total_count()));
+    put->BindBlob(4, EncodeHistogram(merged));
+    SPINTUNE_RETURN_IF_ERROR(put->Run());
+  }
   SPINTUNE_ASSIGN_OR_RETURN(
       auto drop, db_->Cached("DELETE FROM pending_deltas WHERE target_id = ?1 AND seq <= ?2"));
   drop->Bind(1, target_id).Bind(2, I(last_seq));
@@ -706,6 +746,151 @@ absl::StatusOr<std::vector<DispatchRecord>> Store::LoadDispatch(int64_t target_i
     std::sort(out.begin(), out.end(), [](const DispatchRecord& a, const DispatchRecord& b) {
       return std::tie(a.cpu_class, a.device) < std::tie(b.cpu_class, b.device);
     });
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<OutcomeRecord>> Store::LoadOutcomes(int64_t target_id) {
+  absl::MutexLock lock(&mu_);
+  SPINTUNE_ASSIGN_OR_RETURN(
+      auto q, db_->Prepare("SELECT cpu_class, device, opcode, size_class, version, requests, "
+                           "cpu_ns_sum, latency_ns_sum, cpu_ns_sq_sum, latency_ns_sq_sum, "
+                           "cpu_latency_ns_sum FROM outcomes WHERE target_id = ?1"));
+  q->Bind(1, target_id);
+  std::map<std::pair<PolicyKey, uint64_t>, CostMoments> all;
+  while (true) {
+    SPINTUNE_ASSIGN_OR_RETURN(bool row, q->Step());
+    if (!row) break;
+    const PolicyKey key{q->ColumnText(0), q->ColumnText(1),
+                        static_cast<uint32_t>(q->ColumnInt(2)),
+                        static_cast<uint32_t>(q->ColumnInt(3))};
+    CostMoments& m = all[{key, U(q->ColumnInt(4))}];
+    m.requests = U(q->ColumnInt(5));
+    m.cpu_ns_sum = q->ColumnDouble(6);
+    m.latency_ns_sum = q->ColumnDouble(7);
+    m.cpu_ns_sq_sum = q->ColumnDouble(8);
+    m.latency_ns_sq_sum = q->ColumnDouble(9);
+    m.cpu_latency_ns_sum = q->ColumnDouble(10);
+  }
+  SPINTUNE_ASSIGN_OR_RETURN(auto staged, StagedDeltas(target_id, nullptr));
+  for (const auto& [window, delta] : staged) {
+    for (const auto& o : delta.outcomes) all[{o.key, o.version}].Merge(o.moments);
+  }
+  std::vector<OutcomeRecord> out;
+  for (const auto& [kv, m] : all) out.push_back({kv.first, kv.second, m});
+  return out;
+}
+
+absl::StatusOr<std::vector<TimerRecord>> Store::LoadTimerOversleep(int64_t target_id) {
+  absl::MutexLock lock(&mu_);
+  SPINTUNE_ASSIGN_OR_RETURN(
+      auto q, db_->Prepare("SELECT cpu_class, buckets FROM timer_oversleep WHERE target_id = ?1"));
+  q->Bind(1, target_id);
+  std::map<std::string, LatencyHistogram> all;
+  while (true) {
+    SPINTUNE_ASSIGN_OR_RETURN(bool row, q->Step());
+    if (!row) break;
+    SPINTUNE_ASSIGN_OR_RETURN(all[q->ColumnText(0)], DecodeHistogram(q->ColumnBlob(1)));
+  }
+  SPINTUNE_ASSIGN_OR_RETURN(auto staged, StagedDeltas(target_id, nullptr));
+  for (const auto& [window, delta] : staged) {
+    for (const auto& t : delta.timers) all[t.cpu_class].Merge(t.oversleep);
+  }
+  std::vector<TimerRecord> out;
+  for (auto& [cpu_class, h] : all) out.push_back({cpu_class, std::move(h)});
+  return out;
+}
+
+absl::Status Store::RecordVerification(int64_t target_id, const VerificationRecord& v) {
+  absl::MutexLock lock(&mu_);
+  SPINTUNE_ASSIGN_OR_RETURN(
+      auto q, db_->Prepare("INSERT OR REPLACE INTO verifications VALUES (?1, ?2, ?3, ?4, ?5, ?6, "
+                           "?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)"));
+  q->Bind(1, target_id).Bind(2, I(v.version)).Bind(3, v.key.cpu_class).Bind(4, v.key.device);
+  q->Bind(5, I(v.key.opcode)).Bind(6, I(v.key.size_class)).Bind(7, v.verdict);
+  q->Bind(8, v.predicted_cost_ns).Bind(9, v.measured.mean_ns).Bind(10, v.measured.low_ns);
+  q->Bind(11, v.measured.high_ns).Bind(12, I(v.requests)).Bind(13, I(v.incumbent_version));
+  q->Bind(14, v.incumbent.mean_ns).Bind(15, v.incumbent.low_ns).Bind(16, v.incumbent.high_ns);
+  q->Bind(17, I(v.rollback_version)).Bind(18, v.reason);
+  q->Bind(19, v.decided_at.empty() ? NowRfc3339() : v.decided_at);
+  return q->Run();
+}
+
+absl::StatusOr<std::vector<VerificationRecord>> Store::ListVerifications(int64_t target_id) {
+  absl::MutexLock lock(&mu_);
+  SPINTUNE_ASSIGN_OR_RETURN(
+      auto q, db_->Prepare("SELECT version, cpu_class, device, opcode, size_class, verdict, "
+                           "predicted_cost_ns, measured_cost_ns, measured_low_ns, "
+                           "measured_high_ns, requests, incumbent_version, incumbent_cost_ns, "
+                           "incumbent_low_ns, incumbent_high_ns, rollback_version, reason, "
+                           "decided_at FROM verifications WHERE target_id = ?1 "
+                           "ORDER BY version, device, cpu_class, opcode, size_class"));
+  q->Bind(1, target_id);
+  std::vector<VerificationRecord> out;
+  while (true) {
+    SPINTUNE_ASSIGN_OR_RETURN(bool row, q->Step());
+    if (!row) break;
+    VerificationRecord v;
+    v.version = U(q->ColumnInt(0));
+    v.key = {q->ColumnText(1), q->ColumnText(2), static_cast<uint32_t>(q->ColumnInt(3)),
+             static_cast<uint32_t>(q->ColumnInt(4))};
+    v.verdict = q->ColumnText(5);
+    v.predicted_cost_ns = q->ColumnDouble(6);
+    v.measured = {q->ColumnDouble(7), q->ColumnDouble(8), q->ColumnDouble(9)};
+    v.requests = U(q->ColumnInt(10));
+    v.incumbent_version = U(q->ColumnInt(11));
+    v.incumbent = {q->ColumnDouble(12), q->ColumnDouble(13), q->ColumnDouble(14)};
+    v.rollback_version = U(q->ColumnInt(15));
+    v.reason = q->ColumnText(16);
+    v.decided_at = q->ColumnText(17);
+    out.push_back(std::move(v));
+  }
+  return out;
+}
+
+absl::Status Store::HoldKey(int64_t target_id, const HeldKey& held) {
+  absl::MutexLock lock(&mu_);
+  SPINTUNE_ASSIGN_OR_RETURN(
+      auto q, db_->Prepare("INSERT OR REPLACE INTO held_keys VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, "
+                           "?8, ?9, ?10)"));
+  q->Bind(1, target_id).Bind(2, held.key.cpu_class).Bind(3, held.key.device);
+  q->Bind(4, I(held.key.opcode)).Bind(5, I(held.key.size_class));
+  q->Bind(6, static_cast<int64_t>(held.wait.strategy)).Bind(7, I(held.wait.spin_ns));
+  q->Bind(8, I(held.wait.sleep_ns)).Bind(9, I(held.wait.poll_interval_ns));
+  q->Bind(10, I(held.samples_at_hold));
+  return q->Run();
+}
+
+absl::Status Store::ReleaseKey(int64_t target_id, const PolicyKey& key) {
+  absl::MutexLock lock(&mu_);
+  SPINTUNE_ASSIGN_OR_RETURN(
+      auto q, db_->Prepare("DELETE FROM held_keys WHERE target_id = ?1 AND cpu_class = ?2 AND "
+                           "device = ?3 AND opcode = ?4 AND size_class = ?5"));
+  q->Bind(1, target_id).Bind(2, key.cpu_class).Bind(3, key.device).Bind(4, I(key.opcode));
+  q->Bind(5, I(key.size_class));
+  return q->Run();
+}
+
+absl::StatusOr<std::vector<HeldKey>> Store::ListHeldKeys(int64_t target_id) {
+  absl::MutexLock lock(&mu_);
+  SPINTUNE_ASSIGN_OR_RETURN(
+      auto q, db_->Prepare("SELECT cpu_class, device, opcode, size_class, strategy, spin_ns, "
+                           "sleep_ns, poll_interval_ns, samples_at_hold FROM held_keys "
+                           "WHERE target_id = ?1"));
+  q->Bind(1, target_id);
+  std::vector<HeldKey> out;
+  while (true) {
+    SPINTUNE_ASSIGN_OR_RETURN(bool row, q->Step());
+    if (!row) break;
+    HeldKey h;
+    h.key = {q->ColumnText(0), q->ColumnText(1), static_cast<uint32_t>(q->ColumnInt(2)),
+             static_cast<uint32_t>(q->ColumnInt(3))};
+    const int64_t strategy = q->ColumnInt(4);
+    if (strategy < 1 || strategy > 5) return absl::DataLossError("held_keys: bad strategy");
+    h.wait = {static_cast<Strategy>(strategy), U(q->ColumnInt(5)), U(q->ColumnInt(6)),
+              U(q->ColumnInt(7))};
+    h.samples_at_hold = U(q->ColumnInt(8));
+    out.push_back(std::move(h));
   }
   return out;
 }

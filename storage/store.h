@@ -21,6 +21,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "models/change_detector.h"
+#include "models/cost_moments.h"
 #include "models/latency_histogram.h"
 #include "policy/policy_builder.h"
 #include "policy/policy_table.h"
@@ -75,10 +76,49 @@ struct TokenRecord {
 };
 
 // Everything one batch adds.
+// Measured cost of one key's requests under one policy version.
+struct OutcomeRecord {
+  PolicyKey key;
+  uint64_t version = 0;  // 0: the driver's default rule
+  CostMoments moments;
+};
+
+// Timer oversleep a driver observed on one CPU class.
+struct TimerRecord {
+  std::string cpu_class;
+  LatencyHistogram oversleep;
+};
+
+// One verification of a pushed version's key against its incumbent
+// (tuner/verifier.h).
+struct VerificationRecord {
+  PolicyKey key;
+  uint64_t version = 0;            // verified
+  std::string verdict;             // "better", "worse" or "inconclusive"
+  double predicted_cost_ns = 0;    // the fit's expected J per request
+  CostInterval measured;           // J per request under `version`
+  uint64_t requests = 0;
+  uint64_t incumbent_version = 0;  // what was in force before (0: default rule)
+  CostInterval incumbent;
+  uint64_t rollback_version = 0;   // the version that undid it (0: none)
+  std::string reason;
+  std::string decided_at;
+};
+
+// A key whose pushed wait was rolled back: refits keep `wait` for it until
+// its evidence changes (a drift, or twice the samples it had).
+struct HeldKey {
+  PolicyKey key;
+  WaitParams wait;
+  uint64_t samples_at_hold = 0;
+};
+
 struct BatchDelta {
   uint64_t seq = 0;
   std::vector<KeyEvidence> keys;
   std::vector<DispatchRecord> dispatch;
+  std::vector<OutcomeRecord> outcomes;
+  std::vector<TimerRecord> timers;
   uint64_t completion_samples = 0;
   uint64_t dispatch_samples = 0;
 };
@@ -184,6 +224,19 @@ class Store {
                                                        uint64_t min_recent = 512);
   // Dispatch histograms per (CPU class, device), staged deltas included.
   absl::StatusOr<std::vector<DispatchRecord>> LoadDispatch(int64_t target_id);
+  // Measured outcomes per (key, version), staged deltas included.
+  absl::StatusOr<std::vector<OutcomeRecord>> LoadOutcomes(int64_t target_id);
+  // Timer oversleep per CPU class, staged deltas included.
+  absl::StatusOr<std::vector<TimerRecord>> LoadTimerOversleep(int64_t target_id);
+
+  // Verifications (tuner/verifier.h): one per (version, key), replaced when
+  // recorded again.
+  absl::Status RecordVerification(int64_t target_id, const VerificationRecord& v);
+  absl::StatusOr<std::vector<VerificationRecord>> ListVerifications(int64_t target_id);
+  // Keys held at a rolled-back wait.
+  absl::Status HoldKey(int64_t target_id, const HeldKey& held);
+  absl::Status ReleaseKey(int64_t target_id, const PolicyKey& key);
+  absl::StatusOr<std::vector<HeldKey>> ListHeldKeys(int64_t target_id);
 
   // Stores `table` as the target's next version; sets table->version and
   // table->fitted_at. Returns the version. FailedPrecondition when the

@@ -1,6 +1,7 @@
 #include "tuner/batch_decoder.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
 #include <tuple>
@@ -313,6 +314,81 @@ absl::StatusOr<BatchDelta> DecodeBatch(const v1::SampleBatch& batch, const v1::H
     delta.dispatch_samples += handlers;
   }
   for (auto& [k, r] : dispatch) delta.dispatch.push_back(std::move(r));
+
+  if (batch.outcomes_size() > kMaxHistogramsPerBatch) {
+    return Invalid("outcomes", absl::StrCat("more than ", kMaxHistogramsPerBatch, " entries"));
+  }
+  std::set<std::tuple<uint32_t, uint32_t, uint32_t, uint32_t, uint64_t>> seen_outcomes;
+  for (int i = 0; i < batch.outcomes_size(); ++i) {
+    const v1::KeyOutcome& o = batch.outcomes(i);
+    const std::string field = absl::StrCat("outcomes[", i, "]");
+    if (o.device_index() >= static_cast<uint32_t>(devices)) {
+      return Invalid(field + ".device_index", "no such device");
+    }
+    if (o.cpu_class_index() >= static_cast<uint32_t>(classes)) {
+      return Invalid(field + ".cpu_class_index", "no such cpu class");
+    }
+    if (o.opcode() == 0xFFFFFFFFu) return Invalid(field + ".opcode", "0xFFFFFFFF is reserved");
+    if (o.size_class() > 64) return Invalid(field + ".size_class", "above 64");
+    if (o.policy_version() > (uint64_t{1} << 40)) {
+      return Invalid(field + ".policy_version", "beyond 2^40");
+    }
+    if (o.requests() == 0 || o.requests() > kMaxHistogramCount) {
+      return Invalid(field + ".requests", absl::StrCat("must be 1..", kMaxHistogramCount));
+    }
+    if (!seen_outcomes
+             .insert({o.device_index(), o.cpu_class_index(), o.opcode(), o.size_class(),
+                      o.policy_version()})
+             .second) {
+      return Invalid(field, "a second entry for the same key and version");
+    }
+    // Every sum finite and >= 0, each mean within an hour, and the squares
+    // consistent with the sums (Cauchy-Schwarz: (sum x)^2 <= n sum x^2).
+    const double n = static_cast<double>(o.requests());
+    for (const auto& [name, v] :
+         std::vector<std::pair<const char*, double>>{{"cpu_ns_sum", o.cpu_ns_sum()},
+                                                      {"latency_ns_sum", o.latency_ns_sum()},
+                                                      {"cpu_ns_sq_sum", o.cpu_ns_sq_sum()},
+                                                      {"latency_ns_sq_sum", o.latency_ns_sq_sum()},
+                                                      {"cpu_latency_ns_sum",
+                                                       o.cpu_latency_ns_sum()}}) {
+      if (!std::isfinite(v) || v < 0) return Invalid(field + "." + name, "not a finite sum >= 0");
+    }
+    if (o.cpu_ns_sum() / n > 3.6e12 || o.latency_ns_sum() / n > 3.6e12) {
+      return Invalid(field, "a mean above one hour");
+    }
+    const double slack = 1 + 1e-9;
+    if (o.cpu_ns_sum() * o.cpu_ns_sum() > n * o.cpu_ns_sq_sum() * slack ||
+        o.latency_ns_sum() * o.latency_ns_sum() > n * o.latency_ns_sq_sum() * slack) {
+      return Invalid(field, "the sums of squares do not fit the sums");
+    }
+    OutcomeRecord r;
+    r.key = {hello.target().cpu_classes(o.cpu_class_index()).name(),
+             hello.devices(o.device_index()).name(), o.opcode(), o.size_class()};
+    r.version = o.policy_version();
+    r.moments = {o.requests(), o.cpu_ns_sum(), o.latency_ns_sum(), o.cpu_ns_sq_sum(),
+                 o.latency_ns_sq_sum(), o.cpu_latency_ns_sum()};
+    delta.outcomes.push_back(std::move(r));
+  }
+  if (batch.timer_oversleep_size() > kMaxCpuClasses) {
+    return Invalid("timer_oversleep", "more entries than CPU classes");
+  }
+  std::set<uint32_t> seen_timers;
+  for (int i = 0; i < batch.timer_oversleep_size(); ++i) {
+    const v1::TimerOversleep& t = batch.timer_oversleep(i);
+    const std::string field = absl::StrCat("timer_oversleep[", i, "]");
+    if (t.cpu_class_index() >= static_cast<uint32_t>(classes)) {
+      return Invalid(field + ".cpu_class_index", "no such cpu class");
+    }
+    if (!seen_timers.insert(t.cpu_class_index()).second) {
+      return Invalid(field, "a second entry for the same cpu class");
+    }
+    TimerRecord r;
+    r.cpu_class = hello.target().cpu_classes(t.cpu_class_index()).name();
+    SPINTUNE_RETURN_IF_ERROR(
+        AddHistogramDelta(t.oversleep(), field + ".oversleep", &r.oversleep).status());
+    delta.timers.push_back(std::move(r));
+  }
   return delta;
 }
 

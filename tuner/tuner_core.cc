@@ -83,8 +83,8 @@ absl::StatusOr<std::unique_ptr<TunerCore>> TunerCore::Create(const TunerOptions&
   // The fitter starts before the core exists: its results reach the core
   // through this slot (set below, cleared when the core stops the fitter).
   auto slot = std::make_shared<std::atomic<TunerCore*>>(nullptr);
-  FitterOptions fo{options.db_path, options.store, options.fit, options.change,
-                   options.evidence_ttl};
+  FitterOptions fo{options.db_path, options.store,        options.fit,
+                   options.change,  options.evidence_ttl, options.verify};
   SPINTUNE_ASSIGN_OR_RETURN(auto fitter, Fitter::Create(fo, [slot](FitResult r) {
                               if (TunerCore* core = slot->load()) core->OnFitResult(std::move(r));
                             }));
@@ -332,6 +332,8 @@ void TunerCore::OnBatch(std::shared_ptr<SessionHandle> session, const v1::Hello&
     batch.clear_dispatches();
     batch.clear_histograms();
     batch.clear_dispatch_histograms();
+    batch.clear_outcomes();
+    batch.clear_timer_oversleep();
     if (job.delta.ok()) job.bytes = std::min(bytes, DeltaBytes(*job.delta));
   }
   job.batch = std::move(batch);
@@ -434,7 +436,7 @@ void TunerCore::IngestGroup(std::vector<TunerJob>& jobs) {
     for (auto& item : items) defer(*item.job, why);
     return;
   }
-  std::set<int64_t> refit;
+  std::set<int64_t> refit, verify;
   for (size_t n = 0; n < items.size(); ++n) {
     TunerJob& job = *items[n].job;
     const SequencedBatch& sb = items[n].batch;
@@ -474,6 +476,7 @@ void TunerCore::IngestGroup(std::vector<TunerJob>& jobs) {
                         session.hello.agent_id(), sb.seq, sb.last_seq, sb.dropped_samples);
         }
         if (!stored || sb.dropped) break;
+        if (!items[n].delta.outcomes.empty()) verify.insert(session.target_id);
         for (const auto& k : items[n].delta.keys) known_keys_[session.target_id].insert(k.key);
         stored_since_fit_.insert(session.target_id);
         uint64_t& since = samples_since_fit_[session.target_id];
@@ -507,6 +510,7 @@ void TunerCore::IngestGroup(std::vector<TunerJob>& jobs) {
     durable_[session.target_id] = std::max(durable_[session.target_id], r.last_seq);
   }
   for (int64_t target : refit) RequestRefit(target, /*force=*/false);
+  for (int64_t target : verify) fitter_->Verify(target);
 }
 
 void TunerCore::RefuseOutOfOrder(TunerJob& job, uint64_t durable) {
@@ -588,6 +592,7 @@ void TunerCore::OnApplied(std::shared_ptr<SessionHandle> session, v1::PolicyAppl
     if (a->ok()) {
       Logger().info("agent={} applied policy version={}", session->hello.agent_id(),
                     a->version());
+      fitter_->Verify(session->target_id);  // its outcomes are counted from now on
     } else {
       Logger().warn("agent={} refused policy version={}: {}", session->hello.agent_id(),
                     a->version(), error);
@@ -634,6 +639,12 @@ void TunerCore::OnFitResult(FitResult result) {
       if (r->predicted) ++counters_.predicted_tables;
       if (r->stored) ++counters_.policy_versions;
       if (!r->status.ok()) ++counters_.storage_errors;
+      for (const auto& v : r->verified) {
+        if (v.verdict == "better") ++counters_.verified_better;
+        if (v.verdict == "worse") ++counters_.verified_worse;
+        if (v.verdict == "inconclusive") ++counters_.verified_inconclusive;
+        if (v.rollback_version != 0) ++counters_.rollbacks;
+      }
     }
     if (r->stored) Push(r->target_id, *r->stored);
     auto waiting = after_fit_.extract(r->ticket);

@@ -106,6 +106,8 @@ struct TunerOptions {
   absl::Duration hello_timeout = absl::Seconds(10);
   // Cold start: how long the other targets' evidence is reused.
   absl::Duration evidence_ttl = absl::Seconds(30);
+  // Verification of pushed versions against measured outcomes.
+  VerifierOptions verify;
   ServerTls tls;  // no cert: plaintext
 };
 
@@ -126,6 +128,12 @@ struct TunerCounters {
   uint64_t pushes = 0;
   uint64_t changes_detected = 0;
   uint64_t predicted_tables = 0;
+  // Verdicts on pushed versions' keys (tuner/verifier.h), and the rollbacks
+  // they caused.
+  uint64_t verified_better = 0;
+  uint64_t verified_worse = 0;
+  uint64_t verified_inconclusive = 0;
+  uint64_t rollbacks = 0;
   uint64_t spool_dropped_samples = 0;  // agents' placeholders for dropped batches
   uint64_t unauthenticated = 0;        // calls without a valid token
   uint64_t permission_denied = 0;      // valid token, wrong target or not admin
