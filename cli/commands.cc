@@ -318,6 +318,7 @@ absl::Status RunReport(const Repository& repo, const ReportFlags& flags, std::os
   }
   SPINTUNE_ASSIGN_OR_RETURN(auto store, Store::Open(repo.db, {}, OpenMode::kReadOnly));
   Profile profile;
+  std::vector<VerificationRecord> verifications;
   if (!flags.profile.empty()) {
     SPINTUNE_ASSIGN_OR_RETURN(profile, store->LoadProfile(flags.profile));
   } else {
@@ -333,8 +334,10 @@ absl::Status RunReport(const Repository& repo, const ReportFlags& flags, std::os
     }
     SPINTUNE_RETURN_IF_ERROR(snapshot.status());
     profile = std::move(*snapshot);
+    SPINTUNE_ASSIGN_OR_RETURN(verifications, store->ListVerifications(summary->id));
   }
   ReportOptions options;
+  options.verifications = std::move(verifications);
   options.generated_at = NowRfc3339();
   options.tool_version = Version();
   options.max_key_charts = flags.max_charts;
