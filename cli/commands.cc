@@ -49,33 +49,6 @@ absl::StatusOr<FitInputs> ReadPlatform(const std::string& path, const SampleSet&
   return in;
 }
 
-absl::StatusOr<FitConfig> ConfigFromFlags(const std::string& objective, double latency_weight,
-                                          uint64_t max_spin_ns, uint64_t min_samples,
-                                          double robustness) {
-  FitConfig config;
-  auto obj = ParseObjective(objective);
-  if (!obj.ok()) return absl::InvalidArgumentError(absl::StrCat("--objective: ", obj.status().message()));
-  config.objective = *obj;
-  config.objective_name = objective;
-  if (latency_weight >= 0) {
-    if (!std::isfinite(latency_weight) || latency_weight > 1e6) {
-      return absl::InvalidArgumentError("--latency-weight must be in [0, 1e6]");
-    }
-    config.objective = {latency_weight, false};
-    config.objective_name = "custom";
-  }
-  if (max_spin_ns == 0 || max_spin_ns > 10'000'000) {
-    return absl::InvalidArgumentError("--max-spin-ns must be in [1, 10000000]");
-  }
-  config.max_spin_ns = max_spin_ns;
-  config.min_samples = min_samples;
-  if (!(robustness >= 0 && robustness <= 1)) {
-    return absl::InvalidArgumentError("--robustness must be in (0, 1] (0: off)");
-  }
-  config.robustness_rho = robustness;
-  return config;
-}
-
 void PrintTable(const PolicyTable& t, const std::string& format, bool families,
                 std::ostream& out) {
   if (format == "json") {
@@ -155,13 +128,9 @@ absl::StatusOr<PolicyTable> LoadStoredPolicy(const Repository& repo, const std::
 
 absl::Status RunTune(const TuneFlags& flags, std::ostream& out) {
   SPINTUNE_RETURN_IF_ERROR(CheckFormat(flags.format));
-  SPINTUNE_ASSIGN_OR_RETURN(FitConfig config,
-                            ConfigFromFlags(flags.objective, flags.latency_weight,
-                                            flags.max_spin_ns, flags.min_samples,
-                                            flags.robustness));
+  SPINTUNE_ASSIGN_OR_RETURN(FitConfig config, FitConfigFromFlags(flags.fit));
   SPINTUNE_ASSIGN_OR_RETURN(SampleSet samples, ReadSamplesCsv(flags.samples_csv));
   SPINTUNE_ASSIGN_OR_RETURN(FitInputs inputs, ReadPlatform(flags.platform_json, samples));
-  config.hysteresis = flags.hysteresis;
   std::optional<PolicyTable> incumbent;
   if (!flags.incumbent.empty()) {
     SPINTUNE_ASSIGN_OR_RETURN(std::string text, ReadFileToString(flags.incumbent));

@@ -62,26 +62,10 @@ int main(int argc, char** argv) {
       "Example: spintune tune --samples s.csv --platform p.json --objective latency");
   tune_cmd->add_option("--samples", tune.samples_csv, "Completion samples CSV")->required();
   tune_cmd->add_option("--platform", tune.platform_json, "Platform costs JSON")->required();
-  auto* objective =
-      tune_cmd->add_option("--objective", tune.objective, "cpu | balanced | latency")
-          ->capture_default_str();
-  tune_cmd->add_option("--latency-weight", tune.latency_weight,
-                       "ns of CPU one ns of latency is worth")
-      ->excludes(objective);
-  tune_cmd->add_option("--max-spin-ns", tune.max_spin_ns, "Longest busy-wait allowed")
-      ->capture_default_str();
-  tune_cmd->add_option("--min-samples", tune.min_samples, "Samples a key needs for an entry")
-      ->capture_default_str();
-  tune_cmd->add_option("--robustness", tune.robustness,
-                       "Clamp spin thresholds into [rho*B, B/rho]: worst case <= (1+1/rho) x "
-                       "clairvoyant (0: off)")
-      ->check(CLI::Range(0.0, 1.0));
+  spintune::AddFitFlags(tune_cmd, &tune.fit);
   tune_cmd->add_option("--incumbent", tune.incumbent,
                        "Policy JSON of the table in force: keys keep its wait unless the fit "
                        "is cheaper by --hysteresis");
-  tune_cmd->add_option("--hysteresis", tune.hysteresis, "Relative gain needed to replace a wait")
-      ->check(CLI::Range(0.0, 0.5))
-      ->capture_default_str();
   tune_cmd->add_flag("--families", tune.families,
                      "With --format table: the cost of the best candidate of every strategy family");
   tune_cmd->add_option("--format", tune.format, "json | table")->capture_default_str();
