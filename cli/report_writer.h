@@ -8,7 +8,8 @@
 //     the expected cost per request over thresholds for every strategy
 //     family, with the chosen wait and the driver's default marked;
 //   - per CPU class and device the IRQ handler and wake-up distributions
-//     with the declared irq_cpu_ns / irq_wake_ns marked.
+//     with the declared irq_cpu_ns / irq_wake_ns marked;
+//   - the knob settings in force, and a section per knob experiment.
 // Curves are evaluated exactly (EvaluateWait) at thresholds drawn from the
 // key's own samples; only the drawing thins them out.
 //
@@ -17,7 +18,9 @@
 #define SPINTUNE_CLI_REPORT_WRITER_H_
 
 #include <string>
+#include <vector>
 
+#include "cli/experiment_summary.h"
 #include "storage/profile.h"
 
 namespace spintune {
@@ -29,6 +32,8 @@ struct ReportOptions {
   // At most this many key charts (the keys with the most samples); 0: all.
   // Every key stays in the summary.
   size_t max_key_charts = 0;
+  // Knob experiments of the target: one section each (cli/experiment_report.h).
+  std::vector<ExperimentEvidence> experiments;
 };
 
 std::string RenderHtmlReport(const Profile& profile, const ReportOptions& options);
