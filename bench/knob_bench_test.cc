@@ -4,6 +4,7 @@
 // with a confidence statement.
 #include "bench/knob_bench.h"
 
+#include "common/logging.h"
 #include "gtest/gtest.h"
 
 namespace spintune {
@@ -13,6 +14,7 @@ namespace {
 constexpr uint64_t kTrialBudget = 128;
 
 TEST(KnobBench, FindsThePlateauFromEveryLeftoverInWellUnder256Trials) {
+  ASSERT_TRUE(InitLogging("bench", "warn").ok());  // not a line per trial
   for (uint64_t seed = 1; seed <= 5; ++seed) {
     auto runs = RunKnobBench(seed);
     ASSERT_TRUE(runs.ok()) << runs.status();

@@ -63,11 +63,12 @@ std::vector<HeaderDefine> KnobHeaderDefines(const std::vector<KnobSettingRecord>
     std::string fields;
     for (const auto& f : r.fields) absl::StrAppend(&fields, fields.empty() ? "" : ", ", f);
     const std::string base = absl::StrCat("SPINTUNE_KNOB_", key.second);
-    const std::string comment =
-        absl::StrCat(key.first, ": ", fields, "; set with (", key.second, " & ~", base,
-                     "_MASK) | ", base, "_VALUE");
-    out.push_back({base + "_MASK", absl::StrFormat("0x%08xu", r.mask), {comment}});
-    out.push_back({base + "_VALUE", absl::StrFormat("0x%08xu", r.value), {comment}});
+    out.push_back({base + "_MASK",
+                   absl::StrFormat("0x%08xu", r.mask),
+                   {absl::StrCat(key.first, ": ", fields),
+                    absl::StrCat("set with (", key.second, " & ~", base, "_MASK) | ", base,
+                                 "_VALUE")}});
+    out.push_back({base + "_VALUE", absl::StrFormat("0x%08xu", r.value), {}});
   }
   return out;
 }

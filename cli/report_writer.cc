@@ -279,6 +279,11 @@ std::string RenderHtmlReport(const Profile& p, const ReportOptions& options) {
   if (!p.info.note.empty()) absl::StrAppend(&h, "<br>note: ", EscapeHtml(p.info.note));
   absl::StrAppend(&h, "<br>generated ", EscapeHtml(options.generated_at), " by spintune ",
                   EscapeHtml(options.tool_version), "</p>\n");
+  if (t.devices.empty()) {  // a target with knob experiments only
+    AppendKnobs(p, options, &h);
+    absl::StrAppend(&h, "</body></html>\n");
+    return h;
+  }
 
   std::vector<const KeyEvidence*> keys;
   for (const auto& k : p.keys) {

@@ -141,9 +141,11 @@ void ExperimentDesign::Record(const TrialOutcome& outcome) {
   }
   const bool ok = outcome.feasible && outcome.metric > 0 && std::isfinite(outcome.metric);
   if (phase == TrialPhase::kConfirm) {
+    // A failed trial of the start only counts as missing data: the
+    // verdict needs the start measured twice.
     const bool is_best = outcome.setting == best_;
     if (!ok) {
-      (is_best ? best_failed_ : start_failed_) = true;
+      best_failed_ = best_failed_ || is_best;
     } else {
       (is_best ? confirm_best_ : confirm_start_).push_back(Score(outcome.metric));
     }
@@ -228,6 +230,7 @@ void ExperimentDesign::StartRace() {
     in.push_back(std::move(s));
   }
   race.arms = std::move(in);
+  while ((size_t{1} << race.last_round) < race.arms.size()) ++race.last_round;
   first_race_ = false;
   race_ = std::move(race);
   if (!plan.empty() && !Enqueue(std::move(plan))) EndRace();
@@ -266,7 +269,7 @@ bool ExperimentDesign::Evaluate() {
   }
   race.arms = std::move(kept);
   return race.arms.size() <= 1 || worst_gap <= std::log1p(options_.plateau) ||
-         race.round >= options_.max_rounds;
+         race.round >= std::min(options_.max_rounds, race.last_round);
 }
 
 void ExperimentDesign::EndRace() {
@@ -342,9 +345,6 @@ void ExperimentDesign::PlanConfirm() {
   if (best_failed_) {
     return Conclude(Verdict::kNoSignificantDifference,
                     "the best setting failed its constraints in the confirmation");
-  }
-  if (start_failed_ && confirm_best_.size() >= 2) {
-    return Conclude(Verdict::kBetter, "");
   }
   if (!conclusion_.confirmed) {
     return Conclude(Verdict::kNoSignificantDifference, "too few confirmation trials");

@@ -16,7 +16,9 @@
 //    upper confidence bound is below the leader's lower bound (Bonferroni
 //    over the arms, pooled sigma, Student t) and (b) keeping the better half
 //    by mean. It ends with one arm left, when every arm left is within
-//    `plateau` of the leader with confidence, or after `max_rounds`. A
+//    `plateau` of the leader with confidence, or after ceil(log2(arms))
+//    rounds (at most `max_rounds`): arms still tied then are equally good
+//    for the search, and the confirmation decides against the start. A
 //    setting that failed its constraints (or whose metric is not positive)
 //    is out for good. Every round runs in a random order (seeded).
 // 2. Confirmation. The search's winner and the start are measured afresh,
@@ -145,6 +147,8 @@ class ExperimentDesign {
   struct Race {
     std::vector<KnobSetting> arms;  // those still in
     size_t round = 0;
+    // Successive halving's own end: ceil(log2(arms at the start)) rounds.
+    size_t last_round = 1;
   };
   enum class Stage { kSearch, kConfirm, kDone };
 
@@ -185,7 +189,7 @@ class ExperimentDesign {
   bool confirm_planned_ = false;
   KnobSetting best_;
   std::vector<double> confirm_best_, confirm_start_;
-  bool best_failed_ = false, start_failed_ = false;
+  bool best_failed_ = false;
   ExperimentConclusion conclusion_;
 };
 

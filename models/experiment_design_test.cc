@@ -89,6 +89,33 @@ TEST(ExperimentDesign, NoEffectIsReportedAsNoSignificantDifference) {
   EXPECT_LE(false_positives, 4);
 }
 
+TEST(ExperimentDesign, AStartTrialFailingInTheConfirmationIsNoEvidenceForTheBest) {
+  // Every confirmation trial of the start fails (a write refused, say):
+  // without the start measured there is no verdict for the other setting.
+  KnobSpace space;
+  KnobCoordinate c;
+  c.name = "depth";
+  c.values = {1, 2};
+  space.coordinates = {c};
+  ExperimentDesign design(space, {1}, ExperimentDesignOptions{}, false);
+  std::mt19937_64 rng(4);
+  std::normal_distribution<double> noise(0, 0.01);
+  while (true) {
+    auto step = design.Next();
+    if (auto* done = std::get_if<ExperimentConclusion>(&step)) {
+      EXPECT_EQ(done->best, (KnobSetting{2}));
+      EXPECT_EQ(done->verdict, Verdict::kNoSignificantDifference) << done->reason;
+      EXPECT_EQ(done->apply, (KnobSetting{1}));
+      break;
+    }
+    const PlannedTrial p = std::get<PlannedTrial>(step);
+    // Setting 2 is 10% better: it goes to the confirmation.
+    const double v = (p.setting[0] == 2 ? 110 : 100) * std::exp(noise(rng));
+    const bool start_in_confirmation = p.phase == TrialPhase::kConfirm && p.setting[0] == 1;
+    design.Record({p.setting, v, !start_in_confirmation});
+  }
+}
+
 TEST(ExperimentDesign, SettingsThatFailTheirConstraintsAreNeverChosen) {
   // Values of A above 9 would be twice as fast but fail (DMA errors).
   auto truth = [](const KnobSetting& s) { return s[0] > 9 ? -1.0 : (s[0] > 7 ? 200.0 : Peak(s)); };

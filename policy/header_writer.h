@@ -24,7 +24,7 @@ namespace spintune {
 struct HeaderDefine {
   std::string name;     // reduced to an upper-case C identifier
   std::string value;    // a C expression the caller vouches for
-  std::vector<std::string> comment;  // lines, each sanitized
+  std::vector<std::string> comment;  // lines, each sanitized (none: no comment)
 };
 
 struct HeaderOptions {

@@ -205,11 +205,30 @@ absl::StatusOr<std::map<std::string, std::string>> KnobController::ReadAll() {
 }
 
 absl::Status KnobController::WriteAll(const std::map<std::string, std::string>& raw) {
+  // Knobs can bound each other (a block queue's nr_requests is limited by
+  // the hardware depth under scheduler "none", not under mq-deadline): a
+  // write that fails is tried again after the others, while that helps.
+  std::vector<size_t> pending;
+  for (size_t i = 0; i < accessors_.size(); ++i) {
+    if (raw.count(declaration_.knobs[i].name)) pending.push_back(i);
+  }
+  absl::Status last;
+  while (!pending.empty()) {
+    std::vector<size_t> failed;
+    for (size_t i : pending) {
+      absl::Status w = accessors_[i]->Write(raw.at(declaration_.knobs[i].name));
+      if (!w.ok()) {
+        failed.push_back(i);
+        last = w;
+      }
+    }
+    if (failed.size() == pending.size()) return last;
+    pending = std::move(failed);
+  }
   for (size_t i = 0; i < accessors_.size(); ++i) {
     const KnobSpec& k = declaration_.knobs[i];
     auto want = raw.find(k.name);
     if (want == raw.end()) continue;
-    SPINTUNE_RETURN_IF_ERROR(accessors_[i]->Write(want->second));
     SPINTUNE_ASSIGN_OR_RETURN(std::string got, accessors_[i]->Read());
     SPINTUNE_ASSIGN_OR_RETURN(int64_t a, Parse(k, want->second));
     SPINTUNE_ASSIGN_OR_RETURN(int64_t b, Parse(k, got));

@@ -17,6 +17,8 @@ struct FakeBoard {
   std::mutex mu;
   std::map<std::string, std::string> raw;
   std::set<std::string> refuse;  // values a write fails with
+  // Like a block queue: nr_requests above 128 fails under scheduler "none".
+  bool queue_rules = false;
 };
 
 class FakeAccessor : public KnobAccessor {
@@ -30,6 +32,10 @@ class FakeAccessor : public KnobAccessor {
   absl::Status Write(const std::string& raw) override {
     std::lock_guard<std::mutex> lock(board_->mu);
     if (board_->refuse.count(raw)) return absl::UnavailableError("EINVAL");
+    if (board_->queue_rules && knob_ == "nr_requests" && std::stoi(raw) > 128 &&
+        board_->raw["scheduler"] == "none") {
+      return absl::UnavailableError("EINVAL");
+    }
     board_->raw[knob_] = raw;
     return absl::OkStatus();
   }
@@ -182,6 +188,29 @@ TEST(KnobController, AFailedConstraintOrWriteRestoresTheStartAtOnce) {
   EXPECT_NE(m.knob_trial().error().find("EINVAL"), std::string::npos);
   EXPECT_EQ(rig.Raw("scheduler"), "kyber");
   EXPECT_EQ(rig.Raw("nr_requests"), "256");
+}
+
+TEST(KnobController, KnobsThatBoundEachOtherAreWrittenInAWorkingOrder) {
+  testing::TempDir dir;
+  Rig rig(dir.File("j.json"));
+  rig.board->queue_rules = true;
+  rig.board->raw["scheduler"] = "mq-deadline";
+  ASSERT_TRUE(rig.controller->Recover().ok());
+  ASSERT_TRUE(rig.controller->Declare().ok());
+  rig.Attach();
+  // scheduler none with nr_requests 64, then back to the start (256 under
+  // mq-deadline): nr_requests is written first and refused until the
+  // scheduler changed.
+  v1::AgentMessage m = rig.Command(Trial(1, 64, 0, 3, 1));
+  EXPECT_EQ(m.knob_trial().error(), "");
+  EXPECT_EQ(rig.Raw("scheduler"), "none");
+  v1::KnobCommand end;
+  end.set_experiment_id(5);
+  end.mutable_end();
+  m = rig.Command(end);
+  EXPECT_TRUE(m.knob_applied().ok()) << m.knob_applied().error();
+  EXPECT_EQ(rig.Raw("nr_requests"), "256");
+  EXPECT_EQ(rig.Raw("scheduler"), "mq-deadline");
 }
 
 TEST(KnobController, TheSessionEndingRestoresTheStartAndDropsItsCommands) {
