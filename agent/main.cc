@@ -299,7 +299,8 @@ int main(int argc, char** argv) {
     spintune::Logger().info("signal {}: flushing and stopping", sig);
     agent.Stop();
   });
-  spintune::Logger().info("agent id={} source={} tuner={}", f.agent_id, f.source, f.tuner);
+  spintune::Logger().info("agent id={} source={} tuner={}", f.agent_id,
+                          f.source.empty() ? "none (knobs only)" : f.source, f.tuner);
   s = agent.Run();
   const spintune::AgentStats st = agent.stats();
   spintune::Logger().info(

@@ -14,6 +14,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_format.h"
 #include "agent/policy_sink.h"
+#include "agent/sample_source.h"
 #include "common/file_util.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -128,6 +129,69 @@ TEST(Knobs, TheAhciSunxiExperimentRunsOverTheSessionAndShipsLikeATable) {
   // is told to keep it: no second experiment.
   ASSERT_TRUE(RunSimAgent((*tuner)->address(), dir).ok());
   EXPECT_EQ((*store)->ListExperiments(0)->size(), 1u);
+  (*tuner)->Shutdown(absl::Seconds(2));
+}
+
+TEST(Knobs, ARollbackPushesKnobSettingsToTheConnectedAgent) {
+  testing::TempDir dir;
+  TunerOptions options;
+  options.db_path = dir.File("tuner.db");
+  options.refit_samples = 1'000'000'000;  // no table: the profiles are knob-only
+  auto tuner = TunerServer::Start("127.0.0.1:0", options);
+  ASSERT_TRUE(tuner.ok()) << tuner.status();
+  auto declaration = SimKnobDeclaration("ahci-sunxi-a20-txts0-rxts0");
+  ASSERT_TRUE(declaration.ok());
+  const std::string journal = dir.File("state/lamobo.knobs.json");
+  auto controller = KnobController::Create(*declaration, journal, 5);
+  ASSERT_TRUE(controller.ok() && (*controller)->Recover().ok());
+  // A long-running agent (a paced simulated source) stays connected.
+  AgentOptions agent_options;
+  agent_options.tuner_address = (*tuner)->address();
+  agent_options.agent_id = "lamobo";
+  agent_options.samples_per_second = 500;
+  agent_options.state_dir = dir.File("state");
+  agent_options.knobs = std::move(*controller);
+  auto source = MakeSampleSource("sim:microwatt-100mhz", 5);
+  auto sink = MakePolicySink("none", {"mmc0"});
+  ASSERT_TRUE(source.ok() && sink.ok());
+  Agent agent(agent_options, std::move(*source), std::move(*sink));
+  std::thread runner([&] { EXPECT_TRUE(agent.Run().ok()); });
+
+  auto store = Store::Open(options.db_path, {}, OpenMode::kReadOnly);
+  ASSERT_TRUE(store.ok());
+  auto applied = [&] {
+    auto j = LoadKnobJournal(journal);
+    return j.ok() && j->applied.count("P0DMACR") ? j->applied.at("P0DMACR") : "";
+  };
+  const absl::Time deadline = absl::Now() + absl::Seconds(20);
+  while (applied().empty() && absl::Now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_EQ(applied().substr(8), "33") << "the experiment's winner TXTS=3";
+  // Profile v2: the same with TXTS=2, made by editing an export.
+  Cli(dir, {"profiles", "save", "v1", "--target", "lamobo"});
+  json v2 = json::parse(Cli(dir, {"profiles", "export", "v1", "-o", "-"}));
+  v2["name"] = "v2";
+  v2["knobs"][0]["value"] = 2;
+  v2["knobs"][0]["label"] = "2";
+  std::ofstream(dir.File("v2.json")) << v2.dump();
+  Cli(dir, {"profiles", "import", dir.File("v2.json")});
+  const std::string diff = Cli(dir, {"profiles", "diff", "v1", "v2"});
+  EXPECT_NE(diff.find("ahci0-dma P0DMACR.TXTS  3"), std::string::npos) << diff;
+  const json diff_json = json::parse(Cli(dir, {"profiles", "diff", "v1", "v2", "--format", "json"}));
+  EXPECT_EQ(diff_json["knobs"][0]["b"], "2");
+  EXPECT_TRUE(diff_json["knobs"][0]["changed"]);
+  EXPECT_NE(Cli(dir, {"profiles", "rollback", "lamobo", "--to", "v2"}).find("2 knob settings"),
+            std::string::npos);
+  // The tuner notices within a second and the agent applies it.
+  const absl::Time pushed = absl::Now() + absl::Seconds(10);
+  while (applied() != "0x00004432" && absl::Now() < pushed) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(applied(), "0x00004432");
+  EXPECT_EQ((*store)->ListExperiments(0)->size(), 1u) << "no new experiment";
+  agent.Stop();
+  runner.join();
   (*tuner)->Shutdown(absl::Seconds(2));
 }
 
