@@ -576,7 +576,8 @@ absl::StatusOr<Agent::Impl::SessionEnd> Agent::Impl::RunSession() {
       }
       continue;
     }
-    if (!stop_ && AllProduced() && pending_.empty() && !(options_.knobs && options_.knobs->busy())) {
+    const bool knobs_busy = options_.knobs && options_.knobs->busy();  // an experiment runs
+    if (!stop_ && AllProduced() && pending_.empty() && !knobs_busy) {
       if (drained_) {
         end = SessionEnd::kFinished;
         break;

@@ -14,7 +14,7 @@ std::vector<std::string> Evidence(const KnobSettingRecord& k) {
   std::vector<std::string> lines = {
       absl::StrCat(k.declaration, ": ", k.coordinate, " = ", k.label,
                    k.experiment_id ? absl::StrCat(", found by experiment ", k.experiment_id)
-                                   : std::string(", from a profile rollback"),
+                                   : std::string(),
                    k.updated_at.empty() ? "" : " (" + k.updated_at + ")")};
   std::string rest = k.evidence;
   while (!rest.empty()) {

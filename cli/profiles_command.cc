@@ -58,7 +58,8 @@ absl::Status Save(Store& store, const std::string& db, const ProfilesFlags& f,
   out << "saved profile '" << f.name << "': target " << f.target << " version "
       << profile->info.source_version << ", " << profile->info.keys << " keys, "
       << profile->info.samples << " samples"
-      << (profile->knobs.empty() ? "" : absl::StrCat(", ", profile->knobs.size(), " knob settings"))
+      << (profile->knobs.empty() ? ""
+                                 : absl::StrCat(", ", profile->knobs.size(), " knob settings"))
       << (profile->info.parent.empty() ? "" : ", parent " + profile->info.parent) << "\n";
   return absl::OkStatus();
 }
@@ -101,7 +102,9 @@ absl::Status Show(Store& store, const ProfilesFlags& f, std::ostream& out) {
   out << RenderPolicyTable(p.table);
   if (!p.knobs.empty()) {
     std::vector<std::vector<std::string>> rows = {{"KNOB SET", "KNOB", "VALUE", "EVIDENCE"}};
-    for (const auto& k : p.knobs) rows.push_back({k.declaration, k.coordinate, k.label, k.evidence});
+    for (const auto& k : p.knobs) {
+      rows.push_back({k.declaration, k.coordinate, k.label, k.evidence});
+    }
     out << "\nknob settings:\n" << RenderColumns(rows);
   }
   return absl::OkStatus();
@@ -273,16 +276,20 @@ absl::Status Rollback(Store& store, const std::string& db, const ProfilesFlags& 
     SPINTUNE_ASSIGN_OR_RETURN(Profile p, store.LoadProfile(f.to));
     SPINTUNE_ASSIGN_OR_RETURN(TargetRecord record, store.LoadTarget(target.id));
     what = absl::StrCat("profile '", f.to, "'");
+    const bool knob_only = p.table.devices.empty() && !p.knobs.empty();
+    if (!knob_only) SPINTUNE_RETURN_IF_ERROR(CheckFits(p.table, record, what));
     if (!p.knobs.empty()) {
       // The profile's knob settings become the target's; the tuner pushes
       // them to the agent (between experiments) within a second.
-      for (auto& k : p.knobs) k.updated_at.clear();
+      for (auto& k : p.knobs) {
+        k.updated_at.clear();
+        absl::StrAppend(&k.evidence, " (in force by rollback to ", what, ")");
+      }
       SPINTUNE_RETURN_IF_ERROR(store.ReplaceKnobSettings(target.id, p.knobs));
       out << "target " << f.name << ": " << p.knobs.size() << " knob settings of " << what
           << " are in force\n";
-      if (p.table.devices.empty()) return absl::OkStatus();  // a knob-only profile
+      if (knob_only) return absl::OkStatus();  // nothing to pin
     }
-    SPINTUNE_RETURN_IF_ERROR(CheckFits(p.table, record, what));
     table = std::move(p.table);
   }
   SPINTUNE_ASSIGN_OR_RETURN(uint64_t pinned, store.AppendPinnedVersion(target.id, &table));

@@ -79,8 +79,8 @@ struct KnobSettingRecord {
   std::string register_name;
   uint32_t shift = 0;
   uint32_t width = 0;
-  int64_t experiment_id = 0;  // where it came from (0: a profile rollback)
-  std::string evidence;       // the experiment's statement
+  int64_t experiment_id = 0;  // the experiment that found it (0: unknown)
+  std::string evidence;       // its statement (and a rollback's note)
   std::string updated_at;
 };
 

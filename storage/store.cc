@@ -694,7 +694,9 @@ absl::StatusOr<Profile> Store::SnapshotProfile(int64_t target_id, uint64_t versi
     SPINTUNE_ASSIGN_OR_RETURN(TargetRecord target, LoadTarget(target_id));
     table.emplace();
     table->board = target.board;
-    for (const auto& c : target.cpu_classes) table->cpu_classes.push_back({c.name, c.cpu_khz, c.declared});
+    for (const auto& c : target.cpu_classes) {
+      table->cpu_classes.push_back({c.name, c.cpu_khz, c.declared});
+    }
   }
   if (!table) {
     return absl::NotFoundError(version ? absl::StrCat("no policy version ", version)

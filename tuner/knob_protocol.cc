@@ -18,6 +18,7 @@ namespace {
 constexpr size_t kMaxKnobs = 32;
 constexpr size_t kMaxCoordinates = 64;
 constexpr size_t kMaxValues = 4096;
+constexpr size_t kMaxTotalValues = 16384;
 constexpr size_t kMaxNameBytes = 64;
 
 absl::Status Invalid(const std::string& where, const std::string& what) {
@@ -131,8 +132,11 @@ absl::StatusOr<DeclaredSpace> SpaceFromDeclaration(const v1::KnobsDeclared& d) {
       }
     }
   }
-  if (out.space.coordinates.size() > kMaxCoordinates) {
-    return Invalid("knobs", absl::StrCat("more than ", kMaxCoordinates, " coordinates"));
+  size_t values = 0;
+  for (const auto& c : out.space.coordinates) values += c.values.size();
+  if (out.space.coordinates.size() > kMaxCoordinates || values > kMaxTotalValues) {
+    return Invalid("knobs", absl::StrCat("more than ", kMaxCoordinates, " coordinates or ",
+                                         kMaxTotalValues, " candidate values in all"));
   }
   return out;
 }

@@ -97,6 +97,12 @@ struct Rig {
     controller = std::make_unique<KnobController>(Declaration(), journal, std::move(accessors),
                                                   std::make_unique<FakeWorkload>(board));
   }
+  // Recover, declare and attach, as the agent does when a session comes up.
+  void StartSession() {
+    EXPECT_TRUE(controller->Recover().ok());
+    EXPECT_TRUE(controller->Declare().ok());
+    Attach();
+  }
   void Attach() {
     controller->Attach([this](const v1::AgentMessage& m) {
       std::lock_guard<std::mutex> lock(sent_mu);
@@ -130,6 +136,19 @@ v1::KnobCommand Trial(uint32_t n, int64_t depth, int64_t sched, int64_t lo, int6
   return c;
 }
 
+// An end leaving the board on `setting` (empty: the start values).
+v1::KnobCommand End(std::vector<std::pair<const char*, int64_t>> setting = {}) {
+  v1::KnobCommand c;
+  c.set_experiment_id(5);
+  c.mutable_end();
+  for (auto [coord, value] : setting) {
+    auto* v = c.mutable_end()->add_setting();
+    v->set_coordinate(coord);
+    v->set_value(value);
+  }
+  return c;
+}
+
 TEST(KnobController, DeclaresTheValuesInForceAsTheStart) {
   testing::TempDir dir;
   Rig rig(dir.File("j.json"));
@@ -153,9 +172,7 @@ TEST(KnobController, DeclaresTheValuesInForceAsTheStart) {
 TEST(KnobController, ATrialSetsReadsBackAndMeasures) {
   testing::TempDir dir;
   Rig rig(dir.File("j.json"));
-  ASSERT_TRUE(rig.controller->Recover().ok());
-  ASSERT_TRUE(rig.controller->Declare().ok());
-  rig.Attach();
+  rig.StartSession();
   const v1::AgentMessage m = rig.Command(Trial(1, 64, 0, 3, 1));
   ASSERT_TRUE(m.has_knob_trial());
   EXPECT_EQ(m.knob_trial().trial(), 1u);
@@ -176,9 +193,7 @@ TEST(KnobController, ATrialSetsReadsBackAndMeasures) {
 TEST(KnobController, AFailedConstraintOrWriteRestoresTheStartAtOnce) {
   testing::TempDir dir;
   Rig rig(dir.File("j.json"));
-  ASSERT_TRUE(rig.controller->Recover().ok());
-  ASSERT_TRUE(rig.controller->Declare().ok());
-  rig.Attach();
+  rig.StartSession();
   v1::AgentMessage m = rig.Command(Trial(1, 64, 1, 7, 0));  // LO = 7: errors
   EXPECT_FALSE(m.knob_trial().constraints_ok());
   EXPECT_EQ(rig.Raw("REG"), "0x00004465");
@@ -195,19 +210,14 @@ TEST(KnobController, KnobsThatBoundEachOtherAreWrittenInAWorkingOrder) {
   Rig rig(dir.File("j.json"));
   rig.board->queue_rules = true;
   rig.board->raw["scheduler"] = "mq-deadline";
-  ASSERT_TRUE(rig.controller->Recover().ok());
-  ASSERT_TRUE(rig.controller->Declare().ok());
-  rig.Attach();
+  rig.StartSession();
   // scheduler none with nr_requests 64, then back to the start (256 under
   // mq-deadline): nr_requests is written first and refused until the
   // scheduler changed.
   v1::AgentMessage m = rig.Command(Trial(1, 64, 0, 3, 1));
   EXPECT_EQ(m.knob_trial().error(), "");
   EXPECT_EQ(rig.Raw("scheduler"), "none");
-  v1::KnobCommand end;
-  end.set_experiment_id(5);
-  end.mutable_end();
-  m = rig.Command(end);
+  m = rig.Command(End());
   EXPECT_TRUE(m.knob_applied().ok()) << m.knob_applied().error();
   EXPECT_EQ(rig.Raw("nr_requests"), "256");
   EXPECT_EQ(rig.Raw("scheduler"), "mq-deadline");
@@ -216,9 +226,7 @@ TEST(KnobController, KnobsThatBoundEachOtherAreWrittenInAWorkingOrder) {
 TEST(KnobController, TheSessionEndingRestoresTheStartAndDropsItsCommands) {
   testing::TempDir dir;
   Rig rig(dir.File("j.json"));
-  ASSERT_TRUE(rig.controller->Recover().ok());
-  ASSERT_TRUE(rig.controller->Declare().ok());
-  rig.Attach();
+  rig.StartSession();
   rig.Command(Trial(1, 64, 0, 3, 1));
   rig.controller->Detach();
   rig.controller->OnCommand(Trial(2, 32, 0, 3, 1));  // of no session: dropped
@@ -232,9 +240,7 @@ TEST(KnobController, TheSessionEndingRestoresTheStartAndDropsItsCommands) {
 TEST(KnobController, ARestartAfterACrashRestoresTheStart) {
   testing::TempDir dir;
   Rig rig(dir.File("j.json"));
-  ASSERT_TRUE(rig.controller->Recover().ok());
-  ASSERT_TRUE(rig.controller->Declare().ok());
-  rig.Attach();
+  rig.StartSession();
   rig.Command(Trial(1, 64, 0, 3, 1));
   // kill -9 now: the journal and the trial setting stay as they are. (The
   // controller's clean exit would restore, so keep copies to put back.)
@@ -256,16 +262,9 @@ TEST(KnobController, ARestartAfterACrashRestoresTheStart) {
 TEST(KnobController, AnEndKeepsItsSettingAcrossRestarts) {
   testing::TempDir dir;
   Rig rig(dir.File("j.json"));
-  ASSERT_TRUE(rig.controller->Recover().ok());
-  ASSERT_TRUE(rig.controller->Declare().ok());
-  rig.Attach();
+  rig.StartSession();
   rig.Command(Trial(1, 32, 0, 0, 0));
-  v1::KnobCommand end;
-  end.set_experiment_id(5);
-  auto* v = end.mutable_end()->add_setting();
-  v->set_coordinate("REG.LO");
-  v->set_value(3);
-  const v1::AgentMessage m = rig.Command(end);
+  const v1::AgentMessage m = rig.Command(End({{"REG.LO", 3}}));
   ASSERT_TRUE(m.has_knob_applied());
   EXPECT_TRUE(m.knob_applied().ok()) << m.knob_applied().error();
   EXPECT_FALSE(rig.controller->busy());
