@@ -17,7 +17,7 @@ namespace {
 
 constexpr size_t kMaxKnobs = 32;
 constexpr size_t kMaxCoordinates = 64;
-constexpr size_t kMaxValues = 4096;
+constexpr size_t kMaxValues = 4095;  // the start may add one: the design takes 4096
 constexpr size_t kMaxTotalValues = 16384;
 constexpr size_t kMaxNameBytes = 64;
 
