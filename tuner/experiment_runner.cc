@@ -108,9 +108,7 @@ void ExperimentRunner::OnDeclared(const std::shared_ptr<SessionHandle>& session,
     }
     Logger().info("agent={} experiment {} ({}) resumed after {} trials", agent, r.id, r.name,
                   trials->size());
-    live_[r.id] = std::move(live);
-    running_[session.get()] = r.id;
-    return Continue(r.id);
+    return Run(r.id, session, std::move(live));
   }
   if (latest->has_value() && (*latest)->state == "running") {
     Abort(**latest, nullptr, "superseded: the agent declared other knobs under this name");
@@ -137,13 +135,13 @@ void ExperimentRunner::OnDeclared(const std::shared_ptr<SessionHandle>& session,
   }
   Logger().info("agent={} experiment {} ({}): {} settings, start {}, up to {} trials", agent, r.id,
                 r.name, r.space.Size(), r.space.Format(r.start), r.max_trials);
-  live_[r.id] = Live{session, r, NewDesign(r), 0, {}};
-  running_[session.get()] = r.id;
-  Continue(r.id);
+  Run(r.id, session, Live{session, r, NewDesign(r), 0, {}});
 }
 
 void ExperimentRunner::Continue(int64_t id) {
-  Live& live = live_.at(id);
+  auto it = live_.find(id);
+  if (it == live_.end()) return;
+  Live& live = it->second;
   auto session = live.session.lock();
   if (!session) return;
   ExperimentDesign::Step step = live.design->Next();
@@ -164,7 +162,9 @@ void ExperimentRunner::OnTrial(const std::shared_ptr<SessionHandle>& session,
   if (running == running_.end() || static_cast<uint64_t>(running->second) != t.experiment_id()) {
     return;  // of no experiment this session runs
   }
-  Live& live = live_.at(running->second);
+  auto it = live_.find(running->second);
+  if (it == live_.end() || it->second.session.lock() != session) return;
+  Live& live = it->second;
   if (t.trial() != live.awaiting) return;  // stale
   KnobTrialRecord r;
   r.trial = t.trial();
@@ -192,8 +192,10 @@ void ExperimentRunner::OnTrial(const std::shared_ptr<SessionHandle>& session,
 }
 
 void ExperimentRunner::Finish(int64_t id, const ExperimentConclusion& c) {
-  Live live = std::move(live_.at(id));
-  live_.erase(id);
+  auto it = live_.find(id);
+  if (it == live_.end()) return;
+  Live live = std::move(it->second);
+  live_.erase(it);
   auto session = live.session.lock();
   if (session) running_.erase(session.get());
   ExperimentRecord& r = live.record;
@@ -283,10 +285,26 @@ void ExperimentRunner::OnApplied(const std::shared_ptr<SessionHandle>& session,
 void ExperimentRunner::OnSessionEnd(const SessionHandle* session) {
   auto running = running_.find(session);
   if (running != running_.end()) {
-    live_.erase(running->second);
+    // Another session of the agent may have taken the experiment over.
+    auto live = live_.find(running->second);
+    if (live != live_.end()) {
+      auto owner = live->second.session.lock();
+      if (!owner || owner.get() == session) live_.erase(live);
+    }
     running_.erase(running);
   }
   declared_.erase(session);
+}
+
+void ExperimentRunner::Run(int64_t id, const std::shared_ptr<SessionHandle>& session, Live live) {
+  // One session runs an experiment: an older one of the same agent (not
+  // closed yet) loses it.
+  for (auto it = running_.begin(); it != running_.end();) {
+    it = it->second == id ? running_.erase(it) : std::next(it);
+  }
+  live_[id] = std::move(live);
+  running_[session.get()] = id;
+  Continue(id);
 }
 
 void ExperimentRunner::Tick() {

@@ -69,6 +69,8 @@ class ExperimentRunner {
   void OnDeclared(const std::shared_ptr<SessionHandle>& session, const v1::KnobsDeclared& d);
   void OnTrial(const std::shared_ptr<SessionHandle>& session, const v1::KnobTrial& t);
   void OnApplied(const std::shared_ptr<SessionHandle>& session, const v1::KnobApplied& a);
+  // Makes `session` the one running experiment `id` and sends its next trial.
+  void Run(int64_t id, const std::shared_ptr<SessionHandle>& session, Live live);
   // Sends the next trial, or concludes.
   void Continue(int64_t id);
   void Finish(int64_t id, const ExperimentConclusion& c);
