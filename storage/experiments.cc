@@ -255,6 +255,11 @@ absl::Status Store::RequestAbort(int64_t experiment_id) {
   return q->Run();
 }
 
+absl::StatusOr<std::vector<ExperimentRecord>> Store::AbortRequests() {
+  absl::MutexLock lock(&mu_);
+  return QueryExperiments("WHERE e.state = 'running' AND e.abort_requested = 1 ORDER BY e.id", 0);
+}
+
 absl::Status Store::WriteKnobSettings(int64_t target_id,
                                       const std::vector<KnobSettingRecord>& settings) {
   // A declaration's settings replace what it had.

@@ -111,6 +111,10 @@ TEST(StoreExperiments, AbortIsRequestedOnlyForRunningExperiments) {
   ASSERT_TRUE(list.ok());
   ASSERT_EQ(list->size(), 1u);
   EXPECT_TRUE((*list)[0].abort_requested);
+  auto aborts = (*store)->AbortRequests();
+  ASSERT_TRUE(aborts.ok());
+  ASSERT_EQ(aborts->size(), 1u);
+  EXPECT_EQ((*aborts)[0].id, e.id);
   EXPECT_TRUE(absl::IsNotFound((*store)->RequestAbort(77)));
 }
 

@@ -245,6 +245,8 @@ class Store {
   // Asks the tuner to abort a running experiment (it restores the start
   // values). FailedPrecondition when it is not running.
   absl::Status RequestAbort(int64_t experiment_id);
+  // The running experiments an abort was requested for.
+  absl::StatusOr<std::vector<ExperimentRecord>> AbortRequests();
   // The knob settings in force on a target, by declaration, in coordinate
   // order; ReplaceKnobSettings replaces those of the declarations it names.
   absl::StatusOr<std::vector<KnobSettingRecord>> LoadKnobSettings(int64_t target_id);

@@ -312,10 +312,9 @@ void ExperimentRunner::Tick() {
   if (!version.ok() || *version == data_version_) return;
   data_version_ = *version;
   // Aborts asked for through the database.
-  auto all = store_->ListExperiments(0);
-  if (!all.ok()) return;
-  for (auto& r : *all) {
-    if (r.state != "running" || !r.abort_requested) continue;
+  auto aborts = store_->AbortRequests();
+  if (!aborts.ok()) return;
+  for (auto& r : *aborts) {
     std::shared_ptr<SessionHandle> session;
     if (auto live = live_.find(r.id); live != live_.end()) session = live->second.session.lock();
     Abort(r, session, "aborted by spintune experiments abort");
