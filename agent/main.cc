@@ -29,6 +29,7 @@ struct Flags {
   std::string knobs;
   std::string sink = "none";
   uint64_t seed = 1;
+  double sim_timer_wake_factor = 1;
   uint64_t max_samples = 0;
   size_t batch_size = 512;
   double rate = 0;
@@ -139,6 +140,11 @@ int main(int argc, char** argv) {
                  "{device}) or none")
       ->capture_default_str();
   app.add_option("--seed", f.seed, "Seed of simulated sources")->capture_default_str();
+  app.add_option("--sim-timer-wake-factor", f.sim_timer_wake_factor,
+                 "sim: the board's true timer oversleep is its declared one times this (a "
+                 "wrong platform model, to watch verification roll a table back)")
+      ->check(CLI::Range(0.0, 1000.0))
+      ->capture_default_str();
   app.add_option("--max-samples", f.max_samples,
                  "Stop after this many completion samples, flush, wait for the final table "
                  "(0: run until SIGINT/SIGTERM)")
@@ -224,6 +230,7 @@ int main(int argc, char** argv) {
   }
   spintune::SourceOptions source_options;
   source_options.seed = f.seed;
+  source_options.sim_timer_wake_factor = f.sim_timer_wake_factor;
   source_options.platform = f.platform;
   source_options.pairs = f.pairs;
   source_options.irq = f.irq;

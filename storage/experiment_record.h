@@ -1,4 +1,4 @@
-// Knob experiments as stored (storage/SCHEMA.md, migration 7): one record
+// Knob experiments as stored (storage/SCHEMA.md, migration 9): one record
 // per experiment, its trials, and the knob settings in force per target
 // (what a finished experiment or a rollback left; profiles and release
 // headers carry them).

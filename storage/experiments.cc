@@ -1,5 +1,5 @@
 // Store: knob experiments, their trials and the knob settings in force
-// (storage/experiment_record.h, SCHEMA.md migration 7).
+// (storage/experiment_record.h, SCHEMA.md migration 9).
 #include <set>
 
 #include "absl/strings/str_cat.h"

@@ -1,5 +1,7 @@
 #include "tuner/tuner_core.h"
 
+#include <pthread.h>
+
 #include "absl/strings/str_cat.h"
 #include "common/fingerprint.h"
 #include "common/logging.h"
@@ -82,19 +84,34 @@ absl::StatusOr<std::unique_ptr<TunerCore>> TunerCore::Create(const TunerOptions&
   // The fitter starts before the core exists: its results reach the core
   // through this slot (set below, cleared when the core stops the fitter).
   auto slot = std::make_shared<std::atomic<TunerCore*>>(nullptr);
-  FitterOptions fo{options.db_path, options.store, options.fit, options.change,
-                   options.evidence_ttl};
+  FitterOptions fo{options.db_path, options.store,        options.fit,
+                   options.change,  options.evidence_ttl, options.verify};
   SPINTUNE_ASSIGN_OR_RETURN(auto fitter, Fitter::Create(fo, [slot](FitResult r) {
                               if (TunerCore* core = slot->load()) core->OnFitResult(std::move(r));
                             }));
-  std::unique_ptr<TunerCore> core(new TunerCore(options, std::move(store), std::move(fitter)));
+  auto errors = std::make_shared<std::atomic<TunerCore*>>(nullptr);
+  CompactorOptions co;
+  co.db_path = options.db_path;
+  co.store = options.store;
+  SPINTUNE_ASSIGN_OR_RETURN(auto compactor, Compactor::Create(co, [errors](const absl::Status& s) {
+                              Logger().error("compacting staged batches failed: {}", s.ToString());
+                              if (TunerCore* core = errors->load()) {
+                                core->Count(&TunerCounters::storage_errors);
+                              }
+                            }));
+  std::unique_ptr<TunerCore> core(
+      new TunerCore(options, std::move(store), std::move(fitter), std::move(compactor)));
   slot->store(core.get());
+  errors->store(core.get());
   return core;
 }
 
 TunerCore::TunerCore(TunerOptions options, std::unique_ptr<Store> store,
-                     std::unique_ptr<Fitter> fitter)
-    : options_(std::move(options)), store_(std::move(store)), fitter_(std::move(fitter)) {
+                     std::unique_ptr<Fitter> fitter, std::unique_ptr<Compactor> compactor)
+    : options_(std::move(options)),
+      store_(std::move(store)),
+      fitter_(std::move(fitter)),
+      compactor_(std::move(compactor)) {
   experiments_ = std::make_unique<ExperimentRunner>(store_.get(), ExperimentRunnerOptions{});
   worker_ = std::thread([this] { WorkerLoop(); });
 }
@@ -102,6 +119,7 @@ TunerCore::TunerCore(TunerOptions options, std::unique_ptr<Store> store,
 TunerCore::~TunerCore() { Stop(); }
 
 void TunerCore::Stop() {
+  compactor_.reset();
   fitter_.reset();  // first: it posts to the queue
   queue_.Stop();
   if (worker_.joinable()) worker_.join();
@@ -125,6 +143,7 @@ void TunerCore::Count(uint64_t TunerCounters::*counter, uint64_t n) {
 }
 
 void TunerCore::WorkerLoop() {
+  pthread_setname_np(pthread_self(), "ingest");
   absl::Time last_tick = absl::Now();
   while (true) {
     std::vector<TunerJob> unit = queue_.Next(absl::Seconds(1));
@@ -319,6 +338,8 @@ void TunerCore::OnBatch(std::shared_ptr<SessionHandle> session, const v1::Hello&
     batch.clear_dispatches();
     batch.clear_histograms();
     batch.clear_dispatch_histograms();
+    batch.clear_outcomes();
+    batch.clear_timer_oversleep();
     if (job.delta.ok()) job.bytes = std::min(bytes, DeltaBytes(*job.delta));
   }
   job.batch = std::move(batch);
@@ -421,7 +442,7 @@ void TunerCore::IngestGroup(std::vector<TunerJob>& jobs) {
     for (auto& item : items) defer(*item.job, why);
     return;
   }
-  std::set<int64_t> refit;
+  std::set<int64_t> refit, verify;
   for (size_t n = 0; n < items.size(); ++n) {
     TunerJob& job = *items[n].job;
     const SequencedBatch& sb = items[n].batch;
@@ -461,6 +482,7 @@ void TunerCore::IngestGroup(std::vector<TunerJob>& jobs) {
                         session.hello.agent_id(), sb.seq, sb.last_seq, sb.dropped_samples);
         }
         if (!stored || sb.dropped) break;
+        if (!items[n].delta.outcomes.empty()) verify.insert(session.target_id);
         for (const auto& k : items[n].delta.keys) known_keys_[session.target_id].insert(k.key);
         stored_since_fit_.insert(session.target_id);
         uint64_t& since = samples_since_fit_[session.target_id];
@@ -494,6 +516,7 @@ void TunerCore::IngestGroup(std::vector<TunerJob>& jobs) {
     durable_[session.target_id] = std::max(durable_[session.target_id], r.last_seq);
   }
   for (int64_t target : refit) RequestRefit(target, /*force=*/false);
+  for (int64_t target : verify) fitter_->Verify(target);
 }
 
 void TunerCore::RefuseOutOfOrder(TunerJob& job, uint64_t durable) {
@@ -575,6 +598,7 @@ void TunerCore::OnApplied(std::shared_ptr<SessionHandle> session, v1::PolicyAppl
     if (a->ok()) {
       Logger().info("agent={} applied policy version={}", session->hello.agent_id(),
                     a->version());
+      fitter_->Verify(session->target_id);  // its outcomes are counted from now on
     } else {
       Logger().warn("agent={} refused policy version={}: {}", session->hello.agent_id(),
                     a->version(), error);
@@ -627,6 +651,12 @@ void TunerCore::OnFitResult(FitResult result) {
       if (r->predicted) ++counters_.predicted_tables;
       if (r->stored) ++counters_.policy_versions;
       if (!r->status.ok()) ++counters_.storage_errors;
+      for (const auto& v : r->verified) {
+        if (v.verdict == "better") ++counters_.verified_better;
+        if (v.verdict == "worse") ++counters_.verified_worse;
+        if (v.verdict == "inconclusive") ++counters_.verified_inconclusive;
+        if (v.rollback_version != 0) ++counters_.rollbacks;
+      }
     }
     if (r->stored) Push(r->target_id, *r->stored);
     auto waiting = after_fit_.extract(r->ticket);
@@ -640,12 +670,17 @@ void TunerCore::PushExternalVersions() {
   auto data_version = store_->DataVersion();
   if (!data_version.ok() || *data_version == data_version_) return;
   data_version_ = *data_version;
-  for (const auto& [target_id, list] : sessions_) {
-    if (list.empty()) continue;
+  // The fitter and compactor commit all the time: look at version numbers
+  // first (one query), load only tables newer than what was pushed.
+  auto versions = store_->LatestVersions();
+  if (!versions.ok()) return;
+  for (const auto& [target_id, version] : *versions) {
+    auto list = sessions_.find(target_id);
+    if (list == sessions_.end() || list->second.empty()) continue;
+    auto pushed = pushed_version_.find(target_id);
+    if (pushed != pushed_version_.end() && pushed->second >= version) continue;
     auto latest = store_->LoadPolicy(target_id, 0);
     if (!latest.ok() || !latest->has_value()) continue;
-    auto pushed = pushed_version_.find(target_id);
-    if (pushed != pushed_version_.end() && pushed->second >= (*latest)->version) continue;
     Logger().info("target={} policy version={} ({}) stored by another process: pushing",
                   target_id, (*latest)->version, (*latest)->origin);
     Push(target_id, **latest);
