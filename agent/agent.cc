@@ -163,6 +163,10 @@ absl::StatusOr<bool> Agent::Impl::Produce() {
   v1::SampleBatch* batch = message.mutable_batch();
   auto got = source_->Fill(want, batch);
   if (!got.ok()) return got.status();
+  if (!options_.send_dispatch) {
+    batch->clear_dispatches();
+    batch->clear_dispatch_histograms();
+  }
   if (*got == 0 && !HasMeasurements(*batch)) {
     if (source_->exhausted()) source_done_ = true;
     return false;

@@ -74,6 +74,11 @@ struct AgentOptions {
   // Knobs to experiment with (agent/knobs/knob_controller.h): declared on
   // every session; the agent does not finish while an experiment runs.
   std::shared_ptr<KnobController> knobs;
+  // Send the IRQ handler and wake-up times the source measured; the tuner
+  // prices the IRQ path by them instead of the declared platform costs.
+  // false: they are dropped here and the declared costs stand (a platform
+  // the driver measured itself, with no tracer slowing its wake-ups).
+  bool send_dispatch = true;
 };
 
 struct AgentStats {

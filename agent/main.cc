@@ -39,6 +39,7 @@ struct Flags {
   std::vector<std::string> irq;
   std::vector<std::string> block_dev;
   std::string capture = "auto";
+  std::string irq_costs = "trace";
   uint32_t capture_samples = 0;
   bool probe = false;
   uint64_t max_spin_ns = 0;
@@ -121,6 +122,13 @@ int main(int argc, char** argv) {
                  "tracefs: auto | bpf (in-kernel histograms) | raw (binary trace buffers) | "
                  "text (trace_pipe); auto takes the first this kernel allows")
       ->check(CLI::IsMember({"auto", "bpf", "raw", "text"}))
+      ->capture_default_str();
+  app.add_option("--irq-costs", f.irq_costs,
+                 "Where the tuner takes the IRQ path's costs from: trace (the IRQ handler and "
+                 "wake-up times this agent measures, which override --platform's) or platform "
+                 "(--platform's; measured times are not sent: for a platform file the driver "
+                 "measured with no tracer attached)")
+      ->check(CLI::IsMember({"trace", "platform"}))
       ->capture_default_str();
   app.add_option("--capture-samples", f.capture_samples,
                  "tracefs with bpf: send every Nth completion as an individual sample (for "
@@ -263,6 +271,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   options.bounds.max_spin_ns = f.max_spin_ns;
+  options.send_dispatch = f.irq_costs == "trace";
   if (!f.allow_strategies.empty()) {
     auto allowed = spintune::ParseStrategyList(f.allow_strategies);
     if (!allowed.ok()) {

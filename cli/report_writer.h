@@ -9,6 +9,8 @@
 //     family, with the chosen wait and the driver's default marked;
 //   - per CPU class and device the IRQ handler and wake-up distributions
 //     with the declared irq_cpu_ns / irq_wake_ns marked;
+//   - the verifications of pushed versions against the driver's
+//     measurements, when there are any.
 //   - the knob settings in force, and a section per knob experiment.
 // Curves are evaluated exactly (EvaluateWait) at thresholds drawn from the
 // key's own samples; only the drawing thins them out.
@@ -22,6 +24,7 @@
 
 #include "cli/experiment_summary.h"
 #include "storage/profile.h"
+#include "storage/store.h"
 
 namespace spintune {
 
@@ -34,6 +37,10 @@ struct ReportOptions {
   size_t max_key_charts = 0;
   // Knob experiments of the target: one section each (cli/experiment_report.h).
   std::vector<ExperimentEvidence> experiments;
+  // The target's verifications (tuner/verifier.h), shown after the platform
+  // costs: per key and version, predicted against measured, the verdict and
+  // any rollback.
+  std::vector<VerificationRecord> verifications;
 };
 
 std::string RenderHtmlReport(const Profile& profile, const ReportOptions& options);

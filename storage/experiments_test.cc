@@ -1,4 +1,10 @@
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
+
 #include "gtest/gtest.h"
+#include "storage/migrations.h"
 #include "storage/store.h"
 
 namespace spintune {
@@ -98,6 +104,46 @@ TEST(StoreExperiments, KeepsExperimentsTrialsAndConclusions) {
   EXPECT_EQ((*settings)[1].shift, 4u);
   EXPECT_TRUE(absl::IsFailedPrecondition((*store)->RequestAbort(e.id)));
   EXPECT_TRUE(absl::IsNotFound((*store)->LoadExperiment(999).status()));
+}
+
+// Migrations 1-8 are main's, unchanged; 9 adds the knob tables. A version 8
+// database (this one with migration 9 undone) upgrades in place and keeps
+// its rows; one newer than 9 is still refused.
+TEST(StoreExperiments, UpgradesAVersion8DatabaseAndRefusesNewer) {
+  ASSERT_EQ(LatestSchemaVersion(), 9);
+  const std::string path =
+      ::testing::TempDir() + "/experiments_v8_" + std::to_string(getpid()) + ".db";
+  std::filesystem::remove(path);
+  {
+    auto store = Store::Open(path);
+    ASSERT_TRUE(store.ok()) << store.status();
+    ASSERT_TRUE((*store)->UpsertTarget(Board()).ok());
+  }
+  {
+    auto db = SqliteDb::Open(path);
+    ASSERT_TRUE(db.ok());
+    ASSERT_TRUE((*db)->Exec("DROP TABLE knob_settings; DROP TABLE knob_trials; "
+                            "DROP TABLE experiments; DELETE FROM schema_version WHERE version = 9")
+                    .ok());
+    EXPECT_EQ(*SchemaVersion(db->get()), 8);
+  }
+  {
+    auto store = Store::Open(path);
+    ASSERT_TRUE(store.ok()) << store.status();
+    auto target = (*store)->FindTarget("bpi-r1");
+    ASSERT_TRUE(target.ok() && target->has_value());
+    ExperimentRecord e = Dma((*target)->id);
+    EXPECT_TRUE((*store)->CreateExperiment(&e).ok());
+  }
+  {
+    auto db = SqliteDb::Open(path);
+    ASSERT_TRUE(db.ok());
+    EXPECT_EQ(*SchemaVersion(db->get()), 9);
+    ASSERT_TRUE((*db)->Exec("INSERT INTO schema_version VALUES (10)").ok());
+  }
+  auto newer = Store::Open(path);
+  EXPECT_TRUE(absl::IsFailedPrecondition(newer.status())) << newer.status();
+  for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path + suffix);
 }
 
 TEST(StoreExperiments, AbortIsRequestedOnlyForRunningExperiments) {

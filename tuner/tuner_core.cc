@@ -743,6 +743,28 @@ void TunerCore::GetPolicy(const v1::GetPolicyRequest& request,
     }
     v1::GetPolicyResponse resp;
     resp.set_policy_json(PolicyTableToJson(**table).dump(2));
+    auto verified = store_->ListVerifications((*target)->id);
+    if (!verified.ok()) return done(verified.status());
+    for (const auto& v : *verified) {
+      auto* o = resp.add_verifications();
+      o->set_version(v.version);
+      o->set_cpu_class(v.key.cpu_class);
+      o->set_device(v.key.device);
+      o->set_opcode(v.key.opcode);
+      o->set_size_class(v.key.size_class);
+      o->set_verdict(v.verdict);
+      o->set_predicted_cost_ns(v.predicted_cost_ns);
+      o->set_measured_cost_ns(v.measured.mean_ns);
+      o->set_measured_low_ns(v.measured.low_ns);
+      o->set_measured_high_ns(v.measured.high_ns);
+      o->set_requests(v.requests);
+      o->set_incumbent_version(v.incumbent_version);
+      o->set_incumbent_cost_ns(v.incumbent.mean_ns);
+      o->set_incumbent_low_ns(v.incumbent.low_ns);
+      o->set_incumbent_high_ns(v.incumbent.high_ns);
+      o->set_rollback_version(v.rollback_version);
+      o->set_reason(v.reason);
+    }
     done(std::move(resp));
   });
 }
