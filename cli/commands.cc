@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "policy/samples_csv.h"
+#include "cli/knob_header.h"
 #include "cli/report_writer.h"
 #include "cli/table_format.h"
 #include "cli/verification_format.h"
@@ -246,8 +247,29 @@ absl::StatusOr<PolicyTable> LoadTable(const Repository& repo, const TableSource&
 }
 
 absl::Status RunHeader(const Repository& repo, const HeaderFlags& flags, std::ostream& out) {
-  SPINTUNE_ASSIGN_OR_RETURN(PolicyTable table, LoadTable(repo, flags.source));
   HeaderOptions options;
+  PolicyTable table;
+  if (repo.tuner.empty() && flags.source.json_file.empty() &&
+      flags.source.target.empty() != flags.source.profile.empty()) {
+    // From the database: the table with the knob settings (a target with
+    // knob settings and no table gets a header of #defines alone).
+    SPINTUNE_ASSIGN_OR_RETURN(auto store, Store::Open(repo.db, {}, OpenMode::kReadOnly));
+    Profile p;
+    if (!flags.source.profile.empty()) {
+      SPINTUNE_ASSIGN_OR_RETURN(p, store->LoadProfile(flags.source.profile));
+    } else {
+      SPINTUNE_ASSIGN_OR_RETURN(auto summary, store->FindTarget(flags.source.target));
+      if (!summary) {
+        return absl::NotFoundError(absl::StrCat(repo.db, ": no target '", flags.source.target,
+                                                "' (spintune targets lists them)"));
+      }
+      SPINTUNE_ASSIGN_OR_RETURN(p, store->SnapshotProfile(summary->id, flags.source.version, ""));
+    }
+    table = std::move(p.table);
+    options.defines = KnobHeaderDefines(p.knobs);
+  } else {
+    SPINTUNE_ASSIGN_OR_RETURN(table, LoadTable(repo, flags.source));
+  }
   options.tool_version = Version();
   SPINTUNE_ASSIGN_OR_RETURN(std::string header, GenerateCHeader(table, options));
   if (flags.output.empty() || flags.output == "-") {
@@ -310,6 +332,9 @@ absl::Status RunReport(const Repository& repo, const ReportFlags& flags, std::os
   options.generated_at = NowRfc3339();
   options.tool_version = Version();
   options.max_key_charts = flags.max_charts;
+  if (!flags.target.empty()) {
+    SPINTUNE_ASSIGN_OR_RETURN(options.experiments, LoadExperimentEvidence(*store, flags.target));
+  }
   const std::string html = RenderHtmlReport(profile, options);
   SPINTUNE_RETURN_IF_ERROR(WriteFileAtomically(flags.output, html));
   out << "wrote " << flags.output << ": " << profile.keys.size() << " keys ("

@@ -9,6 +9,7 @@
 #include <cstdlib>
 
 #include "cli/commands.h"
+#include "cli/experiments_command.h"
 #include "cli/extract_command.h"
 #include "cli/profiles_command.h"
 #include "cli/tokens_command.h"
@@ -200,6 +201,27 @@ int main(int argc, char** argv) {
   tokens_cmd->add_option("-o,--output", tokens.output, "add: write the token to this file (0600)");
   tokens_cmd->add_option("--format", tokens.format, "list: table | json")->capture_default_str();
 
+  spintune::ExperimentsFlags experiments;
+  CLI::App* experiments_cmd = app.add_subcommand(
+      "experiments", "Knob experiments (docs/knobs.md): list, show, abort");
+  experiments_cmd->footer(
+      "Examples:\n"
+      "  spintune --db spintune.db experiments list\n"
+      "  spintune --db spintune.db experiments show 3 --format json\n"
+      "  spintune --db spintune.db experiments abort 3\n"
+      "An abort is carried out by the tuner running on the database (within a second); the\n"
+      "agent restores the knobs' start values.");
+  experiments_cmd->add_option("ACTION", experiments.action, "list | show | abort")
+      ->required()
+      ->check(CLI::IsMember({"list", "show", "abort"}));
+  experiments_cmd->add_option("ID", experiments.id, "Experiment id (show, abort)");
+  experiments_cmd->add_option("--target", experiments.target, "list: only this agent id");
+  experiments_cmd->add_option("--trials", experiments.max_trials_shown,
+                              "show: the last this many trials (0: all)")
+      ->capture_default_str();
+  experiments_cmd->add_option("--format", experiments.format, "table | json")
+      ->capture_default_str();
+
   spintune::VerifyFlags verify;
   CLI::App* verify_cmd = app.add_subcommand(
       "verify", "A table's predictions against what a driver measured (outcome reports)");
@@ -248,6 +270,13 @@ int main(int argc, char** argv) {
           "profiles live in the tuner's database: run on its host with --db"));
     }
     return ExitCode(spintune::RunProfiles(repo.db, profiles, std::cout));
+  }
+  if (*experiments_cmd) {
+    if (!repo.tuner.empty()) {
+      return ExitCode(absl::InvalidArgumentError(
+          "experiments live in the tuner's database: run on its host with --db"));
+    }
+    return ExitCode(spintune::RunExperiments(repo.db, experiments, std::cout));
   }
   if (*extract_cmd) {
     extract.progress = isatty(2) && std::getenv("NO_COLOR") == nullptr;

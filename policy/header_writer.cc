@@ -139,6 +139,12 @@ absl::StatusOr<std::string> GenerateCHeader(const PolicyTable& table,
     absl::StrAppend(&out, "\t\"", device_name.substr(0, SPINTUNE_DEVICE_NAME_BYTES - 1), "\",\n");
     absl::StrAppend(&out, "};\n");
   }
+  for (const HeaderDefine& d : options.defines) {
+    absl::StrAppend(&out, d.comment.empty() ? "" : "\n/*\n");
+    for (const auto& line : d.comment) absl::StrAppend(&out, " * ", SanitizeText(line), "\n");
+    absl::StrAppend(&out, d.comment.empty() ? "" : " */\n", "#define ",
+                    absl::AsciiStrToUpper(SanitizeIdentifier(d.name)), " ", d.value, "\n");
+  }
   absl::StrAppend(&out, "\n#endif /* ", guard, " */\n");
   return out;
 }
