@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "models/latency_histogram.h"
 #include "models/wait_distribution.h"
 
@@ -279,7 +280,31 @@ class Grower {
   const ContextOptions& copt_;
 };
 
+std::string FormatBound(ContextFeature f, uint64_t v) {
+  if (f == ContextFeature::kInflight || f == ContextFeature::kBytes) return absl::StrCat(v);
+  if (v >= 1'000'000) return absl::StrFormat("%gms", static_cast<double>(v) / 1e6);
+  if (v >= 1'000) return absl::StrFormat("%gus", static_cast<double>(v) / 1e3);
+  return absl::StrCat(v, "ns");
+}
+
 }  // namespace
+
+std::string DescribeContext(const ContextConditions& conditions) {
+  std::string out;
+  for (const auto& c : conditions) {
+    const absl::string_view name = ContextFeatureName(c.feature);
+    if (!out.empty()) out += ' ';
+    if (c.min && c.max) {
+      absl::StrAppend(&out, FormatBound(c.feature, *c.min), "<=", name, "<",
+                      FormatBound(c.feature, *c.max));
+    } else if (c.min) {
+      absl::StrAppend(&out, name, ">=", FormatBound(c.feature, *c.min));
+    } else if (c.max) {
+      absl::StrAppend(&out, name, "<", FormatBound(c.feature, *c.max));
+    }
+  }
+  return out.empty() ? "-" : out;
+}
 
 int ContextTree::depth() const { return nodes_.empty() ? 0 : Depth(nodes_, 0); }
 

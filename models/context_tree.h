@@ -33,6 +33,7 @@
 #include <cstdint>
 #include <array>
 #include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -64,6 +65,9 @@ struct ContextCondition {
 
 // Conditions that must all hold: at most one per feature, in feature order.
 using ContextConditions = std::vector<ContextCondition>;
+
+// "prev_wait_ns>=1ms inflight<2" for humans ("-" when empty).
+std::string DescribeContext(const ContextConditions& conditions);
 
 class ContextTree {
  public:

@@ -17,23 +17,13 @@
 
 namespace spintune {
 
-// One row of a file with issue times: what the context features of its
-// key's samples are recomputed from (policy/context_fit.h).
-struct TimedRequest {
-  uint32_t key = 0;     // index into SampleSet::keys
-  uint32_t device = 0;  // index into SampleSet::devices
-  uint32_t opcode = 0;
-  uint64_t bytes = 0;
-  uint64_t issue_ns = 0;
-  uint64_t wait_ns = 0;
-};
-
 struct SampleSet {
   std::vector<KeyEvidence> keys;    // sorted by key
   std::vector<std::string> devices; // in order of first appearance
   std::vector<std::string> cpu_classes;
   uint64_t samples = 0;
-  // Every row in file order, when the file has an issue_ns column; else empty.
+  // Every row in file order, when the file has an issue_ns column; else
+  // empty. Indexes keys and devices above.
   std::vector<TimedRequest> requests;
 };
 
