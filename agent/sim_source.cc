@@ -36,16 +36,8 @@ v1::WaitPath PathFor(const BoardModel& board, uint32_t opcode, uint64_t bytes, d
 
 }  // namespace
 
-SimSource::SimSource(const BoardModel& board, uint64_t seed) : board_(board), rng_(seed) {
-  std::vector<double> shares;
-  for (const auto& op : board.opcodes) {
-    shares.push_back(op.share);
-    std::vector<double> sizes;
-    for (const auto& s : op.sizes) sizes.push_back(s.share);
-    pick_size_.emplace_back(sizes.begin(), sizes.end());
-  }
-  pick_opcode_ = std::discrete_distribution<size_t>(shares.begin(), shares.end());
-}
+SimSource::SimSource(const BoardModel& board, uint64_t seed)
+    : board_(board), rng_(seed), sim_(board, seed, &rng_) {}
 
 void SimSource::Describe(v1::Hello* hello) const {
   auto* target = hello->mutable_target();
@@ -65,21 +57,17 @@ void SimSource::Describe(v1::Hello* hello) const {
 absl::StatusOr<size_t> SimSource::Fill(size_t max_completions, v1::SampleBatch* batch) {
   auto* c = batch->mutable_completions();
   auto* d = batch->mutable_dispatches();
-  std::uniform_real_distribution<double> unit(0.0, 1.0);
   for (size_t i = 0; i < max_completions; ++i) {
-    const size_t op_index = pick_opcode_(rng_);
-    const OpcodeModel& op = board_.opcodes[op_index];
-    const uint64_t bytes = op.sizes[pick_size_[op_index](rng_)].bytes;
-    const double x_ns = DrawCompletionNs(board_, op, bytes, rng_);
-    const bool error = unit(rng_) < op.error_share;
-    const v1::WaitPath path = PathFor(board_, op.opcode, bytes, x_ns);
+    const SimRequest r = sim_.Next();
+    const v1::WaitPath path = PathFor(board_, r.op->opcode, r.bytes, r.x_ns);
     c->add_device_index(0);
     c->add_cpu_class_index(0);
-    c->add_opcode(op.opcode);
-    c->add_bytes(bytes);
-    c->add_wait_ns(std::max<uint64_t>(1, static_cast<uint64_t>(std::llround(x_ns))));
+    c->add_opcode(r.op->opcode);
+    c->add_bytes(r.bytes);
+    c->add_wait_ns(std::max<uint64_t>(1, static_cast<uint64_t>(std::llround(r.x_ns))));
     c->add_path(path);
-    c->add_flags(error ? 1u : 0u);
+    c->add_flags(r.error ? 1u : 0u);
+    c->add_issue_ns(r.issue_ns);
     if (path == v1::WAIT_PATH_IRQ) {
       d->add_cpu_class_index(0);
       d->add_device_index(0);

@@ -1,6 +1,7 @@
 // SimSource: an endless, deterministic stream of completion and dispatch
-// samples from a BoardModel (board_model.h). The board runs its stock
-// driver, so each request's wait path follows the board's default rules.
+// samples from a BoardModel (board_model.h), with issue times. The board
+// runs its stock driver, so each request's wait path follows the board's
+// default rules.
 //
 // Thread-safety: one thread per source.
 #ifndef SPINTUNE_AGENT_SIM_SOURCE_H_
@@ -25,8 +26,7 @@ class SimSource : public SampleSource {
  private:
   const BoardModel& board_;
   std::mt19937_64 rng_;
-  std::discrete_distribution<size_t> pick_opcode_;
-  std::vector<std::discrete_distribution<size_t>> pick_size_;
+  BoardSimulator sim_;
 };
 
 }  // namespace spintune

@@ -15,11 +15,12 @@
  *			    &w.stats, reg);
  *	spintune_end(host->st, &w);
  *
- * Each device keeps the context state of issue 16 (policy.h: previous
- * completion time, last write, commands in flight): spintune_begin() picks
- * the context leaf of keys that have one, spintune_end() records the
- * completion. A driver that knows when the hardware completed (its IRQ
- * handler ran) sets w.done_ns before spintune_end().
+ * While the table in force has context leaves (issue 16), each device
+ * keeps the context state of policy.h (previous completion time, last
+ * write, commands in flight): spintune_begin() picks the context leaf of
+ * keys that have one, spintune_end() records the completion. A driver that
+ * knows when the hardware completed (its IRQ handler ran) sets w.done_ns
+ * before spintune_end(). Tables without context cost no clock read.
  *
  * A table arrives by a write of a blob to /sys/kernel/spintune/<name>/table,
  * by request_firmware("spintune/<name>.bin") at registration, or compiled in
@@ -80,10 +81,12 @@ struct spintune_dev_info {
  *	stays valid however long the wait sleeps, whatever tables are swapped
  *	meanwhile.
  * @stats: what this wait did: pass &w.stats to the wait.h helpers.
- * @issue_ns: when spintune_begin() ran (ktime_get_ns()).
+ * @issue_ns: when spintune_begin() ran (ktime_get_ns()), if @context.
  * @done_ns: 0, or when the driver saw the hardware complete (ktime_get_ns()
  *	in its IRQ handler): the completion time spintune_end() records for
  *	the next command's context; 0 records the time of spintune_end().
+ * @context: the command counts in the device's context state (the table in
+ *	force at spintune_begin() had context leaves).
  * @write: the command is a write for the table in force.
  * @slot: the key's statistics slot (internal).
  */
@@ -92,6 +95,7 @@ struct spintune_wait {
 	struct spintune_wait_stats stats;
 	u64 issue_ns;
 	u64 done_ns;
+	bool context;
 	bool write;
 	u16 slot;
 };
@@ -129,9 +133,10 @@ void spintune_unregister(struct spintune_dev *sd);
  *	keys with one), the issue time and zeroed statistics.
  *
  * O(1): the table's key index, at most SPINTUNE_MAX_CONTEXT_DEPTH context
- * comparisons, one clock read and the statistics slot; never sleeps, never
- * allocates: safe in atomic and hard-IRQ context. Every call must be
- * followed by one spintune_end() (it counts the command in flight).
+ * comparisons (and one clock read) for a table with context, and the
+ * statistics slot; never sleeps, never allocates: safe in atomic and
+ * hard-IRQ context. Every call must be followed by one spintune_end() (it
+ * counts the command in flight).
  *
  * Return: true when @w->entry says how to wait; false when no table is in
  * force and the device has no rule: wait the driver's own way (and still
