@@ -7,6 +7,7 @@
 #include "bench/bench_report.h"
 #include "bench/bench_runner.h"
 #include "bench/cold_start_eval.h"
+#include "bench/context_eval.h"
 #include "bench/seed_replay.h"
 #include "common/version.h"
 
@@ -15,6 +16,9 @@ int main(int argc, char** argv) {
   spintune::RunOptions run;
   std::string format = "table";
   bool no_boards = false, no_synthetic = false, cold_start = false, replay = false;
+  bool context = false;
+  spintune::ContextSuiteOptions context_options;
+  context_options.replay_dir = SPINTUNE_CONTEXT_FIXTURE_DIR;
   CLI::App app{"spintune-bench: J of spintune and of every peer's mechanism on the same "
                "streams, as ratios to the best static policy in hindsight and to the "
                "clairvoyant."};
@@ -23,6 +27,7 @@ int main(int argc, char** argv) {
       "  spintune-bench                       # the whole suite, a table\n"
       "  spintune-bench --filter microwatt    # scenarios whose name contains 'microwatt'\n"
       "  spintune-bench --format json > bench.json\n"
+      "  spintune-bench --context              # context leaves vs fixed fit and clairvoyant\n"
       "Exit codes: 0 ok (also with violations, which are listed), 2 usage.");
   app.set_version_flag("--version", spintune::Version());
   app.add_option("--filter", scenarios.filter, "Only scenarios whose name contains this");
@@ -39,6 +44,13 @@ int main(int argc, char** argv) {
   app.add_flag("--replay-seeds", replay,
                "Instead: the seed reports' throughput tables, simulated");
   app.add_flag("--no-synthetic", no_synthetic, "Skip the synthetic families");
+  app.add_flag("--context", context,
+               "Instead: tables with context leaves against the fixed fit, on Markov-modulated "
+               "boards, a replayed disk stream and the i.i.d. suite (share of the best static -> "
+               "clairvoyant gap closed)");
+  app.add_option("--replay-dir", context_options.replay_dir,
+                 "--context: directory of the replayed stream (vda-fsync.csv and its platform)")
+      ->capture_default_str();
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -50,6 +62,23 @@ int main(int argc, char** argv) {
   }
   if (replay) {
     std::cout << spintune::RenderSeedReplay();
+    return 0;
+  }
+  if (context) {
+    context_options.filter = scenarios.filter;
+    context_options.iid = !no_boards || !no_synthetic;
+    auto suite = spintune::BuildContextScenarios(context_options);
+    if (!suite.ok()) {
+      std::cerr << "spintune-bench: " << suite.status().message() << "\n";
+      return 1;
+    }
+    std::vector<spintune::ContextResult> results;
+    for (const auto& s : *suite) results.push_back(spintune::RunContextScenario(s));
+    if (format == "json") {
+      std::cout << spintune::ContextResultsToJson(results).dump(2) << "\n";
+    } else {
+      std::cout << spintune::RenderContextResults(results);
+    }
     return 0;
   }
   scenarios.train_samples = run.train_samples;

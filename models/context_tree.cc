@@ -166,6 +166,12 @@ absl::StatusOr<std::unique_ptr<Draft>> Rebuild(const std::vector<Cell>& leaves, 
 
 // ---- Fitting ----
 
+// Candidate thresholds: these quantiles of a node's training values, dense
+// in the tails so that a rare state (a busy episode, 2-5% of the commands)
+// can have a leaf of its own.
+constexpr double kCutQuantiles[] = {0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5,
+                                    0.6,  0.7,  0.8,  0.9, 0.95, 0.98, 0.99};
+
 class Grower {
  public:
   Grower(absl::Span<const ContextSample> samples, const PlatformModel& model,
@@ -214,9 +220,9 @@ class Grower {
       for (size_t i : train) values.push_back(samples_[i].context[f]);
       std::sort(values.begin(), values.end());
       uint64_t last_cut = values.front();  // a cut must leave something on the left
-      for (int q = 1; q <= copt_.max_cuts; ++q) {
-        const size_t at = values.size() * static_cast<size_t>(q) /
-                          static_cast<size_t>(copt_.max_cuts + 1);
+      for (double q : kCutQuantiles) {
+        const size_t at = std::min(values.size() - 1,
+                                   static_cast<size_t>(q * static_cast<double>(values.size())));
         const uint64_t t = values[at];
         if (t <= last_cut) continue;
         last_cut = t;

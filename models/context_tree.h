@@ -9,9 +9,10 @@
 //   1. The first (1 - validation_fraction) of the samples train, the rest
 //      (the latest ones) validate: the tree is judged on commands it did not
 //      see, later in time, as a table is used after it was fitted.
-//   2. At a node, every feature and every candidate threshold (up to
-//      max_cuts quantiles of the node's training values, both sides with at
-//      least min_leaf_samples training samples) is tried: each side's wait
+//   2. At a node, every feature and every candidate threshold (15
+//      quantiles of the node's training values, dense in the tails: 1%, 2%,
+//      5%, 10%, 20% ... 90%, 95%, 98%, 99%; both sides with at least
+//      min_leaf_samples training samples) is tried: each side's wait
 //      is fitted exactly as a table entry is (OptimizeWait() over the
 //      histogram of the side's samples), and the split with the lowest
 //      training cost J is the candidate.
@@ -123,7 +124,6 @@ struct ContextOptions {
   int max_depth = kMaxContextDepth;  // 0: never split
   size_t min_leaf_samples = 50;      // training samples per side of a split
   double validation_fraction = 0.3;
-  int max_cuts = 15;                 // candidate thresholds per feature
   double z_score = 2.5;
   double split_penalty = 0.002;      // of the parent's validation cost
   // Features the tree may use (index ContextFeature).
