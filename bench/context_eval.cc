@@ -78,6 +78,23 @@ std::map<std::pair<uint32_t, uint64_t>, std::vector<ContextSample>> ByKey(
   return out;
 }
 
+// One structured key's scenarios, at latency weights 1 and 10.
+void AddStructured(const std::string& stream, const std::pair<uint32_t, uint64_t>& key,
+                   const PlatformCosts& costs, size_t train,
+                   const std::vector<ContextSample>& samples, std::vector<ContextScenario>* out) {
+  for (double lambda : {1.0, 10.0}) {
+    ContextScenario c;
+    c.name = absl::StrFormat("%s/op%d/%s/l%g", stream, key.first, SizeLabel(key.second), lambda);
+    c.stream = stream;
+    c.structured = true;
+    c.costs = costs;
+    c.lambda = lambda;
+    c.train = train;
+    c.samples = samples;
+    out->push_back(std::move(c));
+  }
+}
+
 void AddIid(std::vector<ContextScenario>* out) {
   const ScenarioOptions so;
   for (const Scenario& s : BuildScenarios(so)) {
@@ -126,18 +143,7 @@ void AddMarkov(std::vector<ContextScenario>* out) {
     for (auto& [key, samples] : ByKey(requests, opcodes)) {
       if (samples.size() < kTrain + kTest) continue;
       samples.resize(kTrain + kTest);
-      for (double lambda : {1.0, 10.0}) {
-        ContextScenario c;
-        c.name = absl::StrFormat("%s/op%d/%s/l%g", stream, key.first, SizeLabel(key.second),
-                                 lambda);
-        c.stream = stream;
-        c.structured = true;
-        c.costs = board.Costs();
-        c.lambda = lambda;
-        c.train = kTrain;
-        c.samples = samples;
-        out->push_back(std::move(c));
-      }
+      AddStructured(stream, key, board.Costs(), kTrain, samples, out);
     }
   }
 }
@@ -159,20 +165,11 @@ absl::Status AddReplay(const std::string& dir, std::vector<ContextScenario>* out
                         std::find(writes.begin(), writes.end(), r.opcode) != writes.end()});
     opcodes.push_back(r.opcode);
   }
-  for (auto& [key, samples] : ByKey(requests, opcodes)) {
+  for (const auto& [key, samples] : ByKey(requests, opcodes)) {
     if (samples.size() < kReplayMinSamples) continue;
-    for (double lambda : {1.0, 10.0}) {
-      ContextScenario c;
-      c.name = absl::StrFormat("%s/op%d/%s/l%g", stream, key.first, SizeLabel(key.second),
-                               lambda);
-      c.stream = stream;
-      c.structured = true;
-      c.costs = cpu.costs;
-      c.lambda = lambda;
-      c.train = static_cast<size_t>(kReplayTrainShare * static_cast<double>(samples.size()));
-      c.samples = samples;
-      out->push_back(std::move(c));
-    }
+    AddStructured(stream, key, cpu.costs,
+                  static_cast<size_t>(kReplayTrainShare * static_cast<double>(samples.size())),
+                  samples, out);
   }
   return absl::OkStatus();
 }

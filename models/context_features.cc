@@ -65,7 +65,8 @@ std::vector<ContextVector> ComputeContext(absl::Span<const DeviceRequest> reques
     while (!in_flight.empty() && in_flight.top() <= t) in_flight.pop();
     ContextVector& f = out[i];
     f[static_cast<int>(ContextFeature::kPrevWaitNs)] = prev_wait_ns;
-    f[static_cast<int>(ContextFeature::kSinceWriteNs)] = wrote ? t - last_write_done_ns : kNoWriteYet;
+    f[static_cast<int>(ContextFeature::kSinceWriteNs)] =
+        wrote ? t - last_write_done_ns : kNoWriteYet;
     f[static_cast<int>(ContextFeature::kInflight)] = in_flight.size();
     f[static_cast<int>(ContextFeature::kBytes)] = requests[i].bytes;
     in_flight.push(done(i));

@@ -274,7 +274,8 @@ class Grower {
     node->threshold = best.threshold;
     node->left = std::make_unique<Draft>();
     node->right = std::make_unique<Draft>();
-    absl::Status s = Grow(node->left.get(), std::move(train_left), std::move(valid_left), depth + 1);
+    absl::Status s =
+        Grow(node->left.get(), std::move(train_left), std::move(valid_left), depth + 1);
     if (!s.ok()) return s;
     return Grow(node->right.get(), std::move(train_right), std::move(valid_right), depth + 1);
   }

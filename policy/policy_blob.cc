@@ -122,7 +122,9 @@ absl::StatusOr<std::string> EncodePolicyBlob(const PolicyTable& table,
       }
     } else {
       auto t = ContextTree::FromLeafConditions(leaves);
-      if (!t.ok()) return absl::InvalidArgumentError(absl::StrCat(where, ": ", t.status().message()));
+      if (!t.ok()) {
+        return absl::InvalidArgumentError(absl::StrCat(where, ": ", t.status().message()));
+      }
       if (nodes.size() + t->nodes().size() > SPINTUNE_MAX_NODES) {
         return absl::InvalidArgumentError(
             absl::StrCat("device '", device, "' needs more than ", SPINTUNE_MAX_NODES,

@@ -213,7 +213,9 @@ TEST(PolicyBuilder, ContextLeavesFromTheTimeSinceTheLastWrite) {
   std::vector<const PolicyEntry*> reads;
   for (const auto& e : t->entries) {
     if (!e.fallback && e.key.opcode == 18) reads.push_back(&e);
-    if (e.key.opcode == 25 || e.fallback) EXPECT_TRUE(e.context.empty());
+    if (e.key.opcode == 25 || e.fallback) {
+      EXPECT_TRUE(e.context.empty());
+    }
   }
   ASSERT_EQ(reads.size(), 2u);
   ASSERT_EQ(reads[0]->context.size(), 1u);
@@ -242,7 +244,9 @@ TEST(PolicyBuilder, ContextLeavesFromTheTimeSinceTheLastWrite) {
   auto blind = BuildPolicyTable(no_writes, FitConfig());
   ASSERT_TRUE(blind.ok());
   for (const auto& e : blind->entries) {
-    for (const auto& c : e.context) EXPECT_NE(c.feature, ContextFeature::kSinceWriteNs);
+    for (const auto& c : e.context) {
+      EXPECT_NE(c.feature, ContextFeature::kSinceWriteNs);
+    }
   }
 }
 

@@ -318,7 +318,8 @@ static int spintune_install_locked(struct spintune_dev *sd, const u8 *blob,
 	sd->source = origin;
 	if (old)
 		kfree_rcu(old, rcu);
-	spintune_log(sd, info, "table version %llu (%u entries, %u context nodes) from %s in force\n",
+	spintune_log(sd, info,
+		     "table version %llu (%u entries, %u context nodes) from %s in force\n",
 		     inst->table.version, inst->table.count, inst->table.node_count, origin);
 	return 0;
 

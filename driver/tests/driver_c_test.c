@@ -107,7 +107,8 @@ int main(void)
 		spintune_ctx_issue(&ctx, 2000, 512, &f);
 		CHECK(f.value[SPINTUNE_FEATURE_PREV_WAIT_NS] == 700 &&
 		      f.value[SPINTUNE_FEATURE_SINCE_WRITE_NS] == 300 &&
-		      f.value[SPINTUNE_FEATURE_INFLIGHT] == 0 && f.value[SPINTUNE_FEATURE_BYTES] == 512);
+		      f.value[SPINTUNE_FEATURE_INFLIGHT] == 0 &&
+		      f.value[SPINTUNE_FEATURE_BYTES] == 512);
 		spintune_ctx_issue(&ctx, 2100, 0, &f);
 		CHECK(f.value[SPINTUNE_FEATURE_INFLIGHT] == 1);
 		CHECK(spintune_lookup_ctx(&indexed, 0, 18, &f)->flags == SPINTUNE_ENTRY_FALLBACK);

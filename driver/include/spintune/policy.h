@@ -630,14 +630,13 @@ static inline bool spintune__index_try(struct spintune_table *t, uint16_t *bucke
 			}
 			for (d = 0; d <= mask; d++) {
 				for (k = 0; k < n; k++) {
+					const uint32_t slot = (base[k] + d) & mask;
 					uint32_t j;
 
-					if (slots[(base[k] + d) & mask] != SPINTUNE__EMPTY)
+					if (slots[slot] != SPINTUNE__EMPTY)
 						break;
-					for (j = 0; j < k; j++) {
-						if (((base[j] + d) & mask) == ((base[k] + d) & mask))
-							break;
-					}
+					for (j = 0; j < k && ((base[j] + d) & mask) != slot; j++)
+						;
 					if (j < k)
 						break;
 				}
@@ -798,6 +797,22 @@ static inline uint32_t spintune__check_tree(const uint8_t *nodes_at, uint32_t no
 	return next_leaf == last ? next_node - root : 0;
 }
 
+/* The end of the run of entries from @first on that have @e's key. */
+static inline uint32_t spintune__run_end(const uint8_t *entries_at, uint32_t count,
+					 uint32_t first, const struct spintune_entry *e)
+{
+	uint32_t last = first + 1;
+
+	for (; last < count; last++) {
+		const uint8_t *q = entries_at + (size_t)last * SPINTUNE_BLOB_ENTRY_BYTES;
+
+		if (q[0] != e->cpu_class || q[1] != e->size_class ||
+		    spintune__le32(q + 4) != e->opcode)
+			break;
+	}
+	return last;
+}
+
 /* The validating parser behind spintune_table_parse() and
  * spintune_blob_parse(). */
 static inline int spintune__parse(const void *buf, size_t len,
@@ -894,13 +909,9 @@ static inline int spintune__parse(const void *buf, size_t len,
 			if (i > 0 && key < prev_key)
 				return SPINTUNE__REFUSE(why, -EINVAL, "keys not strictly increasing");
 			if (e.tree) {
-				uint32_t last = i + 1, used;
+				const uint32_t last = spintune__run_end(entries_at, count, i, &e);
+				uint32_t used;
 
-				while (last < count &&
-				       spintune__le32(entries_at + (size_t)last * SPINTUNE_BLOB_ENTRY_BYTES + 4) == e.opcode &&
-				       entries_at[(size_t)last * SPINTUNE_BLOB_ENTRY_BYTES] == e.cpu_class &&
-				       entries_at[(size_t)last * SPINTUNE_BLOB_ENTRY_BYTES + 1] == e.size_class)
-					last++;
 				/* Trees follow each other in entry order. */
 				if (e.tree - 1u != next_node)
 					return SPINTUNE__REFUSE(why, -EINVAL,
@@ -947,6 +958,27 @@ static inline int spintune__parse(const void *buf, size_t len,
 	return 0;
 }
 
+/* The entry and node counts a blob declares, within the limits (the parser
+ * refuses larger ones); one entry for a buffer too short for a header. */
+static inline void spintune__declared_counts(const void *buf, size_t len, uint32_t *count,
+					     uint32_t *nodes)
+{
+	const uint8_t *p = (const uint8_t *)buf;
+
+	*count = 1;
+	*nodes = 0;
+	if (p && len >= SPINTUNE_BLOB_HEADER_BYTES) {
+		*count = spintune__le32(p + 24);
+		if (spintune__le16(p + 4) == SPINTUNE_BLOB_VERSION &&
+		    len >= SPINTUNE_BLOB_HEADER_V2_BYTES)
+			*nodes = spintune__le32(p + 64);
+	}
+	if (*count > SPINTUNE_MAX_ENTRIES)
+		*count = SPINTUNE_MAX_ENTRIES;
+	if (*nodes > SPINTUNE_MAX_NODES)
+		*nodes = SPINTUNE_MAX_NODES;
+}
+
 /**
  * spintune_blob_storage_bytes() - storage spintune_table_parse() needs for
  *	a blob, from the counts its header declares.
@@ -960,19 +992,9 @@ static inline int spintune__parse(const void *buf, size_t len,
  */
 static inline size_t spintune_blob_storage_bytes(const void *buf, size_t len)
 {
-	const uint8_t *p = (const uint8_t *)buf;
-	uint32_t count = 1, nodes = 0;
+	uint32_t count, nodes;
 
-	if (p && len >= SPINTUNE_BLOB_HEADER_BYTES) {
-		count = spintune__le32(p + 24);
-		if (spintune__le16(p + 4) == SPINTUNE_BLOB_VERSION &&
-		    len >= SPINTUNE_BLOB_HEADER_V2_BYTES)
-			nodes = spintune__le32(p + 64);
-	}
-	if (count > SPINTUNE_MAX_ENTRIES)
-		count = SPINTUNE_MAX_ENTRIES;
-	if (nodes > SPINTUNE_MAX_NODES)
-		nodes = SPINTUNE_MAX_NODES;
+	spintune__declared_counts(buf, len, &count, &nodes);
 	return spintune_table_storage_bytes(count, nodes);
 }
 
@@ -1012,26 +1034,16 @@ static inline int spintune_table_parse(const void *buf, size_t len, void *storag
 				       size_t storage_bytes, struct spintune_table *table,
 				       const char **why)
 {
-	const uint8_t *p = (const uint8_t *)buf;
 	uint8_t *at = (uint8_t *)storage;
 	struct spintune__storage st;
-	uint32_t count = 1, nodes = 0, slot_bits;
+	uint32_t count, nodes, slot_bits;
 
-	if (!p || !at || !table)
+	if (!buf || !at || !table)
 		return SPINTUNE__REFUSE(why, -EINVAL, "no buffer");
 	if (storage_bytes < spintune_blob_storage_bytes(buf, len))
 		return SPINTUNE__REFUSE(why, -E2BIG, "more entries than the storage holds");
-	/* The counts the storage is carved for (the parser checks them). */
-	if (len >= SPINTUNE_BLOB_HEADER_BYTES) {
-		count = spintune__le32(p + 24);
-		if (spintune__le16(p + 4) == SPINTUNE_BLOB_VERSION &&
-		    len >= SPINTUNE_BLOB_HEADER_V2_BYTES)
-			nodes = spintune__le32(p + 64);
-	}
-	if (count > SPINTUNE_MAX_ENTRIES)
-		count = SPINTUNE_MAX_ENTRIES;
-	if (nodes > SPINTUNE_MAX_NODES)
-		nodes = SPINTUNE_MAX_NODES;
+	/* The storage is carved for the declared counts; the parser checks them. */
+	spintune__declared_counts(buf, len, &count, &nodes);
 	at += (8 - ((uintptr_t)at & 7)) & 7;
 	slot_bits = spintune__slot_bits(count);
 	st.entries = (struct spintune_entry *)(void *)at;
