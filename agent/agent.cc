@@ -160,6 +160,10 @@ absl::StatusOr<bool> Agent::Impl::Produce() {
   v1::SampleBatch* batch = message.mutable_batch();
   auto got = source_->Fill(want, batch);
   if (!got.ok()) return got.status();
+  if (!options_.send_dispatch) {
+    batch->clear_dispatches();
+    batch->clear_dispatch_histograms();
+  }
   if (*got == 0 && !HasMeasurements(*batch)) {
     if (source_->exhausted()) source_done_ = true;
     return false;
@@ -374,6 +378,9 @@ void Agent::Impl::ReapplyLastGood() {
     return;
   }
   std::lock_guard<std::mutex> lock(mu_);
+  if (auto applied = PolicyTableFromProto(table, hello_); applied.ok()) {
+    source_->OnTableApplied(*applied);
+  }
   stats_.applied_version = table.version();
   stats_.reapplied_version = table.version();
   Logger().info("re-applied last good table version={} from {}", table.version(), LastGoodPath());
@@ -386,6 +393,10 @@ void Agent::Impl::HandlePolicy(const v1::PolicyUpdate& update, Stream* stream) {
   absl::Status status = ApplyTable(update.table());
   applied->set_ok(status.ok());
   if (status.ok()) {
+    if (auto table = PolicyTableFromProto(update.table(), hello_); table.ok()) {
+      std::lock_guard<std::mutex> lock(mu_);  // the source is used under mu_
+      source_->OnTableApplied(*table);
+    }
     if (!options_.state_dir.empty()) {
       absl::Status kept = WriteFileAtomically(LastGoodPath(), update.table().SerializeAsString());
       if (!kept.ok()) Logger().warn("cannot keep the last good table: {}", kept.message());

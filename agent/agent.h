@@ -69,6 +69,11 @@ struct AgentOptions {
   // What this board allows a pushed table to ask for; a table beyond it is
   // refused (reported to the tuner) and the last good table stays.
   PolicyBounds bounds;
+  // Send the IRQ handler and wake-up times the source measured; the tuner
+  // prices the IRQ path by them instead of the declared platform costs.
+  // false: they are dropped here and the declared costs stand (a platform
+  // the driver measured itself, with no tracer slowing its wake-ups).
+  bool send_dispatch = true;
 };
 
 struct AgentStats {

@@ -25,6 +25,7 @@ struct Flags {
   std::string source;
   std::string sink = "none";
   uint64_t seed = 1;
+  double sim_timer_wake_factor = 1;
   uint64_t max_samples = 0;
   size_t batch_size = 512;
   double rate = 0;
@@ -34,6 +35,7 @@ struct Flags {
   std::vector<std::string> irq;
   std::vector<std::string> block_dev;
   std::string capture = "auto";
+  std::string irq_costs = "trace";
   uint32_t capture_samples = 0;
   bool probe = false;
   uint64_t max_spin_ns = 0;
@@ -112,6 +114,13 @@ int main(int argc, char** argv) {
                  "text (trace_pipe); auto takes the first this kernel allows")
       ->check(CLI::IsMember({"auto", "bpf", "raw", "text"}))
       ->capture_default_str();
+  app.add_option("--irq-costs", f.irq_costs,
+                 "Where the tuner takes the IRQ path's costs from: trace (the IRQ handler and "
+                 "wake-up times this agent measures, which override --platform's) or platform "
+                 "(--platform's; measured times are not sent: for a platform file the driver "
+                 "measured with no tracer attached)")
+      ->check(CLI::IsMember({"trace", "platform"}))
+      ->capture_default_str();
   app.add_option("--capture-samples", f.capture_samples,
                  "tracefs with bpf: send every Nth completion as an individual sample (for "
                  "--record and exact replays; 1: all, 0: histograms only)")
@@ -130,6 +139,11 @@ int main(int argc, char** argv) {
                  "{device}) or none")
       ->capture_default_str();
   app.add_option("--seed", f.seed, "Seed of simulated sources")->capture_default_str();
+  app.add_option("--sim-timer-wake-factor", f.sim_timer_wake_factor,
+                 "sim: the board's true timer oversleep is its declared one times this (a "
+                 "wrong platform model, to watch verification roll a table back)")
+      ->check(CLI::Range(0.0, 1000.0))
+      ->capture_default_str();
   app.add_option("--max-samples", f.max_samples,
                  "Stop after this many completion samples, flush, wait for the final table "
                  "(0: run until SIGINT/SIGTERM)")
@@ -206,6 +220,7 @@ int main(int argc, char** argv) {
   }
   spintune::SourceOptions source_options;
   source_options.seed = f.seed;
+  source_options.sim_timer_wake_factor = f.sim_timer_wake_factor;
   source_options.platform = f.platform;
   source_options.pairs = f.pairs;
   source_options.irq = f.irq;
@@ -235,6 +250,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   options.bounds.max_spin_ns = f.max_spin_ns;
+  options.send_dispatch = f.irq_costs == "trace";
   if (!f.allow_strategies.empty()) {
     auto allowed = spintune::ParseStrategyList(f.allow_strategies);
     if (!allowed.ok()) {

@@ -57,16 +57,26 @@ class AttrSink : public PolicySink {
     if (fd < 0) {
       return absl::UnavailableError(absl::StrCat("cannot open ", path, ": ", std::strerror(errno)));
     }
-    const ssize_t n = ::write(fd, blob.data(), blob.size());
-    const int saved = errno;
+    // sysfs takes a binary attribute a page per write() (kernfs caps each at
+    // PAGE_SIZE); spintune.ko stages the pages by offset and parses the blob
+    // when its header's length has arrived, so write on until all of it is in.
+    size_t written = 0;
+    while (written < blob.size()) {
+      const ssize_t n = ::write(fd, blob.data() + written, blob.size() - written);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        const int saved = errno;
+        ::close(fd);
+        if (n == 0) {
+          return absl::DataLossError(absl::StrCat(path, ": the attribute took ", written,
+                                                  " of ", blob.size(), " bytes"));
+        }
+        return absl::UnavailableError(
+            absl::StrCat("write to ", path, " failed: ", std::strerror(saved)));
+      }
+      written += static_cast<size_t>(n);
+    }
     ::close(fd);
-    if (n < 0) {
-      return absl::UnavailableError(absl::StrCat("write to ", path, " failed: ", std::strerror(saved)));
-    }
-    if (static_cast<size_t>(n) != blob.size()) {
-      return absl::DataLossError(absl::StrCat(path, ": the attribute took ", n, " of ",
-                                              blob.size(), " bytes"));
-    }
     auto back = ReadFileToString(path);
     if (back.ok() && !back->empty() && *back != blob) {
       return absl::DataLossError(absl::StrCat(path, ": read back differs from what was written"));

@@ -67,7 +67,8 @@ absl::StatusOr<std::unique_ptr<SampleSource>> MakeSampleSource(const std::string
       return absl::InvalidArgumentError(absl::StrCat(
           "unknown simulated board '", name, "' (spintune-agent --list-boards lists them)"));
     }
-    return std::unique_ptr<SampleSource>(new SimSource(*board, options.seed));
+    return std::unique_ptr<SampleSource>(
+        new SimSource(*board, options.seed, options.sim_timer_wake_factor));
   }
   if (absl::StartsWith(spec, "csv:")) {
     if (options.platform.empty()) {

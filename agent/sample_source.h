@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "policy/policy_table.h"
 #include "spintune/v1/spintune.pb.h"
 
 namespace spintune {
@@ -34,6 +35,9 @@ class SampleSource {
   // earlier batches, so a restarted agent numbers new batches after the
   // tuner's last durable one instead of fast-forwarding.
   virtual bool live() const { return false; }
+  // The agent applied `table` (a simulated driver waits by it from now on
+  // and reports what its waits cost). Called between Fill() calls.
+  virtual void OnTableApplied(const PolicyTable& table) {}
 };
 
 struct SourceOptions {
@@ -44,6 +48,9 @@ struct SourceOptions {
   std::vector<std::string> block_dev;  // replay: MAJOR:MINOR=NAME
   std::string capture = "auto";  // tracefs: auto | bpf | raw | text
   uint32_t capture_samples = 0;  // tracefs bpf: every Nth completion as a sample (0: none)
+  // sim: the board's true timer oversleep is its declared one times this
+  // (a platform model that is wrong, for verification).
+  double sim_timer_wake_factor = 1;
 };
 
 // "sim:BOARD", "csv:FILE", "replay:FILE" or "tracefs[:DEV,DEV]".

@@ -1,43 +1,43 @@
 #include "agent/sim_source.h"
 
 #include <cmath>
+#include <map>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "agent/capture/histogram_batch.h"
+#include "models/cost_moments.h"
 #include "policy/policy_proto.h"
 
 namespace spintune {
 namespace {
 
-// Relative spread of the measured IRQ handler and wake times.
-constexpr double kDispatchSigma = 0.15;
-
-// Lognormal noise with mean 1 (not median 1), so means stay unbiased.
-double MeanOneNoise(std::mt19937_64& rng, double sigma) {
-  std::lognormal_distribution<double> d(-0.5 * sigma * sigma, sigma);
-  return d(rng);
-}
-
-v1::WaitPath PathFor(const BoardModel& board, uint32_t opcode, uint64_t bytes, double x_ns) {
-  for (const auto& rule : board.default_rules) {
-    if (!rule.Matches(opcode, bytes)) continue;
-    switch (rule.wait.strategy) {
-      case Strategy::kIrq:
-        return v1::WAIT_PATH_IRQ;
-      case Strategy::kSpinThenIrq:
-        return x_ns <= static_cast<double>(rule.wait.spin_ns) ? v1::WAIT_PATH_SPIN
-                                                              : v1::WAIT_PATH_IRQ;
-      default:
-        return v1::WAIT_PATH_SPIN;
+// The wait of a request: the applied table's entry for its key (or its
+// device's fallback), else the board's stock rules (IRQ when none matches).
+WaitParams WaitFor(const BoardModel& board, const std::optional<PolicyTable>& table,
+                   uint32_t opcode, uint64_t bytes) {
+  if (table) {
+    const PolicyKey key{board.cpu_class, board.device_name, opcode, SizeClassOf(bytes)};
+    const PolicyEntry* fallback = nullptr;
+    for (const auto& e : table->entries) {
+      if (!e.fallback && e.key == key) return e.wait;
+      if (e.fallback && e.key.device == board.device_name) fallback = &e;
     }
+    if (fallback) return fallback->wait;
   }
-  return v1::WAIT_PATH_UNKNOWN;
+  for (const auto& rule : board.default_rules) {
+    if (rule.Matches(opcode, bytes)) return rule.wait;
+  }
+  return WaitParams::Irq();
 }
 
 }  // namespace
 
-SimSource::SimSource(const BoardModel& board, uint64_t seed)
-    : board_(board), rng_(seed), sim_(board, seed, &rng_) {}
+SimSource::SimSource(const BoardModel& board, uint64_t seed, double timer_wake_factor)
+    : board_(board),
+      driver_(board, timer_wake_factor, seed * 0x9e3779b97f4a7c15ull + 1),
+      rng_(seed),
+      sim_(board, seed, &rng_) {}
 
 void SimSource::Describe(v1::Hello* hello) const {
   auto* target = hello->mutable_target();
@@ -57,25 +57,53 @@ void SimSource::Describe(v1::Hello* hello) const {
 absl::StatusOr<size_t> SimSource::Fill(size_t max_completions, v1::SampleBatch* batch) {
   auto* c = batch->mutable_completions();
   auto* d = batch->mutable_dispatches();
+  const uint64_t version = table_ ? table_->version : 0;
+  std::map<std::pair<uint32_t, uint32_t>, CostMoments> outcomes;  // (opcode, size class)
+  LatencyHistogram oversleep;
+  uint64_t oversleep_sum = 0;
   for (size_t i = 0; i < max_completions; ++i) {
     const SimRequest r = sim_.Next();
-    const v1::WaitPath path = PathFor(board_, r.op->opcode, r.bytes, r.x_ns);
+    const uint32_t opcode = r.op->opcode;
+    const SimWait w = driver_.Wait(WaitFor(board_, table_, opcode, r.bytes), r.x_ns);
     c->add_device_index(0);
     c->add_cpu_class_index(0);
-    c->add_opcode(r.op->opcode);
+    c->add_opcode(opcode);
     c->add_bytes(r.bytes);
     c->add_wait_ns(std::max<uint64_t>(1, static_cast<uint64_t>(std::llround(r.x_ns))));
-    c->add_path(path);
+    c->add_path(w.irq ? v1::WAIT_PATH_IRQ : v1::WAIT_PATH_SPIN);
     c->add_flags(r.error ? 1u : 0u);
     c->add_issue_ns(r.issue_ns);
-    if (path == v1::WAIT_PATH_IRQ) {
+    if (w.irq) {
       d->add_cpu_class_index(0);
       d->add_device_index(0);
-      d->add_handler_ns(static_cast<uint64_t>(
-          board_.CyclesToNs(board_.irq_handler_cycles) * MeanOneNoise(rng_, kDispatchSigma)));
-      d->add_wake_ns(static_cast<uint64_t>(
-          board_.CyclesToNs(board_.irq_wake_cycles) * MeanOneNoise(rng_, kDispatchSigma)));
+      d->add_handler_ns(static_cast<uint64_t>(w.handler_ns));
+      d->add_wake_ns(static_cast<uint64_t>(w.wake_ns));
     }
+    outcomes[{opcode, SizeClassOf(r.bytes)}].Add(w.cpu_ns, w.latency_ns);
+    for (double o : w.oversleep_ns) {
+      oversleep.Record(static_cast<uint64_t>(o));
+      oversleep_sum += static_cast<uint64_t>(o);
+    }
+  }
+  for (const auto& [key, m] : outcomes) {
+    auto* o = batch->add_outcomes();
+    o->set_device_index(0);
+    o->set_cpu_class_index(0);
+    o->set_opcode(key.first);
+    o->set_size_class(key.second);
+    o->set_policy_version(version);
+    o->set_requests(m.requests);
+    o->set_cpu_ns_sum(m.cpu_ns_sum);
+    o->set_latency_ns_sum(m.latency_ns_sum);
+    o->set_cpu_ns_sq_sum(m.cpu_ns_sq_sum);
+    o->set_latency_ns_sq_sum(m.latency_ns_sq_sum);
+    o->set_cpu_latency_ns_sum(m.cpu_latency_ns_sum);
+  }
+  if (!oversleep.empty()) {
+    auto* t = batch->add_timer_oversleep();
+    t->set_cpu_class_index(0);
+    BucketCountsToProto({oversleep.buckets(), oversleep.total_count(), oversleep_sum},
+                        t->mutable_oversleep());
   }
   return max_completions;
 }

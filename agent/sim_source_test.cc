@@ -96,7 +96,8 @@ TEST(SimSource, IssueTimesFollowTheCompletionsAndLeaveCalibratedSamplesAlone) {
     EXPECT_GE(c.issue_ns(i), c.issue_ns(i - 1) + c.wait_ns(i - 1) - 1) << i;  // one at a time
   }
   // The completion times are the i.i.d. model's, drawn as before issue
-  // times existed: opcode, size, time, error from the one generator.
+  // times existed: opcode, size, time, error from the one generator (the
+  // simulated driver's waits draw from a generator of their own).
   std::mt19937_64 rng(7);
   std::vector<double> shares;
   for (const auto& op : b.opcodes) shares.push_back(op.share);
@@ -111,11 +112,6 @@ TEST(SimSource, IssueTimesFollowTheCompletionsAndLeaveCalibratedSamplesAlone) {
     std::uniform_real_distribution<double>(0, 1)(rng);  // the error draw
     ASSERT_EQ(c.opcode(i), op.opcode) << i;
     ASSERT_EQ(c.wait_ns(i), std::max<uint64_t>(1, static_cast<uint64_t>(std::llround(x)))) << i;
-    if (c.path(i) == v1::WAIT_PATH_IRQ) {  // the dispatch sample's handler and wake noise
-      for (int k = 0; k < 2; ++k) {
-        std::lognormal_distribution<double>(-0.5 * 0.15 * 0.15, 0.15)(rng);
-      }
-    }
   }
 }
 

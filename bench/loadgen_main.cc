@@ -22,6 +22,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "agent/agent.h"
+#include "bench/fleet_streams.h"
 #include "agent/board_model.h"
 #include "agent/capture/histogram_batch.h"
 #include "agent/policy_sink.h"
@@ -96,6 +97,9 @@ int main(int argc, char** argv) {
   uint32_t keys = 64;
   uint32_t samples_per_key = 100;
   double interval_s = 1;
+  bool fleet_mode = false;
+  int channels = 32;
+  double duration_s = 20;
   CLI::App app{"spintune-loadgen: many simulated agents in one process against a tuner; "
                "measures ingest throughput and batch ack latency."};
   app.footer(
@@ -133,6 +137,16 @@ int main(int argc, char** argv) {
                  "--histograms: completions per key and interval")
       ->check(CLI::Range(1, 1000000))
       ->capture_default_str();
+  app.add_flag("--fleet", fleet_mode,
+               "Raw Session streams (gRPC callback API over --channels connections) instead of "
+               "Agent objects, for thousands of agents: Hello, then one histogram batch per "
+               "--interval for --duration seconds (bench/fleet_streams.h)");
+  app.add_option("--channels", channels, "--fleet: connections the streams share")
+      ->check(CLI::Range(1, 4096))
+      ->capture_default_str();
+  app.add_option("--duration", duration_s, "--fleet: seconds of sending, after every Hello")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   app.add_option("--interval", interval_s, "--histograms: seconds between an agent's batches")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
@@ -146,6 +160,47 @@ int main(int argc, char** argv) {
     return 2;
   }
   spintune::InitLogging("loadgen", "error").IgnoreError();
+  if (fleet_mode) {
+    spintune::FleetOptions fo;
+    fo.tuner = tuner;
+    fo.security = security;
+    fo.prefix = prefix;
+    fo.agents = agents;
+    fo.channels = channels;
+    fo.keys = keys;
+    fo.samples_per_key = samples_per_key;
+    fo.interval = absl::Seconds(interval_s);
+    fo.duration = absl::Seconds(duration_s);
+    auto r = spintune::RunFleetStreams(fo);
+    if (!r.ok()) {
+      std::cerr << "spintune-loadgen: " << r.status().message() << "\n";
+      return 1;
+    }
+    const double rate = static_cast<double>(r->batches_acked) / r->seconds;
+    if (format == "json") {
+      std::cout << nlohmann::json{{"agents", r->agents},
+                                  {"keys", keys},
+                                  {"hello_seconds", r->hello_seconds},
+                                  {"batches_sent", r->batches_sent},
+                                  {"batches_acked", r->batches_acked},
+                                  {"samples_acked", r->samples_acked},
+                                  {"refused", r->refused},
+                                  {"seconds", r->seconds},
+                                  {"batches_per_second", rate},
+                                  {"ack_p50_ms", r->ack_p50_ms},
+                                  {"ack_p99_ms", r->ack_p99_ms},
+                                  {"ack_max_ms", r->ack_max_ms}}
+                       .dump(2)
+                << "\n";
+    } else {
+      std::cout << absl::StrFormat(
+          "%d agents (hellos in %.1f s), %d keys each: %d of %d batches acked in %.1f s = %.0f "
+          "batches/s (%.0f key deltas/s); ack p50 %.1f ms, p99 %.1f ms, max %.1f ms; %d refused\n",
+          r->agents, r->hello_seconds, keys, r->batches_acked, r->batches_sent, r->seconds, rate,
+          rate * keys, r->ack_p50_ms, r->ack_p99_ms, r->ack_max_ms, r->refused);
+    }
+    return r->batches_acked == r->batches_sent && r->refused == 0 ? 0 : 1;
+  }
 
   const auto& boards = spintune::BoardCatalog();
   std::vector<std::unique_ptr<spintune::Agent>> fleet;

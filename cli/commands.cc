@@ -9,6 +9,7 @@
 #include "policy/samples_csv.h"
 #include "cli/report_writer.h"
 #include "cli/table_format.h"
+#include "cli/verification_format.h"
 #include "common/file_util.h"
 #include "common/status_macros.h"
 #include "common/version.h"
@@ -86,8 +87,16 @@ void PrintTable(const PolicyTable& t, const std::string& format, bool families,
   }
 }
 
-absl::StatusOr<PolicyTable> LoadStoredPolicy(const Repository& repo, const std::string& target,
-                                             uint64_t version) {
+// A stored table and the verifications of the target's versions.
+struct StoredPolicy {
+  PolicyTable table;
+  std::vector<VerificationRecord> verifications;
+};
+
+absl::StatusOr<StoredPolicy> LoadStoredPolicyAndVerifications(const Repository& repo,
+                                                              const std::string& target,
+                                                              uint64_t version) {
+  StoredPolicy out;
   if (!repo.tuner.empty()) {
     SPINTUNE_ASSIGN_OR_RETURN(auto channel, MakeChannel(repo.tuner, repo.security));
     auto stub = v1::Tuner::NewStub(channel);
@@ -103,7 +112,22 @@ absl::StatusOr<PolicyTable> LoadStoredPolicy(const Repository& repo, const std::
       return absl::Status(static_cast<absl::StatusCode>(s.error_code()),
                           absl::StrCat(repo.tuner, ": ", s.error_message()));
     }
-    return ParsePolicyJson(resp.policy_json());
+    SPINTUNE_ASSIGN_OR_RETURN(out.table, ParsePolicyJson(resp.policy_json()));
+    for (const auto& o : resp.verifications()) {
+      VerificationRecord v;
+      v.version = o.version();
+      v.key = {o.cpu_class(), o.device(), o.opcode(), o.size_class()};
+      v.verdict = o.verdict();
+      v.predicted_cost_ns = o.predicted_cost_ns();
+      v.measured = {o.measured_cost_ns(), o.measured_low_ns(), o.measured_high_ns()};
+      v.requests = o.requests();
+      v.incumbent_version = o.incumbent_version();
+      v.incumbent = {o.incumbent_cost_ns(), o.incumbent_low_ns(), o.incumbent_high_ns()};
+      v.rollback_version = o.rollback_version();
+      v.reason = o.reason();
+      out.verifications.push_back(std::move(v));
+    }
+    return out;
   }
   SPINTUNE_ASSIGN_OR_RETURN(auto store, Store::Open(repo.db, {}, OpenMode::kReadOnly));
   SPINTUNE_ASSIGN_OR_RETURN(auto summary, store->FindTarget(target));
@@ -117,7 +141,15 @@ absl::StatusOr<PolicyTable> LoadStoredPolicy(const Repository& repo, const std::
         version ? absl::StrCat("target '", target, "' has no policy version ", version)
                 : absl::StrCat("target '", target, "' has no policy yet"));
   }
-  return std::move(*table);
+  out.table = std::move(*table);
+  SPINTUNE_ASSIGN_OR_RETURN(out.verifications, store->ListVerifications(summary->id));
+  return out;
+}
+
+absl::StatusOr<PolicyTable> LoadStoredPolicy(const Repository& repo, const std::string& target,
+                                             uint64_t version) {
+  SPINTUNE_ASSIGN_OR_RETURN(StoredPolicy p, LoadStoredPolicyAndVerifications(repo, target, version));
+  return std::move(p.table);
 }
 
 }  // namespace
@@ -217,8 +249,15 @@ absl::Status RunTargets(const Repository& repo, const std::string& format, std::
 absl::Status RunPolicy(const Repository& repo, const std::string& target, uint64_t version,
                        const std::string& format, bool families, std::ostream& out) {
   SPINTUNE_RETURN_IF_ERROR(CheckFormat(format));
-  SPINTUNE_ASSIGN_OR_RETURN(PolicyTable table, LoadStoredPolicy(repo, target, version));
-  PrintTable(table, format, families, out);
+  SPINTUNE_ASSIGN_OR_RETURN(StoredPolicy p, LoadStoredPolicyAndVerifications(repo, target, version));
+  if (format == "json") {
+    nlohmann::json j = PolicyTableToJson(p.table);
+    j["verifications"] = VerificationsToJson(p.verifications);
+    out << j.dump(2) << "\n";
+    return absl::OkStatus();
+  }
+  PrintTable(p.table, format, families, out);
+  if (!p.verifications.empty()) out << "\n" << RenderVerifications(p.verifications);
   return absl::OkStatus();
 }
 
@@ -289,6 +328,7 @@ absl::Status RunReport(const Repository& repo, const ReportFlags& flags, std::os
   }
   SPINTUNE_ASSIGN_OR_RETURN(auto store, Store::Open(repo.db, {}, OpenMode::kReadOnly));
   Profile profile;
+  std::vector<VerificationRecord> verifications;
   if (!flags.profile.empty()) {
     SPINTUNE_ASSIGN_OR_RETURN(profile, store->LoadProfile(flags.profile));
   } else {
@@ -304,8 +344,10 @@ absl::Status RunReport(const Repository& repo, const ReportFlags& flags, std::os
     }
     SPINTUNE_RETURN_IF_ERROR(snapshot.status());
     profile = std::move(*snapshot);
+    SPINTUNE_ASSIGN_OR_RETURN(verifications, store->ListVerifications(summary->id));
   }
   ReportOptions options;
+  options.verifications = std::move(verifications);
   options.generated_at = NowRfc3339();
   options.tool_version = Version();
   options.max_key_charts = flags.max_charts;

@@ -12,6 +12,7 @@
 #include "cli/extract_command.h"
 #include "cli/profiles_command.h"
 #include "cli/tokens_command.h"
+#include "cli/verify_command.h"
 #include "common/version.h"
 
 namespace {
@@ -222,6 +223,23 @@ int main(int argc, char** argv) {
   tokens_cmd->add_option("-o,--output", tokens.output, "add: write the token to this file (0600)");
   tokens_cmd->add_option("--format", tokens.format, "list: table | json")->capture_default_str();
 
+  spintune::VerifyFlags verify;
+  CLI::App* verify_cmd = app.add_subcommand(
+      "verify", "A table's predictions against what a driver measured (outcome reports)");
+  verify_cmd->footer(
+      "Outcome reports (docs/verification.md) come from drivers that measure their own\n"
+      "waits, e.g. spintune-uring-ref --report FILE. MODE names the run: 'table' is the\n"
+      "table's own; others (block, spin...) are fixed policies to compare with.\n"
+      "Examples:\n"
+      "  spintune --db spintune.db verify uring-ref --report table=t.json \\\n"
+      "      --report block=b.json --report spin=s.json -o verification.json\n"
+      "  spintune verify --json policy.json --report table=t.json --format json");
+  AddTableSource(verify_cmd, &verify.source);
+  verify_cmd->add_option("--report", verify.reports, "MODE=FILE: an outcome report (repeatable)")
+      ->required();
+  verify_cmd->add_option("-o,--output", verify.output, "Write the comparison as JSON to FILE");
+  verify_cmd->add_option("--format", verify.format, "table | json")->capture_default_str();
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -244,6 +262,7 @@ int main(int argc, char** argv) {
                             std::cout));
   }
   if (*header_cmd) return ExitCode(spintune::RunHeader(repo, header, std::cout));
+  if (*verify_cmd) return ExitCode(spintune::RunVerify(repo, verify, std::cout));
   if (*report_cmd) return ExitCode(spintune::RunReport(repo, report, std::cout));
   if (*blob_cmd) return ExitCode(spintune::RunBlob(repo, blob, std::cout));
   if (*profiles_cmd) {

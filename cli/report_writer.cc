@@ -335,6 +335,33 @@ std::string RenderHtmlReport(const Profile& p, const ReportOptions& options) {
   }
   absl::StrAppend(&h, "</table>\n");
 
+  // Every push is checked against what the driver measured.
+  if (!options.verifications.empty()) {
+    absl::StrAppend(&h, "<h2>Verification: predicted against measured</h2>"
+                        "<p class=\"meta\">Cost J per request of each key a version changed, "
+                        "measured by the driver (95% interval), against the version in force "
+                        "before it (v0: the driver's default rule).</p>"
+                        "<table><tr><th>version</th><th>key</th><th>predicted</th>"
+                        "<th>measured</th><th>requests</th><th>before</th><th>verdict</th>"
+                        "<th>rolled back in</th></tr>");
+    auto interval = [](const CostInterval& i) {
+      return absl::StrCat(FormatDurationNs(i.mean_ns), " [", FormatDurationNs(i.low_ns), ", ",
+                          FormatDurationNs(i.high_ns), "]");
+    };
+    for (const auto& v : options.verifications) {
+      absl::StrAppend(
+          &h, "<tr>", Cell(absl::StrCat("v", v.version), true),
+          Cell(absl::StrCat(v.key.device, " ", v.key.cpu_class, " op", v.key.opcode, " ",
+                            FormatSizeClass(v.key.size_class))),
+          Cell(FormatDurationNs(v.predicted_cost_ns), true), Cell(interval(v.measured), true),
+          Cell(absl::StrCat(v.requests), true),
+          Cell(absl::StrCat("v", v.incumbent_version, " ", interval(v.incumbent)), true),
+          Cell(v.verdict), Cell(v.rollback_version ? absl::StrCat("v", v.rollback_version) : "-"),
+          "</tr>");
+    }
+    absl::StrAppend(&h, "</table>\n");
+  }
+
   // One chart per key.
   std::map<PolicyKey, const PolicyEntry*> by_key;
   for (const auto& e : t.entries) {

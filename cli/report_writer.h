@@ -8,7 +8,9 @@
 //     the expected cost per request over thresholds for every strategy
 //     family, with the chosen wait and the driver's default marked;
 //   - per CPU class and device the IRQ handler and wake-up distributions
-//     with the declared irq_cpu_ns / irq_wake_ns marked.
+//     with the declared irq_cpu_ns / irq_wake_ns marked;
+//   - the verifications of pushed versions against the driver's
+//     measurements, when there are any.
 // Curves are evaluated exactly (EvaluateWait) at thresholds drawn from the
 // key's own samples; only the drawing thins them out.
 //
@@ -19,6 +21,7 @@
 #include <string>
 
 #include "storage/profile.h"
+#include "storage/store.h"
 
 namespace spintune {
 
@@ -29,6 +32,10 @@ struct ReportOptions {
   // At most this many key charts (the keys with the most samples); 0: all.
   // Every key stays in the summary.
   size_t max_key_charts = 0;
+  // The target's verifications (tuner/verifier.h), shown after the platform
+  // costs: per key and version, predicted against measured, the verdict and
+  // any rollback.
+  std::vector<VerificationRecord> verifications;
 };
 
 std::string RenderHtmlReport(const Profile& profile, const ReportOptions& options);

@@ -4,9 +4,10 @@
 //   gain = E[J_baseline(X) - J_chosen(X)]   (ns per request, > 0: chosen is cheaper)
 //
 // Each point's cost is its expectation over `model` (ExpectedRequestCost).
-// Percentile bootstrap with Poisson(count) reweighting of every point (for
-// counts above 50 the normal approximation N(count, count)), `resamples`
-// draws from a generator seeded with `seed`: deterministic for a given input.
+// Percentile bootstrap with Poisson(count) reweighting of every point
+// (Knuth's method; for counts above 50 the normal approximation
+// N(count, count)), `resamples` draws from a SplitMix64 generator seeded
+// with `seed`: deterministic for a given input, on every platform.
 //
 // Pure function; thread-safe.
 #ifndef SPINTUNE_MODELS_BOOTSTRAP_H_

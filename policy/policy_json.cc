@@ -250,8 +250,9 @@ absl::StatusOr<PolicyTable> PolicyTableFromJson(const json& j) {
   SPINTUNE_ASSIGN_OR_RETURN(t.fitted_at, GetString(j, "fitted_at", "policy", false));
   SPINTUNE_ASSIGN_OR_RETURN(t.origin, GetString(j, "origin", "policy", false));
   if (t.origin.empty()) t.origin = "fitted";
-  if (t.origin != "fitted" && t.origin != "predicted" && t.origin != "rollback") {
-    return FieldError("origin", "must be fitted, predicted or rollback");
+  if (t.origin != "fitted" && t.origin != "predicted" && t.origin != "rollback" &&
+      t.origin != "verify-rollback") {
+    return FieldError("origin", "must be fitted, predicted, rollback or verify-rollback");
   }
   SPINTUNE_ASSIGN_OR_RETURN(t.objective_name, GetString(j, "objective", "policy", false));
   SPINTUNE_ASSIGN_OR_RETURN(t.latency_weight, GetDouble(j, "latency_weight", "policy", false));

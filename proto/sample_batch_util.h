@@ -17,10 +17,12 @@ inline uint64_t CompletionSamples(const v1::SampleBatch& batch) {
   return n;
 }
 
-// True when `batch` carries any measurement (completion or dispatch).
+// True when `batch` carries any measurement (completions, dispatch,
+// outcomes, timer oversleep).
 inline bool HasMeasurements(const v1::SampleBatch& batch) {
   return batch.completions().wait_ns_size() > 0 || batch.dispatches().handler_ns_size() > 0 ||
-         batch.histograms_size() > 0 || batch.dispatch_histograms_size() > 0;
+         batch.histograms_size() > 0 || batch.dispatch_histograms_size() > 0 ||
+         batch.outcomes_size() > 0 || batch.timer_oversleep_size() > 0;
 }
 
 }  // namespace spintune

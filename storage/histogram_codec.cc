@@ -1,34 +1,9 @@
 #include "storage/histogram_codec.h"
 
 #include "absl/strings/str_cat.h"
+#include "storage/varint.h"
 
 namespace spintune {
-namespace {
-
-void PutVarint(std::string* out, uint64_t v) {
-  while (v >= 0x80) {
-    out->push_back(static_cast<char>((v & 0x7F) | 0x80));
-    v >>= 7;
-  }
-  out->push_back(static_cast<char>(v));
-}
-
-bool GetVarint(absl::string_view* in, uint64_t* v) {
-  uint64_t result = 0;
-  for (int shift = 0; shift <= 63 && !in->empty(); shift += 7) {
-    const uint8_t byte = static_cast<uint8_t>((*in)[0]);
-    in->remove_prefix(1);
-    if (shift == 63 && (byte & 0x7E)) return false;
-    result |= static_cast<uint64_t>(byte & 0x7F) << shift;
-    if (!(byte & 0x80)) {
-      *v = result;
-      return true;
-    }
-  }
-  return false;
-}
-
-}  // namespace
 
 std::string EncodeHistogram(const LatencyHistogram& h) {
   std::string out(1, '\x01');

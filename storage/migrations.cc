@@ -154,6 +154,79 @@ UPDATE targets SET last_seq = (SELECT COALESCE(MAX(seq), 0) FROM ingested
 ALTER TABLE targets ADD COLUMN refused_batches INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE targets ADD COLUMN refused_samples INTEGER NOT NULL DEFAULT 0;
 )sql",
+      // 7: ingest stages each batch's delta as one row; Store::Compact folds
+      // them into the per-key histograms later, many batches at once.
+      R"sql(
+CREATE TABLE pending_deltas (
+  target_id INTEGER NOT NULL REFERENCES targets(id) ON DELETE CASCADE,
+  seq INTEGER NOT NULL,
+  window INTEGER NOT NULL,
+  staged_at INTEGER NOT NULL,
+  delta BLOB NOT NULL,
+  PRIMARY KEY (target_id, seq)
+) WITHOUT ROWID;
+)sql",
+      // 8: every push is verified: measured outcomes per (key, version),
+      // learnt timer oversleep, verdicts and held (rolled back) keys.
+      R"sql(
+CREATE TABLE outcomes (
+  target_id INTEGER NOT NULL REFERENCES targets(id) ON DELETE CASCADE,
+  cpu_class TEXT NOT NULL,
+  device TEXT NOT NULL,
+  opcode INTEGER NOT NULL,
+  size_class INTEGER NOT NULL,
+  version INTEGER NOT NULL,
+  requests INTEGER NOT NULL,
+  cpu_ns_sum REAL NOT NULL,
+  latency_ns_sum REAL NOT NULL,
+  cpu_ns_sq_sum REAL NOT NULL,
+  latency_ns_sq_sum REAL NOT NULL,
+  cpu_latency_ns_sum REAL NOT NULL,
+  PRIMARY KEY (target_id, cpu_class, device, opcode, size_class, version)
+) WITHOUT ROWID;
+CREATE TABLE timer_oversleep (
+  target_id INTEGER NOT NULL REFERENCES targets(id) ON DELETE CASCADE,
+  cpu_class TEXT NOT NULL,
+  samples INTEGER NOT NULL,
+  buckets BLOB NOT NULL,
+  PRIMARY KEY (target_id, cpu_class)
+) WITHOUT ROWID;
+CREATE TABLE verifications (
+  target_id INTEGER NOT NULL REFERENCES targets(id) ON DELETE CASCADE,
+  version INTEGER NOT NULL,
+  cpu_class TEXT NOT NULL,
+  device TEXT NOT NULL,
+  opcode INTEGER NOT NULL,
+  size_class INTEGER NOT NULL,
+  verdict TEXT NOT NULL,
+  predicted_cost_ns REAL NOT NULL,
+  measured_cost_ns REAL NOT NULL,
+  measured_low_ns REAL NOT NULL,
+  measured_high_ns REAL NOT NULL,
+  requests INTEGER NOT NULL,
+  incumbent_version INTEGER NOT NULL,
+  incumbent_cost_ns REAL NOT NULL,
+  incumbent_low_ns REAL NOT NULL,
+  incumbent_high_ns REAL NOT NULL,
+  rollback_version INTEGER NOT NULL,
+  reason TEXT NOT NULL,
+  decided_at TEXT NOT NULL,
+  PRIMARY KEY (target_id, version, cpu_class, device, opcode, size_class)
+) WITHOUT ROWID;
+CREATE TABLE held_keys (
+  target_id INTEGER NOT NULL REFERENCES targets(id) ON DELETE CASCADE,
+  cpu_class TEXT NOT NULL,
+  device TEXT NOT NULL,
+  opcode INTEGER NOT NULL,
+  size_class INTEGER NOT NULL,
+  strategy INTEGER NOT NULL,
+  spin_ns INTEGER NOT NULL,
+  sleep_ns INTEGER NOT NULL,
+  poll_interval_ns INTEGER NOT NULL,
+  samples_at_hold INTEGER NOT NULL,
+  PRIMARY KEY (target_id, cpu_class, device, opcode, size_class)
+) WITHOUT ROWID;
+)sql",
   };
   return kMigrations;
 }

@@ -251,6 +251,21 @@ absl::StatusOr<std::unique_ptr<Statement>> SqliteDb::Prepare(absl::string_view s
   return std::make_unique<Statement>(this, stmt);
 }
 
+absl::StatusOr<Statement*> SqliteDb::Cached(absl::string_view sql) {
+  auto it = cached_.find(sql);
+  if (it == cached_.end()) {
+    SPINTUNE_ASSIGN_OR_RETURN(auto stmt, Prepare(sql));
+    it = cached_.emplace(std::string(sql), std::move(stmt)).first;
+  } else {
+    it->second->Reset();
+  }
+  return it->second.get();
+}
+
+void SqliteDb::ResetCached() {
+  for (auto& [sql, stmt] : cached_) stmt->Reset();
+}
+
 int64_t SqliteDb::LastInsertRowId() const { return sqlite3_last_insert_rowid(db_); }
 int SqliteDb::Changes() const { return sqlite3_changes(db_); }
 

@@ -11,6 +11,7 @@
 #include <memory>
 #include <string>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -82,6 +83,14 @@ class SqliteDb {
 
   absl::Status Exec(absl::string_view sql);
   absl::StatusOr<std::unique_ptr<Statement>> Prepare(absl::string_view sql);
+  // The statement for `sql`, prepared once and kept (reset, bindings
+  // cleared) for the connection's lifetime: for statements run on every
+  // batch. The pointer stays valid until the SqliteDb is destroyed; the
+  // caller must not hold it across another call with the same `sql`.
+  absl::StatusOr<Statement*> Cached(absl::string_view sql);
+  // Resets every cached statement (a stepped, unreset one holds a read
+  // snapshot that keeps the write-ahead log from being checkpointed).
+  void ResetCached();
   int64_t LastInsertRowId() const;
   int Changes() const;
 
@@ -104,6 +113,9 @@ class SqliteDb {
   sqlite3* db_;
   std::string path_;
   uint64_t reserve_bytes_;
+  // Declared after db_: destroyed (finalized) after sqlite3_close_v2 marked
+  // the connection for closing, which then completes.
+  absl::flat_hash_map<std::string, std::unique_ptr<Statement>> cached_;
   mutable bool full_ = false;
 };
 

@@ -6,12 +6,16 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
+#include <tuple>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/status_macros.h"
 #include "policy/policy_json.h"
+#include "storage/delta_codec.h"
 #include "storage/histogram_codec.h"
 #include "storage/migrations.h"
 
@@ -201,20 +205,20 @@ absl::StatusOr<uint64_t> Store::LastDurableSeq(int64_t target_id) {
   return row ? U(q->ColumnInt(0)) : 0;
 }
 
-absl::Status Store::MergeKey(int64_t target_id, uint64_t window, const KeyEvidence& delta) {
+absl::StatusOr<int64_t> Store::MergeKey(int64_t target_id, const KeyEvidence& delta) {
   SPINTUNE_ASSIGN_OR_RETURN(
       auto insert_key,
-      db_->Prepare("INSERT INTO keys(target_id, cpu_class, device, opcode, size_class) "
-                   "VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT DO NOTHING"));
+      db_->Cached("INSERT INTO keys(target_id, cpu_class, device, opcode, size_class) "
+                  "VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT DO NOTHING"));
   insert_key->Bind(1, target_id).Bind(2, delta.key.cpu_class).Bind(3, delta.key.device);
   insert_key->Bind(4, I(delta.key.opcode)).Bind(5, I(delta.key.size_class));
   SPINTUNE_RETURN_IF_ERROR(insert_key->Run());
   SPINTUNE_ASSIGN_OR_RETURN(
       auto find,
-      db_->Prepare("SELECT k.id, h.samples, h.errors, h.irq_timeouts, h.spin_timeouts, "
-                   "h.irq_path, h.spin_path, h.buckets FROM keys k LEFT JOIN histograms h "
-                   "ON h.key_id = k.id WHERE k.target_id = ?1 AND k.cpu_class = ?2 AND "
-                   "k.device = ?3 AND k.opcode = ?4 AND k.size_class = ?5"));
+      db_->Cached("SELECT k.id, h.samples, h.errors, h.irq_timeouts, h.spin_timeouts, "
+                  "h.irq_path, h.spin_path, h.buckets FROM keys k LEFT JOIN histograms h "
+                  "ON h.key_id = k.id WHERE k.target_id = ?1 AND k.cpu_class = ?2 AND "
+                  "k.device = ?3 AND k.opcode = ?4 AND k.size_class = ?5"));
   find->Bind(1, target_id).Bind(2, delta.key.cpu_class).Bind(3, delta.key.device);
   find->Bind(4, I(delta.key.opcode)).Bind(5, I(delta.key.size_class));
   SPINTUNE_ASSIGN_OR_RETURN(bool found, find->Step());
@@ -229,10 +233,11 @@ absl::Status Store::MergeKey(int64_t target_id, uint64_t window, const KeyEviden
     merged.irq_path = U(find->ColumnInt(5));
     merged.spin_path = U(find->ColumnInt(6));
   }
+  find->Reset();
   merged.histogram.Merge(delta.histogram);
   SPINTUNE_ASSIGN_OR_RETURN(
-      auto put, db_->Prepare("INSERT OR REPLACE INTO histograms VALUES (?1, ?2, ?3, ?4, ?5, "
-                             "?6, ?7, ?8)"));
+      auto put, db_->Cached("INSERT OR REPLACE INTO histograms VALUES (?1, ?2, ?3, ?4, ?5, "
+                            "?6, ?7, ?8)"));
   put->Bind(1, key_id).Bind(2, I(merged.histogram.total_count()));
   put->Bind(3, I(merged.errors + delta.errors));
   put->Bind(4, I(merged.irq_timeouts + delta.irq_timeouts));
@@ -241,20 +246,24 @@ absl::Status Store::MergeKey(int64_t target_id, uint64_t window, const KeyEviden
   put->Bind(7, I(merged.spin_path + delta.spin_path));
   put->BindBlob(8, EncodeHistogram(merged.histogram));
   SPINTUNE_RETURN_IF_ERROR(put->Run());
+  return key_id;
+}
 
+absl::Status Store::MergeWindow(int64_t key_id, uint64_t window, const LatencyHistogram& delta) {
   SPINTUNE_ASSIGN_OR_RETURN(
-      auto win, db_->Prepare("SELECT buckets FROM histogram_windows WHERE key_id = ?1 AND "
-                             "window = ?2"));
+      auto win, db_->Cached("SELECT buckets FROM histogram_windows WHERE key_id = ?1 AND "
+                            "window = ?2"));
   win->Bind(1, key_id).Bind(2, I(window));
   SPINTUNE_ASSIGN_OR_RETURN(bool has_window, win->Step());
   LatencyHistogram windowed;
   if (has_window) {
     SPINTUNE_ASSIGN_OR_RETURN(windowed, DecodeHistogram(win->ColumnBlob(0)));
   }
-  windowed.Merge(delta.histogram);
+  win->Reset();
+  windowed.Merge(delta);
   SPINTUNE_ASSIGN_OR_RETURN(
-      auto put_window, db_->Prepare("INSERT OR REPLACE INTO histogram_windows VALUES (?1, ?2, "
-                                    "?3, ?4)"));
+      auto put_window, db_->Cached("INSERT OR REPLACE INTO histogram_windows VALUES (?1, ?2, "
+                                   "?3, ?4)"));
   put_window->Bind(1, key_id).Bind(2, I(window)).Bind(3, I(windowed.total_count()));
   put_window->BindBlob(4, EncodeHistogram(windowed));
   return put_window->Run();
@@ -262,7 +271,7 @@ absl::Status Store::MergeKey(int64_t target_id, uint64_t window, const KeyEviden
 
 absl::Status Store::MergeDispatch(int64_t target_id, const DispatchRecord& delta) {
   SPINTUNE_ASSIGN_OR_RETURN(
-      auto find, db_->Prepare("SELECT handler_buckets, wake_buckets FROM dispatch_stats "
+      auto find, db_->Cached("SELECT handler_buckets, wake_buckets FROM dispatch_stats "
                               "WHERE target_id = ?1 AND cpu_class = ?2 AND device = ?3"));
   find->Bind(1, target_id).Bind(2, delta.cpu_class).Bind(3, delta.device);
   SPINTUNE_ASSIGN_OR_RETURN(bool found, find->Step());
@@ -274,7 +283,7 @@ absl::Status Store::MergeDispatch(int64_t target_id, const DispatchRecord& delta
   handler.Merge(delta.handler);
   wake.Merge(delta.wake);
   SPINTUNE_ASSIGN_OR_RETURN(
-      auto put, db_->Prepare("INSERT OR REPLACE INTO dispatch_stats VALUES (?1, ?2, ?3, ?4, "
+      auto put, db_->Cached("INSERT OR REPLACE INTO dispatch_stats VALUES (?1, ?2, ?3, ?4, "
                              "?5, ?6)"));
   put->Bind(1, target_id).Bind(2, delta.cpu_class).Bind(3, delta.device);
   put->Bind(4, I(handler.total_count()));
@@ -306,25 +315,32 @@ absl::StatusOr<std::vector<IngestResult>> Store::IngestBatches(
     const std::vector<SequencedBatch>& batches) {
   absl::MutexLock lock(&mu_);
   Transaction tx(db_.get());
+  // Whatever happens (before the rollback, if any), no cached statement
+  // keeps a snapshot open afterwards.
+  absl::Cleanup reset = [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS { db_->ResetCached(); };
   SPINTUNE_RETURN_IF_ERROR(tx.Begin());
   SPINTUNE_ASSIGN_OR_RETURN(
-      auto target, db_->Prepare("SELECT total_samples, last_seq FROM targets WHERE id = ?1"));
+      auto target, db_->Cached("SELECT total_samples, last_seq FROM targets WHERE id = ?1"));
   SPINTUNE_ASSIGN_OR_RETURN(
-      auto earlier, db_->Prepare("SELECT fingerprint, refused_code, refused_message FROM "
+      auto earlier, db_->Cached("SELECT fingerprint, refused_code, refused_message FROM "
                                  "ingested WHERE target_id = ?1 AND seq = ?2"));
   SPINTUNE_ASSIGN_OR_RETURN(
-      auto mark, db_->Prepare("INSERT INTO ingested(target_id, seq, samples, dispatch_samples, "
+      auto mark, db_->Cached("INSERT INTO ingested(target_id, seq, samples, dispatch_samples, "
                               "received_at, last_seq, fingerprint, refused_code, "
                               "refused_message) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"));
   SPINTUNE_ASSIGN_OR_RETURN(
-      auto totals, db_->Prepare("UPDATE targets SET total_samples = total_samples + ?2, "
+      auto totals, db_->Cached("UPDATE targets SET total_samples = total_samples + ?2, "
                                 "total_dispatch_samples = total_dispatch_samples + ?3, "
                                 "dropped_batches = dropped_batches + ?4, "
                                 "dropped_samples = dropped_samples + ?5, "
                                 "refused_batches = refused_batches + ?6, "
                                 "refused_samples = refused_samples + ?7, "
                                 "last_seq = ?8, last_seen = ?9 WHERE id = ?1"));
+  SPINTUNE_ASSIGN_OR_RETURN(
+      auto stage, db_->Cached("INSERT INTO pending_deltas(target_id, seq, window, staged_at, "
+                              "delta) VALUES (?1, ?2, ?3, ?4, ?5)"));
   const std::string now = NowRfc3339();
+  const int64_t staged_at = absl::ToUnixSeconds(absl::Now());
   struct TargetState {
     uint64_t total_samples;
     uint64_t last_seq;
@@ -378,13 +394,12 @@ absl::StatusOr<std::vector<IngestResult>> Store::IngestBatches(
     SPINTUNE_RETURN_IF_ERROR(mark->Run());
     uint64_t samples = 0, dispatch_samples = 0;
     if (store_delta) {
-      const uint64_t window = st->second.total_samples / options_.window_samples;
-      for (const auto& k : b.delta->keys) {
-        SPINTUNE_RETURN_IF_ERROR(MergeKey(b.target_id, window, k));
-      }
-      for (const auto& d : b.delta->dispatch) {
-        SPINTUNE_RETURN_IF_ERROR(MergeDispatch(b.target_id, d));
-      }
+      // One row per batch; Compact() folds it into the histograms later.
+      stage->Reset();
+      stage->Bind(1, b.target_id).Bind(2, I(b.seq));
+      stage->Bind(3, I(st->second.total_samples / options_.window_samples));
+      stage->Bind(4, staged_at).BindBlob(5, EncodeBatchDelta(*b.delta));
+      SPINTUNE_RETURN_IF_ERROR(stage->Run());
       samples = b.delta->completion_samples;
       dispatch_samples = b.delta->dispatch_samples;
     }
@@ -401,7 +416,138 @@ absl::StatusOr<std::vector<IngestResult>> Store::IngestBatches(
     r.refusal = b.refusal;
     out.push_back(std::move(r));
   }
+  db_->ResetCached();
   SPINTUNE_RETURN_IF_ERROR(tx.Commit());
+  return out;
+}
+
+absl::StatusOr<std::vector<std::pair<uint64_t, BatchDelta>>> Store::StagedDeltas(
+    int64_t target_id, uint64_t* last_seq) {
+  SPINTUNE_ASSIGN_OR_RETURN(
+      auto q, db_->Prepare("SELECT seq, window, delta FROM pending_deltas WHERE target_id = ?1 "
+                           "ORDER BY seq"));
+  q->Bind(1, target_id);
+  std::vector<std::pair<uint64_t, BatchDelta>> out;
+  while (true) {
+    SPINTUNE_ASSIGN_OR_RETURN(bool row, q->Step());
+    if (!row) break;
+    SPINTUNE_ASSIGN_OR_RETURN(BatchDelta d, DecodeBatchDelta(q->ColumnBlob(2)));
+    d.seq = U(q->ColumnInt(0));
+    if (last_seq != nullptr) *last_seq = d.seq;
+    out.emplace_back(U(q->ColumnInt(1)), std::move(d));
+  }
+  return out;
+}
+
+absl::Status Store::CompactLocked(int64_t target_id, uint64_t* folded) {
+  uint64_t last_seq = 0;
+  SPINTUNE_ASSIGN_OR_RETURN(auto staged, StagedDeltas(target_id, &last_seq));
+  *folded = staged.size();
+  if (staged.empty()) return absl::OkStatus();
+  // Everything staged, summed per key, per (key, window) and per dispatch
+  // record, then written once each.
+  std::map<PolicyKey, KeyEvidence> keys;
+  std::map<std::pair<PolicyKey, uint64_t>, LatencyHistogram> windows;
+  std::map<std::pair<std::string, std::string>, DispatchRecord> dispatch;
+  for (const auto& [window, delta] : staged) {
+    for (const auto& k : delta.keys) {
+      KeyEvidence& e = keys[k.key];
+      e.key = k.key;
+      e.histogram.Merge(k.histogram);
+      e.errors += k.errors;
+      e.irq_timeouts += k.irq_timeouts;
+      e.spin_timeouts += k.spin_timeouts;
+      e.irq_path += k.irq_path;
+      e.spin_path += k.spin_path;
+      windows[{k.key, window}].Merge(k.histogram);
+    }
+    for (const auto& d : delta.dispatch) {
+      DispatchRecord& r = dispatch[{d.cpu_class, d.device}];
+      r.cpu_class = d.cpu_class;
+      r.device = d.device;
+      r.handler.Merge(d.handler);
+      r.wake.Merge(d.wake);
+    }
+  }
+  std::map<PolicyKey, int64_t> key_ids;
+  for (const auto& [key, e] : keys) {
+    SPINTUNE_ASSIGN_OR_RETURN(key_ids[key], MergeKey(target_id, e));
+  }
+  for (const auto& [kw, h] : windows) {
+    SPINTUNE_RETURN_IF_ERROR(MergeWindow(key_ids.at(kw.first), kw.second, h));
+  }
+  for (const auto& [cd, d] : dispatch) SPINTUNE_RETURN_IF_ERROR(MergeDispatch(target_id, d));
+  std::map<std::pair<PolicyKey, uint64_t>, CostMoments> outcomes;
+  std::map<std::string, LatencyHistogram> timers;
+  for (const auto& [window, delta] : staged) {
+    for (const auto& o : delta.outcomes) outcomes[{o.key, o.version}].Merge(o.moments);
+    for (const auto& t : delta.timers) timers[t.cpu_class].Merge(t.oversleep);
+  }
+  for (const auto& [kv, m] : outcomes) {
+    SPINTUNE_ASSIGN_OR_RETURN(
+        auto put, db_->Cached(
+                      "INSERT INTO outcomes VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, "
+                      "?12) ON CONFLICT DO UPDATE SET requests = requests + ?7, "
+                      "cpu_ns_sum = cpu_ns_sum + ?8, latency_ns_sum = latency_ns_sum + ?9, "
+                      "cpu_ns_sq_sum = cpu_ns_sq_sum + ?10, "
+                      "latency_ns_sq_sum = latency_ns_sq_sum + ?11, "
+                      "cpu_latency_ns_sum = cpu_latency_ns_sum + ?12"));
+    const PolicyKey& k = kv.first;
+    put->Bind(1, target_id).Bind(2, k.cpu_class).Bind(3, k.device).Bind(4, I(k.opcode));
+    put->Bind(5, I(k.size_class)).Bind(6, I(kv.second)).Bind(7, I(m.requests));
+    put->Bind(8, m.cpu_ns_sum).Bind(9, m.latency_ns_sum).Bind(10, m.cpu_ns_sq_sum);
+    put->Bind(11, m.latency_ns_sq_sum).Bind(12, m.cpu_latency_ns_sum);
+    SPINTUNE_RETURN_IF_ERROR(put->Run());
+  }
+  for (const auto& [cpu_class, h] : timers) {
+    SPINTUNE_ASSIGN_OR_RETURN(
+        auto find, db_->Cached("SELECT buckets FROM timer_oversleep WHERE target_id = ?1 AND "
+                               "cpu_class = ?2"));
+    find->Bind(1, target_id).Bind(2, cpu_class);
+    SPINTUNE_ASSIGN_OR_RETURN(bool found, find->Step());
+    LatencyHistogram merged;
+    if (found) {
+      SPINTUNE_ASSIGN_OR_RETURN(merged, DecodeHistogram(find->ColumnBlob(0)));
+    }
+    find->Reset();
+    merged.Merge(h);
+    SPINTUNE_ASSIGN_OR_RETURN(
+        auto put, db_->Cached("INSERT OR REPLACE INTO timer_oversleep VALUES (?1, ?2, ?3, ?4)"));
+    put->Bind(1, target_id).Bind(2, cpu_class).Bind(3, I(merged.total_count()));
+    put->BindBlob(4, EncodeHistogram(merged));
+    SPINTUNE_RETURN_IF_ERROR(put->Run());
+  }
+  SPINTUNE_ASSIGN_OR_RETURN(
+      auto drop, db_->Cached("DELETE FROM pending_deltas WHERE target_id = ?1 AND seq <= ?2"));
+  drop->Bind(1, target_id).Bind(2, I(last_seq));
+  return drop->Run();
+}
+
+absl::StatusOr<uint64_t> Store::Compact(int64_t target_id) {
+  absl::MutexLock lock(&mu_);
+  Transaction tx(db_.get());
+  absl::Cleanup reset = [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS { db_->ResetCached(); };
+  SPINTUNE_RETURN_IF_ERROR(tx.Begin());
+  uint64_t folded = 0;
+  SPINTUNE_RETURN_IF_ERROR(CompactLocked(target_id, &folded));
+  db_->ResetCached();
+  SPINTUNE_RETURN_IF_ERROR(tx.Commit());
+  return folded;
+}
+
+absl::StatusOr<std::vector<int64_t>> Store::TargetsToCompact(uint64_t min_batches,
+                                                             absl::Duration max_age) {
+  absl::MutexLock lock(&mu_);
+  SPINTUNE_ASSIGN_OR_RETURN(
+      auto q, db_->Prepare("SELECT target_id FROM pending_deltas GROUP BY target_id "
+                           "HAVING COUNT(*) >= ?1 OR MIN(staged_at) <= ?2"));
+  q->Bind(1, I(min_batches)).Bind(2, absl::ToUnixSeconds(absl::Now() - max_age));
+  std::vector<int64_t> out;
+  while (true) {
+    SPINTUNE_ASSIGN_OR_RETURN(bool row, q->Step());
+    if (!row) break;
+    out.push_back(q->ColumnInt(0));
+  }
   return out;
 }
 
@@ -417,6 +563,13 @@ absl::StatusOr<std::vector<PolicyKey>> Store::ListKeys(int64_t target_id) {
     if (!row) break;
     out.push_back({q->ColumnText(0), q->ColumnText(1), static_cast<uint32_t>(q->ColumnInt(2)),
                    static_cast<uint32_t>(q->ColumnInt(3))});
+  }
+  std::set<PolicyKey> known(out.begin(), out.end());
+  SPINTUNE_ASSIGN_OR_RETURN(auto staged, StagedDeltas(target_id, nullptr));
+  for (const auto& [window, delta] : staged) {
+    for (const auto& k : delta.keys) {
+      if (known.insert(k.key).second) out.push_back(k.key);
+    }
   }
   return out;
 }
@@ -461,6 +614,33 @@ absl::StatusOr<std::vector<KeyEvidence>> Store::LoadKeys(int64_t target_id) {
     }
     out.push_back(std::move(k));
   }
+  // Staged deltas: newer than every compacted window, so they count for a
+  // key that changed too.
+  SPINTUNE_ASSIGN_OR_RETURN(auto staged, StagedDeltas(target_id, nullptr));
+  if (!staged.empty()) {
+    std::map<PolicyKey, size_t> index;
+    for (size_t i = 0; i < out.size(); ++i) index[out[i].key] = i;
+    for (const auto& [window, delta] : staged) {
+      for (const auto& d : delta.keys) {
+        auto it = index.find(d.key);
+        if (it == index.end()) {
+          it = index.emplace(d.key, out.size()).first;
+          out.push_back(KeyEvidence{d.key, {}, 0, 0, 0, 0, 0});
+        }
+        KeyEvidence& e = out[it->second];
+        e.histogram.Merge(d.histogram);
+        e.errors += d.errors;
+        e.irq_timeouts += d.irq_timeouts;
+        e.spin_timeouts += d.spin_timeouts;
+        e.irq_path += d.irq_path;
+        e.spin_path += d.spin_path;
+      }
+    }
+    std::sort(out.begin(), out.end(), [](const KeyEvidence& a, const KeyEvidence& b) {
+      return std::tie(a.key.device, a.key.cpu_class, a.key.opcode, a.key.size_class) <
+             std::tie(b.key.device, b.key.cpu_class, b.key.opcode, b.key.size_class);
+    });
+  }
   return out;
 }
 
@@ -469,7 +649,11 @@ absl::StatusOr<std::vector<PolicyKey>> Store::DetectChanges(int64_t target_id,
                                                             uint64_t min_recent) {
   absl::MutexLock lock(&mu_);
   Transaction tx(db_.get());
+  absl::Cleanup reset = [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS { db_->ResetCached(); };
   SPINTUNE_RETURN_IF_ERROR(tx.Begin());
+  // The windows must hold every batch before they are compared.
+  uint64_t folded = 0;
+  SPINTUNE_RETURN_IF_ERROR(CompactLocked(target_id, &folded));
   SPINTUNE_ASSIGN_OR_RETURN(
       auto keys, db_->Prepare("SELECT id, cpu_class, device, opcode, size_class, since_window "
                               "FROM keys WHERE target_id = ?1"));
@@ -543,6 +727,183 @@ absl::StatusOr<std::vector<DispatchRecord>> Store::LoadDispatch(int64_t target_i
     SPINTUNE_ASSIGN_OR_RETURN(d.handler, DecodeHistogram(q->ColumnBlob(2)));
     SPINTUNE_ASSIGN_OR_RETURN(d.wake, DecodeHistogram(q->ColumnBlob(3)));
     out.push_back(std::move(d));
+  }
+  SPINTUNE_ASSIGN_OR_RETURN(auto staged, StagedDeltas(target_id, nullptr));
+  for (const auto& [window, delta] : staged) {
+    for (const auto& d : delta.dispatch) {
+      auto it = std::find_if(out.begin(), out.end(), [&](const DispatchRecord& r) {
+        return r.cpu_class == d.cpu_class && r.device == d.device;
+      });
+      if (it == out.end()) {
+        out.push_back(DispatchRecord{d.cpu_class, d.device, {}, {}});
+        it = out.end() - 1;
+      }
+      it->handler.Merge(d.handler);
+      it->wake.Merge(d.wake);
+    }
+  }
+  if (!staged.empty()) {
+    std::sort(out.begin(), out.end(), [](const DispatchRecord& a, const DispatchRecord& b) {
+      return std::tie(a.cpu_class, a.device) < std::tie(b.cpu_class, b.device);
+    });
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<OutcomeRecord>> Store::LoadOutcomes(int64_t target_id) {
+  absl::MutexLock lock(&mu_);
+  SPINTUNE_ASSIGN_OR_RETURN(
+      auto q, db_->Prepare("SELECT cpu_class, device, opcode, size_class, version, requests, "
+                           "cpu_ns_sum, latency_ns_sum, cpu_ns_sq_sum, latency_ns_sq_sum, "
+                           "cpu_latency_ns_sum FROM outcomes WHERE target_id = ?1"));
+  q->Bind(1, target_id);
+  std::map<std::pair<PolicyKey, uint64_t>, CostMoments> all;
+  while (true) {
+    SPINTUNE_ASSIGN_OR_RETURN(bool row, q->Step());
+    if (!row) break;
+    const PolicyKey key{q->ColumnText(0), q->ColumnText(1),
+                        static_cast<uint32_t>(q->ColumnInt(2)),
+                        static_cast<uint32_t>(q->ColumnInt(3))};
+    CostMoments& m = all[{key, U(q->ColumnInt(4))}];
+    m.requests = U(q->ColumnInt(5));
+    m.cpu_ns_sum = q->ColumnDouble(6);
+    m.latency_ns_sum = q->ColumnDouble(7);
+    m.cpu_ns_sq_sum = q->ColumnDouble(8);
+    m.latency_ns_sq_sum = q->ColumnDouble(9);
+    m.cpu_latency_ns_sum = q->ColumnDouble(10);
+  }
+  SPINTUNE_ASSIGN_OR_RETURN(auto staged, StagedDeltas(target_id, nullptr));
+  for (const auto& [window, delta] : staged) {
+    for (const auto& o : delta.outcomes) all[{o.key, o.version}].Merge(o.moments);
+  }
+  std::vector<OutcomeRecord> out;
+  for (const auto& [kv, m] : all) out.push_back({kv.first, kv.second, m});
+  return out;
+}
+
+absl::StatusOr<std::vector<TimerRecord>> Store::LoadTimerOversleep(int64_t target_id) {
+  absl::MutexLock lock(&mu_);
+  SPINTUNE_ASSIGN_OR_RETURN(
+      auto q, db_->Prepare("SELECT cpu_class, buckets FROM timer_oversleep WHERE target_id = ?1"));
+  q->Bind(1, target_id);
+  std::map<std::string, LatencyHistogram> all;
+  while (true) {
+    SPINTUNE_ASSIGN_OR_RETURN(bool row, q->Step());
+    if (!row) break;
+    SPINTUNE_ASSIGN_OR_RETURN(all[q->ColumnText(0)], DecodeHistogram(q->ColumnBlob(1)));
+  }
+  SPINTUNE_ASSIGN_OR_RETURN(auto staged, StagedDeltas(target_id, nullptr));
+  for (const auto& [window, delta] : staged) {
+    for (const auto& t : delta.timers) all[t.cpu_class].Merge(t.oversleep);
+  }
+  std::vector<TimerRecord> out;
+  for (auto& [cpu_class, h] : all) out.push_back({cpu_class, std::move(h)});
+  return out;
+}
+
+absl::Status Store::RecordVerification(int64_t target_id, const VerificationRecord& v) {
+  absl::MutexLock lock(&mu_);
+  SPINTUNE_ASSIGN_OR_RETURN(
+      auto q, db_->Prepare("INSERT OR REPLACE INTO verifications VALUES (?1, ?2, ?3, ?4, ?5, ?6, "
+                           "?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)"));
+  q->Bind(1, target_id).Bind(2, I(v.version)).Bind(3, v.key.cpu_class).Bind(4, v.key.device);
+  q->Bind(5, I(v.key.opcode)).Bind(6, I(v.key.size_class)).Bind(7, v.verdict);
+  q->Bind(8, v.predicted_cost_ns).Bind(9, v.measured.mean_ns).Bind(10, v.measured.low_ns);
+  q->Bind(11, v.measured.high_ns).Bind(12, I(v.requests)).Bind(13, I(v.incumbent_version));
+  q->Bind(14, v.incumbent.mean_ns).Bind(15, v.incumbent.low_ns).Bind(16, v.incumbent.high_ns);
+  q->Bind(17, I(v.rollback_version)).Bind(18, v.reason);
+  q->Bind(19, v.decided_at.empty() ? NowRfc3339() : v.decided_at);
+  return q->Run();
+}
+
+absl::StatusOr<std::vector<VerificationRecord>> Store::ListVerifications(int64_t target_id) {
+  absl::MutexLock lock(&mu_);
+  SPINTUNE_ASSIGN_OR_RETURN(
+      auto q, db_->Prepare("SELECT version, cpu_class, device, opcode, size_class, verdict, "
+                           "predicted_cost_ns, measured_cost_ns, measured_low_ns, "
+                           "measured_high_ns, requests, incumbent_version, incumbent_cost_ns, "
+                           "incumbent_low_ns, incumbent_high_ns, rollback_version, reason, "
+                           "decided_at FROM verifications WHERE target_id = ?1 "
+                           "ORDER BY version, device, cpu_class, opcode, size_class"));
+  q->Bind(1, target_id);
+  std::vector<VerificationRecord> out;
+  while (true) {
+    SPINTUNE_ASSIGN_OR_RETURN(bool row, q->Step());
+    if (!row) break;
+    VerificationRecord v;
+    v.version = U(q->ColumnInt(0));
+    v.key = {q->ColumnText(1), q->ColumnText(2), static_cast<uint32_t>(q->ColumnInt(3)),
+             static_cast<uint32_t>(q->ColumnInt(4))};
+    v.verdict = q->ColumnText(5);
+    v.predicted_cost_ns = q->ColumnDouble(6);
+    v.measured = {q->ColumnDouble(7), q->ColumnDouble(8), q->ColumnDouble(9)};
+    v.requests = U(q->ColumnInt(10));
+    v.incumbent_version = U(q->ColumnInt(11));
+    v.incumbent = {q->ColumnDouble(12), q->ColumnDouble(13), q->ColumnDouble(14)};
+    v.rollback_version = U(q->ColumnInt(15));
+    v.reason = q->ColumnText(16);
+    v.decided_at = q->ColumnText(17);
+    out.push_back(std::move(v));
+  }
+  return out;
+}
+
+absl::Status Store::HoldKey(int64_t target_id, const HeldKey& held) {
+  absl::MutexLock lock(&mu_);
+  SPINTUNE_ASSIGN_OR_RETURN(
+      auto q, db_->Prepare("INSERT OR REPLACE INTO held_keys VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, "
+                           "?8, ?9, ?10)"));
+  q->Bind(1, target_id).Bind(2, held.key.cpu_class).Bind(3, held.key.device);
+  q->Bind(4, I(held.key.opcode)).Bind(5, I(held.key.size_class));
+  q->Bind(6, static_cast<int64_t>(held.wait.strategy)).Bind(7, I(held.wait.spin_ns));
+  q->Bind(8, I(held.wait.sleep_ns)).Bind(9, I(held.wait.poll_interval_ns));
+  q->Bind(10, I(held.samples_at_hold));
+  return q->Run();
+}
+
+absl::Status Store::ReleaseKey(int64_t target_id, const PolicyKey& key) {
+  absl::MutexLock lock(&mu_);
+  SPINTUNE_ASSIGN_OR_RETURN(
+      auto q, db_->Prepare("DELETE FROM held_keys WHERE target_id = ?1 AND cpu_class = ?2 AND "
+                           "device = ?3 AND opcode = ?4 AND size_class = ?5"));
+  q->Bind(1, target_id).Bind(2, key.cpu_class).Bind(3, key.device).Bind(4, I(key.opcode));
+  q->Bind(5, I(key.size_class));
+  return q->Run();
+}
+
+absl::StatusOr<std::vector<HeldKey>> Store::ListHeldKeys(int64_t target_id) {
+  absl::MutexLock lock(&mu_);
+  SPINTUNE_ASSIGN_OR_RETURN(
+      auto q, db_->Prepare("SELECT cpu_class, device, opcode, size_class, strategy, spin_ns, "
+                           "sleep_ns, poll_interval_ns, samples_at_hold FROM held_keys "
+                           "WHERE target_id = ?1"));
+  q->Bind(1, target_id);
+  std::vector<HeldKey> out;
+  while (true) {
+    SPINTUNE_ASSIGN_OR_RETURN(bool row, q->Step());
+    if (!row) break;
+    HeldKey h;
+    h.key = {q->ColumnText(0), q->ColumnText(1), static_cast<uint32_t>(q->ColumnInt(2)),
+             static_cast<uint32_t>(q->ColumnInt(3))};
+    const int64_t strategy = q->ColumnInt(4);
+    if (strategy < 1 || strategy > 5) return absl::DataLossError("held_keys: bad strategy");
+    h.wait = {static_cast<Strategy>(strategy), U(q->ColumnInt(5)), U(q->ColumnInt(6)),
+              U(q->ColumnInt(7))};
+    h.samples_at_hold = U(q->ColumnInt(8));
+    out.push_back(std::move(h));
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<std::pair<int64_t, uint64_t>>> Store::LatestVersions() {
+  absl::MutexLock lock(&mu_);
+  SPINTUNE_ASSIGN_OR_RETURN(
+      auto q, db_->Prepare("SELECT target_id, MAX(version) FROM policy_versions GROUP BY target_id"));
+  std::vector<std::pair<int64_t, uint64_t>> out;
+  while (true) {
+    SPINTUNE_ASSIGN_OR_RETURN(bool row, q->Step());
+    if (!row) break;
+    out.emplace_back(q->ColumnInt(0), U(q->ColumnInt(1)));
   }
   return out;
 }

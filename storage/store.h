@@ -21,6 +21,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "models/change_detector.h"
+#include "models/cost_moments.h"
 #include "models/latency_histogram.h"
 #include "policy/policy_builder.h"
 #include "policy/policy_table.h"
@@ -75,10 +76,49 @@ struct TokenRecord {
 };
 
 // Everything one batch adds.
+// Measured cost of one key's requests under one policy version.
+struct OutcomeRecord {
+  PolicyKey key;
+  uint64_t version = 0;  // 0: the driver's default rule
+  CostMoments moments;
+};
+
+// Timer oversleep a driver observed on one CPU class.
+struct TimerRecord {
+  std::string cpu_class;
+  LatencyHistogram oversleep;
+};
+
+// One verification of a pushed version's key against its incumbent
+// (tuner/verifier.h).
+struct VerificationRecord {
+  PolicyKey key;
+  uint64_t version = 0;            // verified
+  std::string verdict;             // "better", "worse" or "inconclusive"
+  double predicted_cost_ns = 0;    // the fit's expected J per request
+  CostInterval measured;           // J per request under `version`
+  uint64_t requests = 0;
+  uint64_t incumbent_version = 0;  // what was in force before (0: default rule)
+  CostInterval incumbent;
+  uint64_t rollback_version = 0;   // the version that undid it (0: none)
+  std::string reason;
+  std::string decided_at;
+};
+
+// A key whose pushed wait was rolled back: refits keep `wait` for it until
+// its evidence changes (a drift, or twice the samples it had).
+struct HeldKey {
+  PolicyKey key;
+  WaitParams wait;
+  uint64_t samples_at_hold = 0;
+};
+
 struct BatchDelta {
   uint64_t seq = 0;
   std::vector<KeyEvidence> keys;
   std::vector<DispatchRecord> dispatch;
+  std::vector<OutcomeRecord> outcomes;
+  std::vector<TimerRecord> timers;
   uint64_t completion_samples = 0;
   uint64_t dispatch_samples = 0;
 };
@@ -159,10 +199,22 @@ class Store {
       const std::vector<SequencedBatch>& batches);
 
   // Evidence per key: the cumulative histogram, or, for a key whose
-  // distribution changed (DetectChanges), the windows since the change.
+  // distribution changed (DetectChanges), the windows since the change;
+  // batches not compacted yet included.
   absl::StatusOr<std::vector<KeyEvidence>> LoadKeys(int64_t target_id);
-  // The target's keys, without their evidence.
+  // The target's keys, without their evidence (compacted or not).
   absl::StatusOr<std::vector<PolicyKey>> ListKeys(int64_t target_id);
+
+  // Ingest stages each batch's delta as one row (cheap per batch); Compact()
+  // folds a target's staged deltas into its per-key and per-window
+  // histograms and dispatch stats in one transaction, many batches at once.
+  // Every read includes staged deltas, so compaction only changes how the
+  // evidence is stored. Returns the batches folded.
+  absl::StatusOr<uint64_t> Compact(int64_t target_id);
+  // Targets with at least `min_batches` staged deltas, or with one staged
+  // longer ago than `max_age`.
+  absl::StatusOr<std::vector<int64_t>> TargetsToCompact(uint64_t min_batches,
+                                                        absl::Duration max_age);
   // Compares each key's latest window (when it has >= min_recent samples)
   // with its evidence before it (models/change_detector.h); a key that
   // changed uses only windows from the latest on as evidence from now on.
@@ -170,7 +222,21 @@ class Store {
   absl::StatusOr<std::vector<PolicyKey>> DetectChanges(int64_t target_id,
                                                        const ChangeTest& test,
                                                        uint64_t min_recent = 512);
+  // Dispatch histograms per (CPU class, device), staged deltas included.
   absl::StatusOr<std::vector<DispatchRecord>> LoadDispatch(int64_t target_id);
+  // Measured outcomes per (key, version), staged deltas included.
+  absl::StatusOr<std::vector<OutcomeRecord>> LoadOutcomes(int64_t target_id);
+  // Timer oversleep per CPU class, staged deltas included.
+  absl::StatusOr<std::vector<TimerRecord>> LoadTimerOversleep(int64_t target_id);
+
+  // Verifications (tuner/verifier.h): one per (version, key), replaced when
+  // recorded again.
+  absl::Status RecordVerification(int64_t target_id, const VerificationRecord& v);
+  absl::StatusOr<std::vector<VerificationRecord>> ListVerifications(int64_t target_id);
+  // Keys held at a rolled-back wait.
+  absl::Status HoldKey(int64_t target_id, const HeldKey& held);
+  absl::Status ReleaseKey(int64_t target_id, const PolicyKey& key);
+  absl::StatusOr<std::vector<HeldKey>> ListHeldKeys(int64_t target_id);
 
   // Stores `table` as the target's next version; sets table->version and
   // table->fitted_at. Returns the version. FailedPrecondition when the
@@ -179,6 +245,8 @@ class Store {
   // Replaces the evidence of the stored version table->version (same
   // decisions, newer samples); sets table->fitted_at.
   absl::Status UpdatePolicyEvidence(int64_t target_id, PolicyTable* table);
+  // Every target's latest policy version (targets without one left out).
+  absl::StatusOr<std::vector<std::pair<int64_t, uint64_t>>> LatestVersions();
   // Version `version` (0: the latest); nullopt when there is none.
   absl::StatusOr<std::optional<PolicyTable>> LoadPolicy(int64_t target_id, uint64_t version);
   // Stores `table` as the target's next version and pins the target to it
@@ -225,7 +293,17 @@ class Store {
       : options_(options), db_(std::move(db)) {}
   absl::StatusOr<uint64_t> AppendVersion(int64_t target_id, PolicyTable* table, bool pin)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::Status MergeKey(int64_t target_id, uint64_t window, const KeyEvidence& delta)
+  // Adds `delta` to the key's cumulative histogram and counters, creating
+  // the key; returns its id.
+  absl::StatusOr<int64_t> MergeKey(int64_t target_id, const KeyEvidence& delta)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status MergeWindow(int64_t key_id, uint64_t window, const LatencyHistogram& delta)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The target's staged deltas, oldest first, with their windows.
+  absl::StatusOr<std::vector<std::pair<uint64_t, BatchDelta>>> StagedDeltas(int64_t target_id,
+                                                                          uint64_t* last_seq)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status CompactLocked(int64_t target_id, uint64_t* folded)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status MergeDispatch(int64_t target_id, const DispatchRecord& delta)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -70,6 +70,55 @@ TEST(Store, IngestsEachBatchExactlyOnce) {
   EXPECT_EQ((*dispatch)[0].wake.total_count(), 4u);
 }
 
+// Ingest stages each batch; compaction folds them into the histograms. What
+// a reader sees is the same before and after, and after a reopen.
+TEST(Store, StagedBatchesReadTheSameBeforeAndAfterCompaction) {
+  auto store = Store::Open(":memory:");
+  ASSERT_TRUE(store.ok());
+  auto id = (*store)->UpsertTarget(Board("agent-1"));
+  ASSERT_TRUE(id.ok());
+  ASSERT_TRUE(*(*store)->IngestBatch(*id, Batch(1, 1000, 10)));
+  BatchDelta second = Batch(2, 2000, 5);
+  second.keys[0].errors = 1;
+  KeyEvidence other;
+  other.key = {"rocket", "mmc0", 18, 12};
+  other.histogram.Record(70'000, 3);
+  other.spin_path = 3;
+  second.keys.push_back(other);
+  ASSERT_TRUE(*(*store)->IngestBatch(*id, second));
+  auto before = (*store)->LoadKeys(*id);
+  auto dispatch_before = (*store)->LoadDispatch(*id);
+  auto keys_before = (*store)->ListKeys(*id);
+  ASSERT_TRUE(before.ok() && dispatch_before.ok() && keys_before.ok());
+  ASSERT_EQ(before->size(), 2u);
+  EXPECT_EQ((*before)[0].histogram.total_count(), 15u);
+  EXPECT_EQ((*before)[0].errors, 1u);
+  EXPECT_EQ((*before)[1].spin_path, 3u);
+  EXPECT_EQ((*dispatch_before)[0].handler.total_count(), 4u);
+  EXPECT_EQ(keys_before->size(), 2u);
+  auto due = (*store)->TargetsToCompact(2, absl::Hours(1));
+  ASSERT_TRUE(due.ok());
+  EXPECT_EQ(*due, std::vector<int64_t>{*id});
+  EXPECT_EQ(*(*store)->Compact(*id), 2u);
+  EXPECT_EQ(*(*store)->Compact(*id), 0u) << "nothing left to fold";
+  EXPECT_TRUE((*store)->TargetsToCompact(1, absl::Hours(1))->empty());
+  auto after = (*store)->LoadKeys(*id);
+  auto dispatch_after = (*store)->LoadDispatch(*id);
+  ASSERT_TRUE(after.ok() && dispatch_after.ok());
+  ASSERT_EQ(after->size(), before->size());
+  for (size_t i = 0; i < after->size(); ++i) {
+    EXPECT_EQ((*after)[i].key, (*before)[i].key);
+    EXPECT_EQ((*after)[i].histogram, (*before)[i].histogram);
+    EXPECT_EQ((*after)[i].errors, (*before)[i].errors);
+    EXPECT_EQ((*after)[i].spin_path, (*before)[i].spin_path);
+  }
+  EXPECT_EQ((*dispatch_after)[0].handler, (*dispatch_before)[0].handler);
+  EXPECT_EQ((*dispatch_after)[0].wake, (*dispatch_before)[0].wake);
+  // A third batch staged on top of compacted evidence.
+  ASSERT_TRUE(*(*store)->IngestBatch(*id, Batch(3, 1000, 1)));
+  EXPECT_EQ((*(*store)->LoadKeys(*id))[0].histogram.total_count(), 16u);
+}
+
 TEST(Store, UpsertKeepsTheTargetAndReplacesItsDescription) {
   auto store = Store::Open(":memory:");
   ASSERT_TRUE(store.ok());

@@ -328,10 +328,10 @@ namespace {
 // A trace recorded on this machine, replayed by a real agent into a real
 // tuner: every completion of the file arrives, and the tuner fits the
 // virtio disk's reads.
-TEST(EndToEnd, ReplayedTraceReachesTheTuner) {
-  testing::TempDir dir;
-  auto tuner = StartTuner(dir.File("tuner.db"));
-  ASSERT_NE(tuner, nullptr);
+// Replays the virtio fixture (83 completions, their IRQ dispatches) through
+// an agent into `tuner` as "replay-1".
+AgentStats RunReplayAgent(const testing::TempDir& dir, const std::string& address,
+                          bool send_dispatch) {
   {
     std::ofstream(dir.File("platform.json"))
         << R"({"irq_cpu_ns": 8000, "irq_wake_ns": 40000, "poll_read_ns": 200,
@@ -343,19 +343,39 @@ TEST(EndToEnd, ReplayedTraceReachesTheTuner) {
   auto source = MakeSampleSource(
       std::string("replay:") + SPINTUNE_SOURCE_DIR + "/tests/fixtures/trace/virtio-6.18-trace.txt",
       source_options);
-  ASSERT_TRUE(source.ok()) << source.status();
+  EXPECT_TRUE(source.ok()) << source.status();
   auto sink = MakePolicySink("none", {"vda"});
-  ASSERT_TRUE(sink.ok());
+  EXPECT_TRUE(sink.ok());
+  if (!source.ok() || !sink.ok()) return {};
   AgentOptions options;
-  options.tuner_address = tuner->address();
+  options.tuner_address = address;
   options.agent_id = "replay-1";
   options.batch_size = 20;
   options.state_dir = "";
   options.give_up_after = absl::Seconds(20);
+  options.send_dispatch = send_dispatch;
   Agent agent(options, std::move(*source), std::move(*sink));
-  ASSERT_TRUE(agent.Run().ok());
-  EXPECT_EQ(agent.stats().samples_generated, 83u);
-  EXPECT_EQ(agent.stats().tuner_total_samples, 83u);
+  absl::Status s = agent.Run();
+  EXPECT_TRUE(s.ok()) << s;
+  return agent.stats();
+}
+
+uint64_t StoredDispatchSamples(const std::string& db) {
+  auto store = Store::Open(db);
+  EXPECT_TRUE(store.ok()) << store.status();
+  if (!store.ok()) return 0;
+  auto target = (*store)->FindTarget("replay-1");
+  EXPECT_TRUE(target.ok() && target->has_value());
+  return target.ok() && target->has_value() ? (*target)->total_dispatch_samples : 0;
+}
+
+TEST(EndToEnd, ReplayedTraceReachesTheTuner) {
+  testing::TempDir dir;
+  auto tuner = StartTuner(dir.File("tuner.db"));
+  ASSERT_NE(tuner, nullptr);
+  AgentStats stats = RunReplayAgent(dir, tuner->address(), true);
+  EXPECT_EQ(stats.samples_generated, 83u);
+  EXPECT_EQ(stats.tuner_total_samples, 83u);
 
   Repository repo;
   repo.tuner = tuner->address();
@@ -369,6 +389,20 @@ TEST(EndToEnd, ReplayedTraceReachesTheTuner) {
     reads |= !e.fallback && e.key.opcode == 0 && e.key.size_class == 13;  // 4 KiB reads
   }
   EXPECT_TRUE(reads) << policy_json.str();
+  tuner->Shutdown(absl::Seconds(5));
+  EXPECT_GT(StoredDispatchSamples(dir.File("tuner.db")), 0u);
+}
+
+// --irq-costs platform: the completions arrive, the traced IRQ dispatch
+// times do not, so the tuner keeps the declared platform costs.
+TEST(EndToEnd, AgentKeepsItsDispatchTimesWhenThePlatformIsAuthoritative) {
+  testing::TempDir dir;
+  auto tuner = StartTuner(dir.File("tuner.db"));
+  ASSERT_NE(tuner, nullptr);
+  AgentStats stats = RunReplayAgent(dir, tuner->address(), false);
+  EXPECT_EQ(stats.tuner_total_samples, 83u);
+  tuner->Shutdown(absl::Seconds(5));
+  EXPECT_EQ(StoredDispatchSamples(dir.File("tuner.db")), 0u);
 }
 
 }  // namespace

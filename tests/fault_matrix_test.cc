@@ -56,7 +56,7 @@ class FaultMatrix : public ::testing::Test {
     std::vector<std::string> args = {
         SPINTUNE_AGENT_BIN, "--tuner", absl::StrCat("127.0.0.1:", proxy_->port()), "--agent-id",
         absl::StrCat("agent-", i), "--max-samples", absl::StrCat(kSamples), "--batch-size",
-        absl::StrCat(kBatch), "--rate", "25000", "--state-dir", dir_.File("state"),
+        absl::StrCat(kBatch), "--rate", "15000", "--state-dir", dir_.File("state"),
         "--give-up-after", "60"};
     args.insert(args.end(), sources_[i].begin(), sources_[i].end());
     return testing::Spawn(args, dir_.File(absl::StrCat("agent", i, ".out")),

@@ -252,12 +252,12 @@ TEST_F(Hostile, AStorageReadFailureIsRetryableAndTheAgentKeepsEverything) {
   ASSERT_TRUE(make_agent(1000)->Run().ok());
   server_->Shutdown(absl::Seconds(2));
   server_.reset();
-  // Zero the page at the root of the keys table.
+  // Zero the page at the root of the table ingest writes each batch to.
   {
     sqlite3* db = nullptr;
     ASSERT_EQ(sqlite3_open(dir_.File("tuner.db").c_str(), &db), SQLITE_OK);
     sqlite3_stmt* q = nullptr;
-    ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT rootpage FROM sqlite_master WHERE name = 'keys'", -1,
+    ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT rootpage FROM sqlite_master WHERE name = 'pending_deltas'", -1,
                                  &q, nullptr), SQLITE_OK);
     ASSERT_EQ(sqlite3_step(q), SQLITE_ROW);
     const int64_t page = sqlite3_column_int64(q, 0);

@@ -139,6 +139,39 @@ TEST(Report, ChartsTheBusiestKeysUpToTheLimit) {
       << "summarised, without a link to a chart that is not there";
 }
 
+TEST(Report, VerificationsAreListedWithVerdictAndRollback) {
+  const Profile p = FittedProfile();
+  ReportOptions options;
+  EXPECT_EQ(RenderHtmlReport(p, options).find("Verification: predicted against measured"),
+            std::string::npos)
+      << "no section without verifications";
+  VerificationRecord worse;
+  worse.key = {"little", "mmc<0>&", 17, 13};
+  worse.version = 3;
+  worse.verdict = "worse";
+  worse.predicted_cost_ns = 41000;
+  worse.measured = {52000, 50000, 54000};
+  worse.requests = 1200;
+  worse.incumbent_version = 2;
+  worse.incumbent = {44000, 43000, 45000};
+  worse.rollback_version = 4;
+  VerificationRecord better = worse;
+  better.key.opcode = 13;
+  better.verdict = "better";
+  better.rollback_version = 0;
+  options.verifications = {worse, better};
+  const std::string html = RenderHtmlReport(p, options);
+  const size_t section = html.find("Verification: predicted against measured");
+  ASSERT_NE(section, std::string::npos);
+  const std::string table = html.substr(section, html.find("</table>", section) - section);
+  EXPECT_EQ(Count(table, "<tr>"), 3u) << "header and one row per verification";
+  EXPECT_NE(table.find("mmc&lt;0&gt;&amp; little op17"), std::string::npos) << table;
+  EXPECT_NE(table.find("52.0us [50.0us, 54.0us]"), std::string::npos) << table;
+  EXPECT_NE(table.find("v2 44.0us [43.0us, 45.0us]"), std::string::npos) << table;
+  EXPECT_NE(table.find("<td>worse</td><td>v4</td>"), std::string::npos) << table;
+  EXPECT_NE(table.find("<td>better</td><td>-</td>"), std::string::npos) << table;
+}
+
 std::string ChromiumBinary() {
   for (const char* c : {"/usr/bin/chromium", "/usr/bin/chromium-browser"}) {
     struct stat st;

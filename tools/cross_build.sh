@@ -28,7 +28,8 @@ TARGETS="spintune-agent spintune-ioload man_spintune-agent man_spintune-ioload
 # Every library the top CMakeLists.txt finds, as Debian packages of ARCH.
 SYSROOT_PACKAGES="libc6-dev libstdc++-12-dev libgrpc++-dev libprotobuf-dev libabsl-dev
   libssl-dev libsqlite3-dev libmicrohttpd-dev libspdlog-dev libgtest-dev libgmock-dev
-  libeigen3-dev nlohmann-json3-dev libcli11-dev"
+  libeigen3-dev nlohmann-json3-dev libcli11-dev libbpf-dev libelf-dev zlib1g-dev libtracefs-dev
+  libtraceevent-dev"
 # Where they come from. The security suite is left out: this workplace's
 # mirror serves a broken armhf index of it (docs/install.md).
 MIRRORS=("deb http://deb.debian.org/debian bookworm main"
@@ -91,9 +92,10 @@ for arch in "$@"; do
   sysroot=$BUILD/cross/sysroot-$arch
   make_sysroot "$arch" "$sysroot"
   out=$BUILD/cross/$arch
-  # Configured afresh when a toolchain file changed (its flags are cached).
-  if [ ! -f "$out/CMakeCache.txt" ] ||
-     [ -n "$(find "$here/cmake/toolchains" -newer "$out/CMakeCache.txt")" ]; then
+  # Configured afresh when a toolchain file or the sysroot changed (their
+  # flags and paths are cached), or when an earlier configure failed.
+  if [ ! -f "$out/CMakeCache.txt" ] || [ ! -f "$out/build.ninja" ] ||
+     [ -n "$(find "$here/cmake/toolchains" "$sysroot/.spintune-packages" -newer "$out/CMakeCache.txt")" ]; then
     mkdir -p "$out"
     cmake --fresh -S "$here" -B "$out" -G Ninja -DCMAKE_BUILD_TYPE=Release \
       -DCMAKE_TOOLCHAIN_FILE="$here/cmake/toolchains/$arch.cmake" -DSPINTUNE_SYSROOT="$sysroot" \

@@ -32,12 +32,16 @@ trap cleanup EXIT
   --sink "shm:$SHM-{device}" --state-dir "$OUT/state" --give-up-after 20 >"$OUT/agent.log" 2>&1
 "$BUILD/cli/spintune" --db "$OUT/spintune.db" policy uring-ref --format table
 echo
-for mode in table block spin; do
-  args=(--mode "$mode" --ops "$OPS" --file "$OUT/data.dat" --file-mib 64)
-  [ "$mode" = table ] && args+=(--shm "$SHM-uring0")
-  "$REF" "${args[@]}"
-  echo
-done
+# The table, always blocking and always spinning, taking turns request by
+# request (an interleaved comparison: the disk's drift biases none of them).
+"$REF" --mode compare --shm "$SHM-uring0" --ops $((3 * OPS)) --file "$OUT/data.dat" \
+  --file-mib 64 --report "$OUT/outcomes"
+echo
+# The table's predictions against what the driver measured, per key.
+"$BUILD/cli/spintune" --db "$OUT/spintune.db" verify uring-ref \
+  --report "table=$OUT/outcomes-table.json" --report "block=$OUT/outcomes-block.json" \
+  --report "spin=$OUT/outcomes-spin.json" -o "$OUT/verification.json"
+echo "wrote $OUT/verification.json"
 kill -INT "$tuner_pid"
 wait "$tuner_pid"
 trap - EXIT

@@ -1,9 +1,12 @@
 #include "tuner/batch_decoder.h"
 
+#include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
 #include <tuple>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "policy/default_rule.h"
@@ -167,6 +170,14 @@ absl::StatusOr<BatchDelta> DecodeBatch(const v1::SampleBatch& batch, const v1::H
   const int devices = hello.devices_size();
   using KeyTuple = std::tuple<uint32_t, uint32_t, uint32_t, uint32_t>;
   std::map<KeyTuple, KeyEvidence> keys;
+  // Per key of the columns: its evidence and its samples' bucket indexes,
+  // sorted and counted into the histogram once at the end (a sparse
+  // histogram's Record() per sample costs a search and an insert).
+  struct ColumnKey {
+    KeyEvidence* evidence;
+    std::vector<uint32_t> buckets;
+  };
+  absl::flat_hash_map<KeyTuple, ColumnKey> column_keys;
   for (int i = 0; i < n; ++i) {
     if (c.device_index(i) >= static_cast<uint32_t>(devices)) {
       return Invalid(absl::StrCat("completions.device_index[", i, "]"), "no such device");
@@ -189,12 +200,14 @@ absl::StatusOr<BatchDelta> DecodeBatch(const v1::SampleBatch& batch, const v1::H
     }
     const KeyTuple k{c.device_index(i), c.cpu_class_index(i), c.opcode(i),
                      SizeClassOf(c.bytes(i))};
-    KeyEvidence& e = keys[k];
-    if (e.key.device.empty()) {
-      e.key = {hello.target().cpu_classes(c.cpu_class_index(i)).name(),
-               hello.devices(c.device_index(i)).name(), c.opcode(i), std::get<3>(k)};
+    ColumnKey& ck = column_keys[k];
+    if (ck.evidence == nullptr) {
+      ck.evidence = &keys[k];
+      ck.evidence->key = {hello.target().cpu_classes(c.cpu_class_index(i)).name(),
+                          hello.devices(c.device_index(i)).name(), c.opcode(i), std::get<3>(k)};
     }
-    e.histogram.Record(c.wait_ns(i));
+    KeyEvidence& e = *ck.evidence;
+    ck.buckets.push_back(static_cast<uint32_t>(LatencyHistogram::BucketIndex(c.wait_ns(i))));
     const bool irq = c.path(i) == v1::WAIT_PATH_IRQ;
     const bool spin = c.path(i) == v1::WAIT_PATH_SPIN;
     if (c.flags(i) & 1) ++e.errors;
@@ -204,6 +217,15 @@ absl::StatusOr<BatchDelta> DecodeBatch(const v1::SampleBatch& batch, const v1::H
     }
     if (irq) ++e.irq_path;
     if (spin) ++e.spin_path;
+  }
+  for (auto& [k, ck] : column_keys) {
+    std::sort(ck.buckets.begin(), ck.buckets.end());
+    for (size_t i = 0; i < ck.buckets.size();) {
+      size_t j = i;
+      while (j < ck.buckets.size() && ck.buckets[j] == ck.buckets[i]) ++j;
+      ck.evidence->histogram.AddToBucket(static_cast<int>(ck.buckets[i]), j - i);
+      i = j;
+    }
   }
   delta.completion_samples = static_cast<uint64_t>(n);
 
@@ -292,6 +314,81 @@ absl::StatusOr<BatchDelta> DecodeBatch(const v1::SampleBatch& batch, const v1::H
     delta.dispatch_samples += handlers;
   }
   for (auto& [k, r] : dispatch) delta.dispatch.push_back(std::move(r));
+
+  if (batch.outcomes_size() > kMaxHistogramsPerBatch) {
+    return Invalid("outcomes", absl::StrCat("more than ", kMaxHistogramsPerBatch, " entries"));
+  }
+  std::set<std::tuple<uint32_t, uint32_t, uint32_t, uint32_t, uint64_t>> seen_outcomes;
+  for (int i = 0; i < batch.outcomes_size(); ++i) {
+    const v1::KeyOutcome& o = batch.outcomes(i);
+    const std::string field = absl::StrCat("outcomes[", i, "]");
+    if (o.device_index() >= static_cast<uint32_t>(devices)) {
+      return Invalid(field + ".device_index", "no such device");
+    }
+    if (o.cpu_class_index() >= static_cast<uint32_t>(classes)) {
+      return Invalid(field + ".cpu_class_index", "no such cpu class");
+    }
+    if (o.opcode() == 0xFFFFFFFFu) return Invalid(field + ".opcode", "0xFFFFFFFF is reserved");
+    if (o.size_class() > 64) return Invalid(field + ".size_class", "above 64");
+    if (o.policy_version() > (uint64_t{1} << 40)) {
+      return Invalid(field + ".policy_version", "beyond 2^40");
+    }
+    if (o.requests() == 0 || o.requests() > kMaxHistogramCount) {
+      return Invalid(field + ".requests", absl::StrCat("must be 1..", kMaxHistogramCount));
+    }
+    if (!seen_outcomes
+             .insert({o.device_index(), o.cpu_class_index(), o.opcode(), o.size_class(),
+                      o.policy_version()})
+             .second) {
+      return Invalid(field, "a second entry for the same key and version");
+    }
+    // Every sum finite and >= 0, each mean within an hour, and the squares
+    // consistent with the sums (Cauchy-Schwarz: (sum x)^2 <= n sum x^2).
+    const double n = static_cast<double>(o.requests());
+    for (const auto& [name, v] :
+         std::vector<std::pair<const char*, double>>{{"cpu_ns_sum", o.cpu_ns_sum()},
+                                                      {"latency_ns_sum", o.latency_ns_sum()},
+                                                      {"cpu_ns_sq_sum", o.cpu_ns_sq_sum()},
+                                                      {"latency_ns_sq_sum", o.latency_ns_sq_sum()},
+                                                      {"cpu_latency_ns_sum",
+                                                       o.cpu_latency_ns_sum()}}) {
+      if (!std::isfinite(v) || v < 0) return Invalid(field + "." + name, "not a finite sum >= 0");
+    }
+    if (o.cpu_ns_sum() / n > 3.6e12 || o.latency_ns_sum() / n > 3.6e12) {
+      return Invalid(field, "a mean above one hour");
+    }
+    const double slack = 1 + 1e-9;
+    if (o.cpu_ns_sum() * o.cpu_ns_sum() > n * o.cpu_ns_sq_sum() * slack ||
+        o.latency_ns_sum() * o.latency_ns_sum() > n * o.latency_ns_sq_sum() * slack) {
+      return Invalid(field, "the sums of squares do not fit the sums");
+    }
+    OutcomeRecord r;
+    r.key = {hello.target().cpu_classes(o.cpu_class_index()).name(),
+             hello.devices(o.device_index()).name(), o.opcode(), o.size_class()};
+    r.version = o.policy_version();
+    r.moments = {o.requests(), o.cpu_ns_sum(), o.latency_ns_sum(), o.cpu_ns_sq_sum(),
+                 o.latency_ns_sq_sum(), o.cpu_latency_ns_sum()};
+    delta.outcomes.push_back(std::move(r));
+  }
+  if (batch.timer_oversleep_size() > kMaxCpuClasses) {
+    return Invalid("timer_oversleep", "more entries than CPU classes");
+  }
+  std::set<uint32_t> seen_timers;
+  for (int i = 0; i < batch.timer_oversleep_size(); ++i) {
+    const v1::TimerOversleep& t = batch.timer_oversleep(i);
+    const std::string field = absl::StrCat("timer_oversleep[", i, "]");
+    if (t.cpu_class_index() >= static_cast<uint32_t>(classes)) {
+      return Invalid(field + ".cpu_class_index", "no such cpu class");
+    }
+    if (!seen_timers.insert(t.cpu_class_index()).second) {
+      return Invalid(field, "a second entry for the same cpu class");
+    }
+    TimerRecord r;
+    r.cpu_class = hello.target().cpu_classes(t.cpu_class_index()).name();
+    SPINTUNE_RETURN_IF_ERROR(
+        AddHistogramDelta(t.oversleep(), field + ".oversleep", &r.oversleep).status());
+    delta.timers.push_back(std::move(r));
+  }
   return delta;
 }
 

@@ -3,7 +3,8 @@
 namespace spintune {
 
 FitInputs BuildFitInputs(const TargetRecord& target, std::vector<KeyEvidence> keys,
-                         const std::vector<DispatchRecord>& dispatch) {
+                         const std::vector<DispatchRecord>& dispatch,
+                         const std::vector<TimerRecord>& timers) {
   FitInputs in;
   in.board = target.board;
   in.devices = target.devices;
@@ -15,6 +16,9 @@ FitInputs BuildFitInputs(const TargetRecord& target, std::vector<KeyEvidence> ke
       if (d.cpu_class != c.name) continue;
       measured.irq_handler.Merge(d.handler);
       measured.irq_wake.Merge(d.wake);
+    }
+    for (const auto& t : timers) {
+      if (t.cpu_class == c.name) measured.timer_wake.Merge(t.oversleep);
     }
     CpuClassInfo info;
     info.name = c.name;

@@ -1,5 +1,10 @@
 #include "tuner/fitter.h"
 
+#include <pthread.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
@@ -63,7 +68,14 @@ uint64_t Fitter::Refit(int64_t target_id, bool force) {
 
 uint64_t Fitter::Sync(int64_t target_id) { return Enqueue({target_id, Kind::kSync, false, {}, 0}); }
 
+uint64_t Fitter::Verify(int64_t target_id) {
+  return Enqueue({target_id, Kind::kVerify, false, {}, 0});
+}
+
 void Fitter::Loop() {
+  // Fits yield the CPU to ingest (acks wait on it; fits only delay tables).
+  setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), 10);
+  pthread_setname_np(pthread_self(), "fitter");
   while (true) {
     Request request;
     {
@@ -86,6 +98,8 @@ FitResult Fitter::Run(const Request& r) {
       return RunRefit(r);
     case Kind::kPredict:
       return RunPredict(r);
+    case Kind::kVerify:
+      return RunVerify(r);
     case Kind::kSync:
       break;
   }
@@ -110,10 +124,11 @@ FitResult Fitter::RunRefit(const Request& r) {
   auto target = store_->LoadTarget(target_id);
   auto keys = target.ok() ? store_->LoadKeys(target_id) : target.status();
   auto dispatch = keys.ok() ? store_->LoadDispatch(target_id) : keys.status();
-  if (!dispatch.ok()) {
+  auto timers = dispatch.ok() ? store_->LoadTimerOversleep(target_id) : dispatch.status();
+  if (!timers.ok()) {
     Logger().error("refit target={} cannot load evidence: {}", target_id,
-                   dispatch.status().ToString());
-    out.status = dispatch.status();
+                   timers.status().ToString());
+    out.status = timers.status();
     return out;
   }
   uint64_t total = 0;
@@ -131,12 +146,21 @@ FitResult Fitter::RunRefit(const Request& r) {
     out.status = latest.status();
     return out;
   }
-  auto table = BuildPolicyTable(BuildFitInputs(*target, std::move(*keys), *dispatch),
+  auto table = BuildPolicyTable(BuildFitInputs(*target, *keys, *dispatch, *timers),
                                 options_.fit, latest->has_value() ? &**latest : nullptr);
   if (!table.ok()) {
     Logger().error("refit target={} failed: {}", target_id, table.status().ToString());
     return out;
   }
+  // Keys rolled back by a verification keep their wait until their
+  // evidence changes.
+  auto released = ApplyHeldKeys(*store_, target_id, *keys,
+                                changed.ok() ? *changed : std::vector<PolicyKey>(), &*table);
+  if (!released.ok()) {
+    out.status = released.status();
+    return out;
+  }
+  out.released = std::move(*released);
   out.fitted = true;
   // A predicted table is kept as it was; the first fitted one is a version
   // of its own even with the same decisions.
@@ -188,6 +212,19 @@ absl::Status Fitter::LoadEvidence() {
     it->second.loaded_at = now;
   }
   return absl::OkStatus();
+}
+
+FitResult Fitter::RunVerify(const Request& r) {
+  FitResult out;
+  auto verified = VerifyTarget(*store_, r.target_id, options_.verify);
+  if (!verified.ok()) {
+    Logger().error("verifying target={} failed: {}", r.target_id, verified.status().ToString());
+    out.status = verified.status();
+    return out;
+  }
+  out.verified = std::move(verified->decided);
+  out.stored = std::move(verified->rollback);
+  return out;
 }
 
 FitResult Fitter::RunPredict(const Request& r) {

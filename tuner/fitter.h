@@ -4,7 +4,8 @@
 // and a cold-start prediction (reading every other target's evidence) take
 // time in proportion to what the database holds. Done on the worker they
 // held up every agent's acks. The fitter runs them one at a time on a thread
-// of its own with its own connection to the database, stores the versions
+// of its own (at nice 10: ingest comes first) with its own connection to
+// the database, stores the versions
 // they produce, and hands each result back through `deliver` (the tuner
 // posts it to its worker, which pushes tables and answers drains).
 //
@@ -39,6 +40,7 @@
 #include "policy/cold_start.h"
 #include "policy/policy_builder.h"
 #include "storage/store.h"
+#include "tuner/verifier.h"
 
 namespace spintune {
 
@@ -48,6 +50,7 @@ struct FitterOptions {
   FitConfig fit;
   ChangeTest change;
   absl::Duration evidence_ttl = absl::Seconds(30);
+  VerifierOptions verify;
 };
 
 struct FitResult {
@@ -55,6 +58,8 @@ struct FitResult {
   uint64_t ticket = 0;
   bool fitted = false;        // a refit ran (not skipped: too few samples, pinned)
   bool predicted = false;     // a cold-start table was stored
+  std::vector<VerificationRecord> verified;  // verdicts decided by a verify
+  std::vector<PolicyKey> released;           // held keys a refit released
   uint64_t changes_detected = 0;
   // The version stored (fitted or predicted), to push; nullopt: none.
   std::optional<PolicyTable> stored;
@@ -77,9 +82,12 @@ class Fitter {
   // Nothing to fit: a ticket delivered after every earlier request of the
   // target (a drain that found nothing new).
   uint64_t Sync(int64_t target_id);
+  // Verify the target's applied version against measured outcomes
+  // (tuner/verifier.h); a rollback comes back as the result's `stored`.
+  uint64_t Verify(int64_t target_id);
 
  private:
-  enum class Kind { kSync, kRefit, kPredict };
+  enum class Kind { kSync, kRefit, kPredict, kVerify };
   struct Request {
     int64_t target_id;
     Kind kind;
@@ -94,6 +102,7 @@ class Fitter {
   FitResult Run(const Request& r);
   FitResult RunRefit(const Request& r);
   FitResult RunPredict(const Request& r);
+  FitResult RunVerify(const Request& r);
   absl::Status LoadEvidence();
 
   const FitterOptions options_;

@@ -42,6 +42,7 @@ int main(int argc, char** argv) {
   int max_message_mb = 16;
   uint64_t max_queued_mb = 64;
   uint64_t disk_reserve_mb = 2;
+  uint64_t verify_requests = 1000;
   size_t stream_window = 32;
   double hello_timeout_s = 10;
   bool require_tokens = false;
@@ -108,6 +109,11 @@ int main(int argc, char** argv) {
                  "(the tuner's memory: about this plus one message per open stream)")
       ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 20))
       ->capture_default_str();
+  app.add_option("--verify-requests", verify_requests,
+                 "Measured requests of a key under a pushed version before it is compared with "
+                 "its incumbent (a key measured worse is rolled back; docs/verification.md)")
+      ->check(CLI::Range(uint64_t{10}, uint64_t{1} << 30))
+      ->capture_default_str();
   app.add_option("--disk-reserve-mb", disk_reserve_mb,
                  "MiB kept allocated beside the database (DB-reserve) and given up to "
                  "recover from a full disk (0: none)")
@@ -169,6 +175,8 @@ int main(int argc, char** argv) {
   options.fit.hysteresis = hysteresis;
   options.store.window_samples = window_samples;
   options.store.reserve_bytes = disk_reserve_mb << 20;
+  options.verify.min_requests = verify_requests;
+  options.verify.max_requests = 8 * verify_requests;
   options.refit_samples = refit_samples;
   options.max_keys_per_target = max_keys;
   options.min_refit_interval = absl::Seconds(min_refit_interval_s);

@@ -1,5 +1,7 @@
 #include "tuner/tuner_core.h"
 
+#include <pthread.h>
+
 #include "absl/strings/str_cat.h"
 #include "common/fingerprint.h"
 #include "common/logging.h"
@@ -81,23 +83,39 @@ absl::StatusOr<std::unique_ptr<TunerCore>> TunerCore::Create(const TunerOptions&
   // The fitter starts before the core exists: its results reach the core
   // through this slot (set below, cleared when the core stops the fitter).
   auto slot = std::make_shared<std::atomic<TunerCore*>>(nullptr);
-  FitterOptions fo{options.db_path, options.store, options.fit, options.change,
-                   options.evidence_ttl};
+  FitterOptions fo{options.db_path, options.store,        options.fit,
+                   options.change,  options.evidence_ttl, options.verify};
   SPINTUNE_ASSIGN_OR_RETURN(auto fitter, Fitter::Create(fo, [slot](FitResult r) {
                               if (TunerCore* core = slot->load()) core->OnFitResult(std::move(r));
                             }));
-  std::unique_ptr<TunerCore> core(new TunerCore(options, std::move(store), std::move(fitter)));
+  auto errors = std::make_shared<std::atomic<TunerCore*>>(nullptr);
+  CompactorOptions co;
+  co.db_path = options.db_path;
+  co.store = options.store;
+  SPINTUNE_ASSIGN_OR_RETURN(auto compactor, Compactor::Create(co, [errors](const absl::Status& s) {
+                              Logger().error("compacting staged batches failed: {}", s.ToString());
+                              if (TunerCore* core = errors->load()) {
+                                core->Count(&TunerCounters::storage_errors);
+                              }
+                            }));
+  std::unique_ptr<TunerCore> core(
+      new TunerCore(options, std::move(store), std::move(fitter), std::move(compactor)));
   slot->store(core.get());
+  errors->store(core.get());
   return core;
 }
 
 TunerCore::TunerCore(TunerOptions options, std::unique_ptr<Store> store,
-                     std::unique_ptr<Fitter> fitter)
-    : options_(std::move(options)), store_(std::move(store)), fitter_(std::move(fitter)) {
+                     std::unique_ptr<Fitter> fitter, std::unique_ptr<Compactor> compactor)
+    : options_(std::move(options)),
+      store_(std::move(store)),
+      fitter_(std::move(fitter)),
+      compactor_(std::move(compactor)) {
   worker_ = std::thread([this] { WorkerLoop(); });
 }
 
 void TunerCore::Stop() {
+  compactor_.reset();
   fitter_.reset();  // first: it posts to the queue
   queue_.Stop();
   if (worker_.joinable()) worker_.join();
@@ -121,6 +139,7 @@ void TunerCore::Count(uint64_t TunerCounters::*counter, uint64_t n) {
 }
 
 void TunerCore::WorkerLoop() {
+  pthread_setname_np(pthread_self(), "ingest");
   absl::Time last_tick = absl::Now();
   while (true) {
     std::vector<TunerJob> unit = queue_.Next(absl::Seconds(1));
@@ -313,6 +332,8 @@ void TunerCore::OnBatch(std::shared_ptr<SessionHandle> session, const v1::Hello&
     batch.clear_dispatches();
     batch.clear_histograms();
     batch.clear_dispatch_histograms();
+    batch.clear_outcomes();
+    batch.clear_timer_oversleep();
     if (job.delta.ok()) job.bytes = std::min(bytes, DeltaBytes(*job.delta));
   }
   job.batch = std::move(batch);
@@ -415,7 +436,7 @@ void TunerCore::IngestGroup(std::vector<TunerJob>& jobs) {
     for (auto& item : items) defer(*item.job, why);
     return;
   }
-  std::set<int64_t> refit;
+  std::set<int64_t> refit, verify;
   for (size_t n = 0; n < items.size(); ++n) {
     TunerJob& job = *items[n].job;
     const SequencedBatch& sb = items[n].batch;
@@ -455,6 +476,7 @@ void TunerCore::IngestGroup(std::vector<TunerJob>& jobs) {
                         session.hello.agent_id(), sb.seq, sb.last_seq, sb.dropped_samples);
         }
         if (!stored || sb.dropped) break;
+        if (!items[n].delta.outcomes.empty()) verify.insert(session.target_id);
         for (const auto& k : items[n].delta.keys) known_keys_[session.target_id].insert(k.key);
         stored_since_fit_.insert(session.target_id);
         uint64_t& since = samples_since_fit_[session.target_id];
@@ -488,6 +510,7 @@ void TunerCore::IngestGroup(std::vector<TunerJob>& jobs) {
     durable_[session.target_id] = std::max(durable_[session.target_id], r.last_seq);
   }
   for (int64_t target : refit) RequestRefit(target, /*force=*/false);
+  for (int64_t target : verify) fitter_->Verify(target);
 }
 
 void TunerCore::RefuseOutOfOrder(TunerJob& job, uint64_t durable) {
@@ -569,6 +592,7 @@ void TunerCore::OnApplied(std::shared_ptr<SessionHandle> session, v1::PolicyAppl
     if (a->ok()) {
       Logger().info("agent={} applied policy version={}", session->hello.agent_id(),
                     a->version());
+      fitter_->Verify(session->target_id);  // its outcomes are counted from now on
     } else {
       Logger().warn("agent={} refused policy version={}: {}", session->hello.agent_id(),
                     a->version(), error);
@@ -615,6 +639,12 @@ void TunerCore::OnFitResult(FitResult result) {
       if (r->predicted) ++counters_.predicted_tables;
       if (r->stored) ++counters_.policy_versions;
       if (!r->status.ok()) ++counters_.storage_errors;
+      for (const auto& v : r->verified) {
+        if (v.verdict == "better") ++counters_.verified_better;
+        if (v.verdict == "worse") ++counters_.verified_worse;
+        if (v.verdict == "inconclusive") ++counters_.verified_inconclusive;
+        if (v.rollback_version != 0) ++counters_.rollbacks;
+      }
     }
     if (r->stored) Push(r->target_id, *r->stored);
     auto waiting = after_fit_.extract(r->ticket);
@@ -628,12 +658,17 @@ void TunerCore::PushExternalVersions() {
   auto data_version = store_->DataVersion();
   if (!data_version.ok() || *data_version == data_version_) return;
   data_version_ = *data_version;
-  for (const auto& [target_id, list] : sessions_) {
-    if (list.empty()) continue;
+  // The fitter and compactor commit all the time: look at version numbers
+  // first (one query), load only tables newer than what was pushed.
+  auto versions = store_->LatestVersions();
+  if (!versions.ok()) return;
+  for (const auto& [target_id, version] : *versions) {
+    auto list = sessions_.find(target_id);
+    if (list == sessions_.end() || list->second.empty()) continue;
+    auto pushed = pushed_version_.find(target_id);
+    if (pushed != pushed_version_.end() && pushed->second >= version) continue;
     auto latest = store_->LoadPolicy(target_id, 0);
     if (!latest.ok() || !latest->has_value()) continue;
-    auto pushed = pushed_version_.find(target_id);
-    if (pushed != pushed_version_.end() && pushed->second >= (*latest)->version) continue;
     Logger().info("target={} policy version={} ({}) stored by another process: pushing",
                   target_id, (*latest)->version, (*latest)->origin);
     Push(target_id, **latest);
@@ -696,6 +731,28 @@ void TunerCore::GetPolicy(const v1::GetPolicyRequest& request,
     }
     v1::GetPolicyResponse resp;
     resp.set_policy_json(PolicyTableToJson(**table).dump(2));
+    auto verified = store_->ListVerifications((*target)->id);
+    if (!verified.ok()) return done(verified.status());
+    for (const auto& v : *verified) {
+      auto* o = resp.add_verifications();
+      o->set_version(v.version);
+      o->set_cpu_class(v.key.cpu_class);
+      o->set_device(v.key.device);
+      o->set_opcode(v.key.opcode);
+      o->set_size_class(v.key.size_class);
+      o->set_verdict(v.verdict);
+      o->set_predicted_cost_ns(v.predicted_cost_ns);
+      o->set_measured_cost_ns(v.measured.mean_ns);
+      o->set_measured_low_ns(v.measured.low_ns);
+      o->set_measured_high_ns(v.measured.high_ns);
+      o->set_requests(v.requests);
+      o->set_incumbent_version(v.incumbent_version);
+      o->set_incumbent_cost_ns(v.incumbent.mean_ns);
+      o->set_incumbent_low_ns(v.incumbent.low_ns);
+      o->set_incumbent_high_ns(v.incumbent.high_ns);
+      o->set_rollback_version(v.rollback_version);
+      o->set_reason(v.reason);
+    }
     done(std::move(resp));
   });
 }

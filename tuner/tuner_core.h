@@ -22,7 +22,8 @@
 //
 // Batches waiting back to back are stored in one SQLite transaction (group
 // commit: one fsync for many batches, each still acknowledged only after
-// that commit).
+// that commit). A batch is stored as one staged row; a compactor thread
+// folds staged rows into the per-key histograms (tuner/compactor.h).
 //
 // Per target it counts samples ingested since the last fit and refits when
 // TunerOptions::refit_samples have arrived (and on Drain, when anything was
@@ -62,6 +63,7 @@
 #include "spintune/v1/spintune.pb.h"
 #include "storage/store.h"
 #include "tuner/job_queue.h"
+#include "tuner/compactor.h"
 #include "tuner/fitter.h"
 #include "tuner/session_handle.h"
 
@@ -104,6 +106,8 @@ struct TunerOptions {
   absl::Duration hello_timeout = absl::Seconds(10);
   // Cold start: how long the other targets' evidence is reused.
   absl::Duration evidence_ttl = absl::Seconds(30);
+  // Verification of pushed versions against measured outcomes.
+  VerifierOptions verify;
   ServerTls tls;  // no cert: plaintext
 };
 
@@ -124,6 +128,12 @@ struct TunerCounters {
   uint64_t pushes = 0;
   uint64_t changes_detected = 0;
   uint64_t predicted_tables = 0;
+  // Verdicts on pushed versions' keys (tuner/verifier.h), and the rollbacks
+  // they caused.
+  uint64_t verified_better = 0;
+  uint64_t verified_worse = 0;
+  uint64_t verified_inconclusive = 0;
+  uint64_t rollbacks = 0;
   uint64_t spool_dropped_samples = 0;  // agents' placeholders for dropped batches
   uint64_t unauthenticated = 0;        // calls without a valid token
   uint64_t permission_denied = 0;      // valid token, wrong target or not admin
@@ -182,7 +192,8 @@ class TunerCore {
   const TunerOptions& options() const { return options_; }
 
  private:
-  TunerCore(TunerOptions options, std::unique_ptr<Store> store, std::unique_ptr<Fitter> fitter);
+  TunerCore(TunerOptions options, std::unique_ptr<Store> store, std::unique_ptr<Fitter> fitter,
+            std::unique_ptr<Compactor> compactor);
   // A fit finished (on the fitter's thread): handled on the worker.
   void OnFitResult(FitResult result);
   void Post(std::shared_ptr<SessionHandle> session, std::function<void()> run,
@@ -246,7 +257,8 @@ class TunerCore {
   std::map<uint64_t, std::vector<std::function<void()>>> after_fit_;
   int64_t data_version_ = 0;                    // Store::DataVersion() last seen
 
-  std::unique_ptr<Fitter> fitter_;  // posts results to queue_
+  std::unique_ptr<Fitter> fitter_;        // posts results to queue_
+  std::unique_ptr<Compactor> compactor_;  // folds staged batches (tuner/compactor.h)
   std::thread worker_;              // last: started after everything above
 };
 

@@ -48,6 +48,19 @@ std::string RenderPrometheusText(const TunerCounters& c) {
   Metric(&out, "spintune_tuner_spool_dropped_samples_total", "counter",
          "Samples in batches agents' full spools dropped (placeholders).", c.spool_dropped_samples);
   absl::StrAppend(&out,
+                  "# HELP spintune_tuner_verifications_total Keys of pushed versions verified "
+                  "against measured outcomes, by verdict.\n"
+                  "# TYPE spintune_tuner_verifications_total counter\n");
+  for (const auto& [verdict, n] : {std::pair<const char*, uint64_t>{"better", c.verified_better},
+                                   {"worse", c.verified_worse},
+                                   {"inconclusive", c.verified_inconclusive}}) {
+    absl::StrAppend(&out, "spintune_tuner_verifications_total{verdict=\"", verdict, "\"} ", n,
+                    "\n");
+  }
+  Metric(&out, "spintune_tuner_rollbacks_total", "counter",
+         "Keys rolled back because their measured cost was worse than the incumbent's.",
+         c.rollbacks);
+  absl::StrAppend(&out,
                   "# HELP spintune_tuner_rejected_total Messages and calls refused, by reason.\n"
                   "# TYPE spintune_tuner_rejected_total counter\n");
   const std::pair<const char*, uint64_t> reasons[] = {

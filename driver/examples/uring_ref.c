@@ -8,8 +8,14 @@
  *   measure mode: spin on every completion (exact completion times) and
  *     block on a share of them, write the samples CSV and a platform JSON
  *     estimated on this machine;
+ *   compare mode: table, block and spin take turns request by request (an
+ *     interleaved comparison that disk drift cannot bias);
  *   table / spin / block modes: run the workload and report per opcode the
- *     mean latency and CPU time (thread CPU clock) per request.
+ *     mean latency and CPU time (thread CPU clock) per request; with
+ *     --report FILE also as an outcome report (docs/verification.md: per
+ *     key the request count and the sums of CPU ns, latency ns, their
+ *     squares and products), what `spintune verify` compares with the
+ *     table's predictions.
  *
  * Opcodes follow the block layer: 0 = read (REQ_OP_READ), 1 = write.
  */
@@ -39,6 +45,7 @@ struct options {
 	const char *shm;
 	const char *csv;
 	const char *platform;
+	const char *report;
 	unsigned long long file_mib;
 	unsigned long ops;
 	unsigned sizes[MAX_SIZES];
@@ -49,6 +56,7 @@ struct opstats {
 	unsigned long count;
 	double latency_ns;
 	double cpu_ns;
+	double latency_sq, cpu_sq, cpu_latency; /* for the outcome report */
 	unsigned long spin_hits, irq_fallbacks;
 };
 
@@ -71,7 +79,7 @@ static uint64_t cpu_ns(void)
 static void usage(FILE *out)
 {
 	fprintf(out,
-		"usage: spintune-uring-ref --mode measure|table|spin|block [options]\n"
+		"usage: spintune-uring-ref --mode measure|table|spin|block|compare [options]\n"
 		"  --file PATH       data file (O_DIRECT), created if missing\n"
 		"  --file-mib N      its size in MiB (default 64)\n"
 		"  --ops N           requests to run (default 20000)\n"
@@ -79,6 +87,8 @@ static void usage(FILE *out)
 		"  --shm NAME        table mode: the agent's shm sink object (shm:NAME)\n"
 		"  --csv OUT         measure mode: completion samples CSV\n"
 		"  --platform OUT    measure mode: platform costs JSON of this machine\n"
+		"  --report OUT      outcome report JSON (docs/verification.md); compare mode\n"
+		"                    (table, block and spin in turns): OUT-table.json, -block, -spin\n"
 		"Examples:\n"
 		"  spintune-uring-ref --mode measure --csv s.csv --platform p.json\n"
 		"  spintune-uring-ref --mode table --shm spintune-uring0\n"
@@ -92,7 +102,8 @@ static int parse(int argc, char **argv, struct options *o)
 		{"shm", required_argument, 0, 's'},     {"csv", required_argument, 0, 'c'},
 		{"platform", required_argument, 0, 'p'}, {"file-mib", required_argument, 0, 'b'},
 		{"ops", required_argument, 0, 'n'},     {"sizes", required_argument, 0, 'z'},
-		{"help", no_argument, 0, 'h'},          {0, 0, 0, 0}};
+		{"report", required_argument, 0, 'r'},  {"help", no_argument, 0, 'h'},
+		{0, 0, 0, 0}};
 	int c;
 
 	o->file = "/var/tmp/spintune-uring-ref.dat";
@@ -110,6 +121,7 @@ static int parse(int argc, char **argv, struct options *o)
 		case 's': o->shm = optarg; break;
 		case 'c': o->csv = optarg; break;
 		case 'p': o->platform = optarg; break;
+		case 'r': o->report = optarg; break;
 		case 'b': o->file_mib = strtoull(optarg, &end, 10); if (*end || !o->file_mib) return -1; break;
 		case 'n': o->ops = strtoul(optarg, &end, 10); if (*end || !o->ops) return -1; break;
 		case 'z':
@@ -129,9 +141,10 @@ static int parse(int argc, char **argv, struct options *o)
 		}
 	}
 	if (!o->mode || (strcmp(o->mode, "measure") && strcmp(o->mode, "table") &&
-			 strcmp(o->mode, "spin") && strcmp(o->mode, "block")))
+			 strcmp(o->mode, "spin") && strcmp(o->mode, "block") &&
+			 strcmp(o->mode, "compare")))
 		return -1;
-	if (!strcmp(o->mode, "table") && !o->shm)
+	if ((!strcmp(o->mode, "table") || !strcmp(o->mode, "compare")) && !o->shm)
 		return -1;
 	if (!strcmp(o->mode, "measure") && (!o->csv || !o->platform))
 		return -1;
@@ -219,17 +232,62 @@ static int load_table(const char *name, struct spintune_table *table,
 	return spintune_blob_parse(blob, len, storage, SPINTUNE_MAX_ENTRIES, table);
 }
 
+/* Size class: the bit width of the length (policy.h). */
+static unsigned size_class(unsigned bytes)
+{
+	unsigned c = 0;
+
+	while (bytes) {
+		c++;
+		bytes >>= 1;
+	}
+	return c;
+}
+
+/* The outcome report (docs/verification.md), one object per key. */
+static int write_report(const char *path, int nsizes, const unsigned *sizes, const char *mode,
+			struct opstats stats[2][MAX_SIZES], unsigned long long version)
+{
+	FILE *f = fopen(path, "w");
+	int k, s, first = 1;
+
+	if (!f)
+		return -1;
+	fprintf(f, "{\"format\": \"spintune-outcomes\", \"format_version\": 1, \"device\": \"%s\",\n"
+		" \"mode\": \"%s\", \"policy_version\": %llu, \"keys\": [",
+		DEVICE_NAME, mode, version);
+	for (k = 0; k < 2; k++) {
+		for (s = 0; s < nsizes; s++) {
+			const struct opstats *st = &stats[k][s];
+
+			if (!st->count)
+				continue;
+			fprintf(f, "%s\n  {\"cpu_class\": \"default\", \"opcode\": %d, \"bytes\": %u, "
+				"\"size_class\": %u, \"requests\": %lu, \"cpu_ns_sum\": %.17g, "
+				"\"latency_ns_sum\": %.17g, \"cpu_ns_sq_sum\": %.17g, "
+				"\"latency_ns_sq_sum\": %.17g, \"cpu_latency_ns_sum\": %.17g}",
+				first ? "" : ",", k, sizes[s], size_class(sizes[s]), st->count,
+				st->cpu_ns, st->latency_ns, st->cpu_sq, st->latency_sq, st->cpu_latency);
+			first = 0;
+		}
+	}
+	fprintf(f, "\n]}\n");
+	return fclose(f);
+}
+
 int main(int argc, char **argv)
 {
 	struct options o = {0};
-	struct opstats stats[2][MAX_SIZES];
+	/* per run mode (table, block, spin), opcode and size */
+	static const char *const run_names[3] = {"table", "block", "spin"};
+	struct opstats stats[3][2][MAX_SIZES];
 	static struct spintune_entry storage[SPINTUNE_MAX_ENTRIES];
 	static uint8_t blob[SPINTUNE_BLOB_HEADER_BYTES + SPINTUNE_MAX_ENTRIES * SPINTUNE_BLOB_ENTRY_BYTES];
 	struct spintune_table table = {0};
 	struct spintune_wait_stats wstats = {0};
 	FILE *csv = 0;
 	void *buf;
-	int fd, rc, measure, spin_mode, block_mode, table_mode;
+	int fd, rc, measure, spin_mode, block_mode, table_mode, compare, r;
 	unsigned long i;
 	unsigned long long blocks;
 	/* measure mode, per (opcode, size): the blocking path against spinning */
@@ -246,7 +304,8 @@ int main(int argc, char **argv)
 	spin_mode = !strcmp(o.mode, "spin");
 	block_mode = !strcmp(o.mode, "block");
 	table_mode = !strcmp(o.mode, "table");
-	if (table_mode && (rc = load_table(o.shm, &table, storage, blob)) != 0) {
+	compare = !strcmp(o.mode, "compare");
+	if ((table_mode || compare) && (rc = load_table(o.shm, &table, storage, blob)) != 0) {
 		fprintf(stderr, "spintune-uring-ref: cannot load the table from shm %s: %s\n", o.shm,
 			strerror(-rc));
 		return 1;
@@ -291,9 +350,12 @@ int main(int argc, char **argv)
 		uint64_t t0, c0, t1, c1;
 
 		/* measure: one request in 8, spread over every key, blocks (costs);
-		 * the rest spin (exact completion times) */
+		 * the rest spin (exact completion times). compare: table, block
+		 * and spin take turns, so all three see the disk in the same state. */
+		const int run = compare ? (int)((i / 2 / (unsigned long)o.nsizes) % 3)
+				: block_mode ? 1 : spin_mode ? 2 : 0;
 		const int block_now =
-			block_mode || (measure && ((i * 2654435761ul) >> 7) % 8 == 0);
+			(run == 1 && !measure) || (measure && ((i * 2654435761ul) >> 7) % 8 == 0);
 
 		if (op == 0)
 			io_uring_prep_read(sqe, fd, buf, size, off);
@@ -304,7 +366,7 @@ int main(int argc, char **argv)
 		c0 = cpu_ns();
 		if (block_now) {
 			rc = wait_blocking(&cqe);
-		} else if (spin_mode || measure) {
+		} else if (run == 2 || measure) {
 			uint64_t p0 = now_ns();
 			unsigned long peeks = 0;
 
@@ -321,9 +383,9 @@ int main(int argc, char **argv)
 
 			rc = spintune_wait(e, cqe_ready, ready, ready, 1000000000ull, &wstats, 0);
 			if (rc == SPINTUNE_ARM_IRQ) {
-				stats[op][si].irq_fallbacks++;
+				stats[run][op][si].irq_fallbacks++;
 			} else if (rc == 0) {
-				stats[op][si].spin_hits++;
+				stats[run][op][si].spin_hits++;
 			}
 			/* Collect the CQE: returns at once when the spin saw it, else
 			 * blocks in the kernel (the IRQ path). */
@@ -337,9 +399,16 @@ int main(int argc, char **argv)
 			return 1;
 		}
 		io_uring_cqe_seen(&ring, cqe);
-		stats[op][si].count++;
-		stats[op][si].latency_ns += (double)(t1 - t0);
-		stats[op][si].cpu_ns += (double)(c1 - c0);
+		{
+			struct opstats *st = &stats[run][op][si];
+
+			st->count++;
+			st->latency_ns += (double)(t1 - t0);
+			st->cpu_ns += (double)(c1 - c0);
+			st->latency_sq += (double)(t1 - t0) * (double)(t1 - t0);
+			st->cpu_sq += (double)(c1 - c0) * (double)(c1 - c0);
+			st->cpu_latency += (double)(c1 - c0) * (double)(t1 - t0);
+		}
 		if (measure) {
 			if (block_now) {
 				block_lat[op][si] += (double)(t1 - t0);
@@ -404,23 +473,43 @@ int main(int argc, char **argv)
 	}
 
 	printf("spintune-uring-ref mode=%s file=%s ops=%lu\n", o.mode, o.file, o.ops);
-	if (table_mode)
+	if (table_mode || compare)
 		printf("table version %llu (%u entries) from shm %s\n",
 		       (unsigned long long)table.version, table.count, o.shm);
-	printf("%-6s %-8s %8s %14s %14s %10s %10s\n", "OPCODE", "BYTES", "COUNT", "LATENCY/REQ",
-	       "CPU/REQ", "SPIN HITS", "IRQ");
-	for (i = 0; i < 2; i++) {
-		int s;
+	for (r = 0; r < 3; r++) {
+		int any = 0, k, s;
+		char path[4096];
 
-		for (s = 0; s < o.nsizes; s++) {
-			const struct opstats *st = &stats[i][s];
+		for (k = 0; k < 2; k++)
+			for (s = 0; s < o.nsizes; s++)
+				any |= stats[r][k][s].count > 0;
+		if (!any)
+			continue;
+		if (compare)
+			printf("%s:\n", run_names[r]);
+		printf("%-6s %-8s %8s %14s %14s %10s %10s\n", "OPCODE", "BYTES", "COUNT",
+		       "LATENCY/REQ", "CPU/REQ", "SPIN HITS", "IRQ");
+		for (k = 0; k < 2; k++) {
+			for (s = 0; s < o.nsizes; s++) {
+				const struct opstats *st = &stats[r][k][s];
 
-			if (!st->count)
-				continue;
-			printf("%-6s %-8u %8lu %12.1fus %12.1fus %10lu %10lu\n",
-			       i == 0 ? "read" : "write", o.sizes[s], st->count,
-			       st->latency_ns / (double)st->count / 1000.0,
-			       st->cpu_ns / (double)st->count / 1000.0, st->spin_hits, st->irq_fallbacks);
+				if (!st->count)
+					continue;
+				printf("%-6s %-8u %8lu %12.1fus %12.1fus %10lu %10lu\n",
+				       k == 0 ? "read" : "write", o.sizes[s], st->count,
+				       st->latency_ns / (double)st->count / 1000.0,
+				       st->cpu_ns / (double)st->count / 1000.0, st->spin_hits,
+				       st->irq_fallbacks);
+			}
+		}
+		if (!o.report)
+			continue;
+		/* compare: one report per run mode, PREFIX-MODE.json */
+		snprintf(path, sizeof(path), compare ? "%s-%s.json" : "%s", o.report, run_names[r]);
+		if (write_report(path, o.nsizes, o.sizes, run_names[r], stats[r],
+				 r == 0 ? table.version : 0) != 0) {
+			fprintf(stderr, "spintune-uring-ref: %s: %s\n", path, strerror(errno));
+			return 1;
 		}
 	}
 	io_uring_queue_exit(&ring);

@@ -95,13 +95,20 @@ BucketCounts ToBucketCounts(const std::map<uint32_t, uint64_t>& deltas) {
 // races with the program: a sample may be in the sum but not yet in its
 // bucket); the rest is reported with the next delta.
 uint64_t ClampSum(const BucketCounts& b, uint64_t sum_ns) {
-  unsigned __int128 low = 0, high = 0;
+  // Saturating at 2^64 - 1 (no 128-bit integers on 32-bit boards): a
+  // bound that large cannot be below or above a 64-bit sum anyway.
+  constexpr uint64_t kMax = ~uint64_t{0};
+  auto add_product = [](uint64_t acc, uint64_t value, uint64_t n) {
+    if (n != 0 && value > (kMax - acc) / n) return kMax;
+    return acc + value * n;
+  };
+  uint64_t low = 0, high = 0;
   for (const auto& [index, n] : b.buckets) {
-    low += static_cast<unsigned __int128>(LatencyHistogram::BucketLowerNs(index)) * n;
-    high += static_cast<unsigned __int128>(LatencyHistogram::BucketUpperNs(index)) * n;
+    low = add_product(low, LatencyHistogram::BucketLowerNs(index), n);
+    high = add_product(high, LatencyHistogram::BucketUpperNs(index), n);
   }
-  if (sum_ns < low) return static_cast<uint64_t>(low);
-  if (sum_ns > high) return static_cast<uint64_t>(high);
+  if (sum_ns < low) return low;
+  if (sum_ns > high && high != kMax) return high;
   return sum_ns;
 }
 

@@ -1,0 +1,175 @@
+#include "cli/verify_command.h"
+
+#include <map>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "cli/table_format.h"
+#include "common/file_util.h"
+#include "common/status_macros.h"
+#include "models/cost_moments.h"
+#include "nlohmann/json.hpp"
+
+namespace spintune {
+namespace {
+
+using json = nlohmann::json;
+
+struct ReportKey {
+  std::string cpu_class;
+  uint32_t opcode;
+  uint32_t size_class;
+  friend bool operator<(const ReportKey& a, const ReportKey& b) {
+    return std::tie(a.cpu_class, a.opcode, a.size_class) <
+           std::tie(b.cpu_class, b.opcode, b.size_class);
+  }
+};
+
+struct Report {
+  std::string device;
+  std::map<ReportKey, std::pair<uint64_t, CostMoments>> keys;  // key -> (bytes, moments)
+};
+
+absl::StatusOr<double> Number(const json& j, const std::string& field, const std::string& where) {
+  if (!j.contains(field) || !j[field].is_number() || j[field].get<double>() < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ".", field, ": a number >= 0"));
+  }
+  return j[field].get<double>();
+}
+
+absl::StatusOr<Report> ReadReport(const std::string& path) {
+  SPINTUNE_ASSIGN_OR_RETURN(std::string text, ReadFileToString(path, 64 << 20));
+  const json j = json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": not a JSON object"));
+  }
+  if (j.value("format", "") != "spintune-outcomes" || j.value("format_version", 0) != 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": not an outcome report (format spintune-outcomes, version 1)"));
+  }
+  Report r;
+  r.device = j.value("device", "");
+  if (r.device.empty() || !j.contains("keys") || !j["keys"].is_array()) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": needs device and keys"));
+  }
+  for (size_t i = 0; i < j["keys"].size(); ++i) {
+    const json& k = j["keys"][i];
+    const std::string where = absl::StrCat(path, ": keys[", i, "]");
+    if (!k.is_object()) return absl::InvalidArgumentError(where + ": not an object");
+    SPINTUNE_ASSIGN_OR_RETURN(double opcode, Number(k, "opcode", where));
+    SPINTUNE_ASSIGN_OR_RETURN(double size_class, Number(k, "size_class", where));
+    SPINTUNE_ASSIGN_OR_RETURN(double bytes, Number(k, "bytes", where));
+    SPINTUNE_ASSIGN_OR_RETURN(double requests, Number(k, "requests", where));
+    if (opcode > 0xFFFFFFFE || size_class > 64 || requests < 1) {
+      return absl::InvalidArgumentError(where + ": opcode, size_class or requests out of range");
+    }
+    CostMoments m;
+    m.requests = static_cast<uint64_t>(requests);
+    SPINTUNE_ASSIGN_OR_RETURN(m.cpu_ns_sum, Number(k, "cpu_ns_sum", where));
+    SPINTUNE_ASSIGN_OR_RETURN(m.latency_ns_sum, Number(k, "latency_ns_sum", where));
+    SPINTUNE_ASSIGN_OR_RETURN(m.cpu_ns_sq_sum, Number(k, "cpu_ns_sq_sum", where));
+    SPINTUNE_ASSIGN_OR_RETURN(m.latency_ns_sq_sum, Number(k, "latency_ns_sq_sum", where));
+    SPINTUNE_ASSIGN_OR_RETURN(m.cpu_latency_ns_sum, Number(k, "cpu_latency_ns_sum", where));
+    const ReportKey key{k.value("cpu_class", "default"), static_cast<uint32_t>(opcode),
+                        static_cast<uint32_t>(size_class)};
+    r.keys[key] = {static_cast<uint64_t>(bytes), m};
+  }
+  return r;
+}
+
+json Measured(const CostMoments& m, double lambda) {
+  const CostInterval i = m.Interval(lambda);
+  return {{"cpu_ns", m.MeanCpuNs()},   {"latency_ns", m.MeanLatencyNs()}, {"cost_ns", i.mean_ns},
+          {"cost_low_ns", i.low_ns},   {"cost_high_ns", i.high_ns},      {"requests", m.requests}};
+}
+
+}  // namespace
+
+absl::Status RunVerify(const Repository& repo, const VerifyFlags& flags, std::ostream& out) {
+  if (flags.format != "table" && flags.format != "json") {
+    return absl::InvalidArgumentError("--format: table or json");
+  }
+  SPINTUNE_ASSIGN_OR_RETURN(PolicyTable table, LoadTable(repo, flags.source));
+  std::map<std::string, Report> reports;  // by mode
+  for (const auto& spec : flags.reports) {
+    const size_t eq = spec.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--report ", spec, ": MODE=FILE (e.g. table=run.json)"));
+    }
+    SPINTUNE_ASSIGN_OR_RETURN(reports[spec.substr(0, eq)], ReadReport(spec.substr(eq + 1)));
+  }
+  if (reports.count("table") == 0) {
+    return absl::InvalidArgumentError("--report table=FILE is required (the table's own run)");
+  }
+  const double lambda = table.latency_weight;
+  const Report& mine = reports["table"];
+  json keys = json::array();
+  std::vector<std::vector<std::string>> rows = {
+      {"OPCODE", "BYTES", "WAIT", "PREDICTED J", "MEASURED J (95%)", "BEST FIXED J", "TABLE/FIXED",
+       "|PRED-MEAS|/MEAS"}};
+  for (const auto& [key, bytes_moments] : mine.keys) {
+    const PolicyKey pk{key.cpu_class, mine.device, key.opcode, key.size_class};
+    const PolicyEntry* entry = nullptr;
+    for (const auto& e : table.entries) {
+      if (!e.fallback && e.key == pk) entry = &e;
+      if (e.fallback && e.key.device == pk.device && entry == nullptr) entry = &e;
+    }
+    if (entry == nullptr) continue;
+    json measured = json::object();
+    double best_fixed = 0;
+    std::string best_mode;
+    for (const auto& [mode, r] : reports) {
+      auto it = r.keys.find(key);
+      if (it == r.keys.end()) continue;
+      measured[mode] = Measured(it->second.second, lambda);
+      const double j = it->second.second.MeanCostNs(lambda);
+      if (mode != "table" && (best_mode.empty() || j < best_fixed)) {
+        best_fixed = j;
+        best_mode = mode;
+      }
+    }
+    const double meas = bytes_moments.second.MeanCostNs(lambda);
+    const double pred = entry->expected_cost_ns;
+    json k = {{"opcode", key.opcode},
+              {"bytes", bytes_moments.first},
+              {"size_class", key.size_class},
+              {"strategy", FormatWait(entry->wait)},
+              {"predicted",
+               {{"cpu_ns", entry->expected.cpu_ns},
+                {"latency_ns", entry->expected.latency_ns},
+                {"cost_ns", pred}}},
+              {"measured", measured},
+              {"prediction_error", meas > 0 ? std::abs(pred - meas) / meas : 0}};
+    if (!best_mode.empty()) {
+      k["best_fixed"] = best_mode;
+      k["table_over_best_fixed"] = meas / best_fixed;
+    }
+    rows.push_back({absl::StrCat(key.opcode), absl::StrCat(bytes_moments.first),
+                    FormatWait(entry->wait), FormatDurationNs(pred),
+                    absl::StrCat(FormatDurationNs(meas), " [",
+                                 FormatDurationNs(bytes_moments.second.Interval(lambda).low_ns),
+                                 ", ",
+                                 FormatDurationNs(bytes_moments.second.Interval(lambda).high_ns),
+                                 "]"),
+                    best_mode.empty() ? "-" : absl::StrCat(FormatDurationNs(best_fixed), " (",
+                                                           best_mode, ")"),
+                    best_mode.empty() ? "-" : absl::StrFormat("%.3f", meas / best_fixed),
+                    absl::StrFormat("%.1f%%", 100 * k["prediction_error"].get<double>())});
+    keys.push_back(std::move(k));
+  }
+  const json doc = {{"latency_weight", lambda}, {"table_version", table.version}, {"keys", keys}};
+  if (!flags.output.empty()) {
+    SPINTUNE_RETURN_IF_ERROR(WriteFileAtomically(flags.output, doc.dump(2) + "\n"));
+  }
+  if (flags.format == "json") {
+    out << doc.dump(2) << "\n";
+  } else {
+    out << absl::StrFormat("Table version %d (latency weight %g) against the driver's runs:\n",
+                           table.version, lambda)
+        << RenderColumns(rows);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace spintune

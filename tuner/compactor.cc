@@ -1,0 +1,57 @@
+#include "tuner/compactor.h"
+
+#include <pthread.h>
+
+#include "common/status_macros.h"
+
+namespace spintune {
+
+absl::StatusOr<std::unique_ptr<Compactor>> Compactor::Create(
+    CompactorOptions options, std::function<void(const absl::Status&)> on_error) {
+  StoreOptions store_options = options.store;
+  store_options.reserve_bytes = 0;  // the tuner's own connection keeps it
+  SPINTUNE_ASSIGN_OR_RETURN(auto store, Store::Open(options.db_path, store_options));
+  return std::unique_ptr<Compactor>(
+      new Compactor(std::move(options), std::move(store), std::move(on_error)));
+}
+
+Compactor::Compactor(CompactorOptions options, std::unique_ptr<Store> store,
+                     std::function<void(const absl::Status&)> on_error)
+    : options_(std::move(options)), store_(std::move(store)), on_error_(std::move(on_error)) {
+  thread_ = std::thread([this] { Loop(); });
+}
+
+Compactor::~Compactor() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+    cv_.notify_all();
+  }
+  thread_.join();
+}
+
+void Compactor::Loop() {
+  pthread_setname_np(pthread_self(), "compactor");
+  while (true) {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait_for(lock, absl::ToChronoNanoseconds(options_.period), [this] { return stop_; });
+      if (stop_) return;
+    }
+    auto targets = store_->TargetsToCompact(options_.min_batches, options_.max_age);
+    if (!targets.ok()) {
+      on_error_(targets.status());
+      continue;
+    }
+    for (int64_t target : *targets) {
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (stop_) return;
+      }
+      auto folded = store_->Compact(target);
+      if (!folded.ok()) on_error_(folded.status());
+    }
+  }
+}
+
+}  // namespace spintune

@@ -1,0 +1,192 @@
+#include "tuner/verifier.h"
+
+#include <map>
+#include <set>
+
+#include "absl/strings/str_format.h"
+#include "common/logging.h"
+#include "common/status_macros.h"
+#include "models/wait_distribution.h"
+#include "models/wait_optimizer.h"
+
+namespace spintune {
+namespace {
+
+// The entry of `table` a driver uses for `key`: its own, else its device's
+// fallback.
+const PolicyEntry* EntryFor(const PolicyTable& table, const PolicyKey& key) {
+  const PolicyEntry* fallback = nullptr;
+  for (const auto& e : table.entries) {
+    if (e.fallback && e.key.device == key.device) fallback = &e;
+    if (!e.fallback && e.key == key) return &e;
+  }
+  return fallback;
+}
+
+// The wait of `key` under version `version` (0: the device's default rule;
+// IRQ when it has none).
+absl::StatusOr<WaitParams> WaitUnder(Store& store, int64_t target_id, uint64_t version,
+                                     const PolicyTable& any_version, const PolicyKey& key) {
+  if (version == 0) {
+    for (const auto& d : any_version.devices) {
+      if (d.name != key.device) continue;
+      if (auto w = MatchDefault(d.default_rules, key.opcode, key.size_class)) return *w;
+    }
+    return WaitParams::Irq();
+  }
+  SPINTUNE_ASSIGN_OR_RETURN(auto table, store.LoadPolicy(target_id, version));
+  if (!table) return absl::NotFoundError(absl::StrCat("no version ", version));
+  const PolicyEntry* e = EntryFor(*table, key);
+  return e ? e->wait : WaitParams::Irq();
+}
+
+std::string Us(const CostInterval& i) {
+  return absl::StrFormat("%.1f us [%.1f, %.1f]", i.mean_ns / 1e3, i.low_ns / 1e3,
+                         i.high_ns / 1e3);
+}
+
+}  // namespace
+
+absl::StatusOr<VerifyResult> VerifyTarget(Store& store, int64_t target_id,
+                                          const VerifierOptions& options) {
+  VerifyResult result;
+  SPINTUNE_ASSIGN_OR_RETURN(TargetRecord target, store.LoadTarget(target_id));
+  SPINTUNE_ASSIGN_OR_RETURN(auto summary, store.FindTarget(target.agent_id));
+  if (!summary || summary->applied_version == 0) return result;
+  const uint64_t applied = summary->applied_version;
+  SPINTUNE_ASSIGN_OR_RETURN(auto table, store.LoadPolicy(target_id, applied));
+  if (!table) return result;
+  SPINTUNE_ASSIGN_OR_RETURN(auto outcomes, store.LoadOutcomes(target_id));
+  SPINTUNE_ASSIGN_OR_RETURN(auto verified, store.ListVerifications(target_id));
+  std::set<std::pair<uint64_t, PolicyKey>> decided;
+  for (const auto& v : verified) decided.insert({v.version, v.key});
+  std::map<PolicyKey, std::map<uint64_t, CostMoments>> by_key;  // key -> version -> moments
+  for (const auto& o : outcomes) by_key[o.key][o.version] = o.moments;
+
+  std::vector<VerificationRecord> worse;
+  for (const auto& e : table->entries) {
+    if (e.fallback || decided.count({applied, e.key})) continue;
+    auto key_outcomes = by_key.find(e.key);
+    if (key_outcomes == by_key.end()) continue;
+    auto now = key_outcomes->second.find(applied);
+    if (now == key_outcomes->second.end() || now->second.requests < options.min_requests) {
+      continue;
+    }
+    // The incumbent: the latest earlier version measured enough (the
+    // default rule is version 0).
+    const CostMoments* before = nullptr;
+    uint64_t before_version = 0;
+    for (auto it = key_outcomes->second.begin(); it != key_outcomes->second.end(); ++it) {
+      if (it->first < applied && it->second.requests >= options.min_requests) {
+        before = &it->second;
+        before_version = it->first;
+      }
+    }
+    if (before == nullptr) continue;  // nothing to compare with (yet)
+    SPINTUNE_ASSIGN_OR_RETURN(WaitParams before_wait,
+                              WaitUnder(store, target_id, before_version, *table, e.key));
+    if (before_wait == e.wait) continue;  // this version did not change the key
+    VerificationRecord v;
+    v.key = e.key;
+    v.version = applied;
+    v.predicted_cost_ns = e.expected_cost_ns;
+    v.measured = now->second.Interval(table->latency_weight, options.z);
+    v.requests = now->second.requests;
+    v.incumbent_version = before_version;
+    v.incumbent = before->Interval(table->latency_weight, options.z);
+    if (v.measured.low_ns > v.incumbent.high_ns) {
+      v.verdict = "worse";
+    } else if (v.measured.high_ns < v.incumbent.low_ns) {
+      v.verdict = "better";
+    } else if (v.requests >= options.max_requests) {
+      v.verdict = "inconclusive";
+    } else {
+      continue;  // wait for more requests
+    }
+    v.reason = absl::StrFormat("measured %s over %d requests; version %d measured %s; predicted %.1f us",
+                               Us(v.measured), v.requests, before_version, Us(v.incumbent),
+                               v.predicted_cost_ns / 1e3);
+    if (v.verdict == "worse") {
+      worse.push_back(std::move(v));
+    } else {
+      SPINTUNE_RETURN_IF_ERROR(store.RecordVerification(target_id, v));
+      result.decided.push_back(std::move(v));
+    }
+  }
+  if (worse.empty()) return result;
+
+  // Roll the worse keys back to their incumbents' waits, on top of the
+  // latest version (a newer fit may have been stored meanwhile).
+  SPINTUNE_ASSIGN_OR_RETURN(auto latest, store.LoadPolicy(target_id, 0));
+  PolicyTable rollback = latest ? *latest : *table;
+  SPINTUNE_ASSIGN_OR_RETURN(auto keys, store.LoadKeys(target_id));
+  std::map<PolicyKey, uint64_t> samples;
+  for (const auto& k : keys) samples[k.key] = k.histogram.total_count();
+  std::vector<HeldKey> held;
+  for (const auto& v : worse) {
+    SPINTUNE_ASSIGN_OR_RETURN(WaitParams w,
+                              WaitUnder(store, target_id, v.incumbent_version, *table, v.key));
+    for (auto& e : rollback.entries) {
+      if (!e.fallback && e.key == v.key) e.wait = w;
+    }
+    held.push_back({v.key, w, samples[v.key]});
+  }
+  rollback.origin = "verify-rollback";
+  auto version = store.AppendPolicyVersion(target_id, &rollback);
+  if (absl::IsFailedPrecondition(version.status())) {
+    // Pinned by an operator: record the verdicts, change nothing.
+    for (auto& v : worse) {
+      v.reason += "; not rolled back: the target is pinned";
+      SPINTUNE_RETURN_IF_ERROR(store.RecordVerification(target_id, v));
+      result.decided.push_back(std::move(v));
+    }
+    return result;
+  }
+  SPINTUNE_RETURN_IF_ERROR(version.status());
+  for (auto& v : worse) {
+    v.rollback_version = *version;
+    v.reason += absl::StrFormat("; rolled back to version %d's wait in version %d",
+                                v.incumbent_version, *version);
+    SPINTUNE_RETURN_IF_ERROR(store.RecordVerification(target_id, v));
+    Logger().warn("target={} key {}/{}/op{}/sc{}: version {} measured worse than version {} ({}); "
+                  "rolled back in version {}",
+                  target_id, v.key.device, v.key.cpu_class, v.key.opcode, v.key.size_class,
+                  v.version, v.incumbent_version, v.reason, *version);
+    result.decided.push_back(std::move(v));
+  }
+  for (const auto& h : held) SPINTUNE_RETURN_IF_ERROR(store.HoldKey(target_id, h));
+  result.rollback = std::move(rollback);
+  return result;
+}
+
+absl::StatusOr<std::vector<PolicyKey>> ApplyHeldKeys(Store& store, int64_t target_id,
+                                                     const std::vector<KeyEvidence>& keys,
+                                                     const std::vector<PolicyKey>& changed,
+                                                     PolicyTable* table) {
+  SPINTUNE_ASSIGN_OR_RETURN(auto held, store.ListHeldKeys(target_id));
+  std::vector<PolicyKey> released;
+  const std::set<PolicyKey> drifted(changed.begin(), changed.end());
+  for (const auto& h : held) {
+    auto evidence = std::find_if(keys.begin(), keys.end(),
+                                 [&](const KeyEvidence& k) { return k.key == h.key; });
+    const uint64_t samples = evidence == keys.end() ? 0 : evidence->histogram.total_count();
+    if (drifted.count(h.key) || samples >= 2 * std::max<uint64_t>(h.samples_at_hold, 1)) {
+      SPINTUNE_RETURN_IF_ERROR(store.ReleaseKey(target_id, h.key));
+      released.push_back(h.key);
+      continue;
+    }
+    for (auto& e : table->entries) {
+      if (e.fallback || !(e.key == h.key) || e.wait == h.wait) continue;
+      e.wait = h.wait;
+      const int cls = table->CpuClassIndex(e.key.cpu_class);
+      if (evidence != keys.end() && !evidence->histogram.empty() && cls >= 0) {
+        e.expected = EvaluateWait(WaitDistribution::FromHistogram(evidence->histogram), h.wait,
+                                  table->cpu_classes[static_cast<size_t>(cls)].costs);
+        e.expected_cost_ns = e.expected.Cost(table->latency_weight);
+      }
+    }
+  }
+  return released;
+}
+
+}  // namespace spintune

@@ -1,0 +1,59 @@
+// Verifier: every pushed table is a hypothesis, checked against what the
+// driver measured (issue #12).
+//
+// A driver that reports outcomes (KeyOutcome: CPU and latency per request
+// under the version it waited by, models/cost_moments.h) lets the tuner
+// compare, for every key whose wait a version changed, the measured cost J
+// per request under that version with the measured cost under the version
+// in force before it (its incumbent: the latest earlier version, or the
+// driver's default rule, version 0, with measurements of that key). Once
+// the version has `min_requests` measured requests of the key:
+//   - measured interval entirely above the incumbent's: "worse". The key is
+//     rolled back to the incumbent's wait in a new version (origin
+//     "verify-rollback", pushed like any other) and held there: refits keep
+//     that wait until the key's evidence changes (a detected drift, or twice
+//     the samples it had);
+//   - entirely below: "better";
+//   - overlapping after `max_requests`: "inconclusive".
+// Each verdict is stored with the prediction the fit made for the entry
+// (its expected J), so predicted and measured can be compared.
+//
+// Thread-compatible: called on the fitter's thread with its Store.
+#ifndef SPINTUNE_TUNER_VERIFIER_H_
+#define SPINTUNE_TUNER_VERIFIER_H_
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "storage/store.h"
+
+namespace spintune {
+
+struct VerifierOptions {
+  uint64_t min_requests = 1000;
+  uint64_t max_requests = 8000;
+  double z = 1.96;  // interval half-width in standard errors (95%)
+};
+
+struct VerifyResult {
+  std::vector<VerificationRecord> decided;  // verdicts recorded now
+  std::optional<PolicyTable> rollback;      // stored; to push
+};
+
+absl::StatusOr<VerifyResult> VerifyTarget(Store& store, int64_t target_id,
+                                          const VerifierOptions& options);
+
+// Applies the target's held keys to a freshly fitted `table`: a held key
+// keeps its held wait (priced on `keys`' evidence with the table's mean
+// costs); a key whose evidence changed (in `changed`, or twice the samples
+// it was held at) is released. Returns the keys released.
+absl::StatusOr<std::vector<PolicyKey>> ApplyHeldKeys(Store& store, int64_t target_id,
+                                                     const std::vector<KeyEvidence>& keys,
+                                                     const std::vector<PolicyKey>& changed,
+                                                     PolicyTable* table);
+
+}  // namespace spintune
+
+#endif  // SPINTUNE_TUNER_VERIFIER_H_
