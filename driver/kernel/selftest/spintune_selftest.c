@@ -78,18 +78,26 @@ static void st_fix_crc(u8 *b, size_t total)
  * of 512 bytes spins up to @spin_ns, opcode 25 of 4 KiB takes the IRQ, the
  * fallback polls every 5 us.
  */
-static void st_build(u8 *b, const char *device, u64 version, u32 spin_ns)
+/* The header fields both formats share, in a zeroed @bytes-byte blob. */
+static void st_put_header(u8 *b, u8 format, u8 header_bytes, u32 bytes,
+			  const char *device, u64 version, u32 entries)
 {
-	memset(b, 0, ST_BLOB_BYTES);
+	memset(b, 0, bytes);
 	st_put32(b, SPINTUNE_BLOB_MAGIC);
-	b[4] = SPINTUNE_BLOB_VERSION_1;
-	b[6] = SPINTUNE_BLOB_HEADER_BYTES;
-	st_put32(b + 8, ST_BLOB_BYTES);
+	b[4] = format;
+	b[6] = header_bytes;
+	st_put32(b + 8, bytes);
 	st_put32(b + 16, (u32)version);
 	st_put32(b + 20, (u32)(version >> 32));
-	st_put32(b + 24, ST_ENTRIES);
+	st_put32(b + 24, entries);
 	b[28] = SPINTUNE_BLOB_ENTRY_BYTES;
 	strscpy((char *)b + 32, device, SPINTUNE_DEVICE_NAME_BYTES);
+}
+
+static void st_build(u8 *b, const char *device, u64 version, u32 spin_ns)
+{
+	st_put_header(b, SPINTUNE_BLOB_VERSION_1, SPINTUNE_BLOB_HEADER_BYTES, ST_BLOB_BYTES,
+		      device, version, ST_ENTRIES);
 	st_put_entry(b + 64, 0, 10, SPINTUNE_SPIN, 0, 17, spin_ns, 0, 0);
 	st_put_entry(b + 88, 0, 13, SPINTUNE_IRQ, 0, 25, 0, 0, 0);
 	st_put_entry(b + 112, SPINTUNE_ANY_CPU_CLASS, SPINTUNE_ANY_SIZE_CLASS,
@@ -213,16 +221,8 @@ static const struct st_case st_cases[] = {
 
 static void st_build_v2(u8 *b, const char *device, u64 version, u32 spin_ns)
 {
-	memset(b, 0, ST_V2_BYTES);
-	st_put32(b, SPINTUNE_BLOB_MAGIC);
-	b[4] = SPINTUNE_BLOB_VERSION;
-	b[6] = SPINTUNE_BLOB_HEADER_V2_BYTES;
-	st_put32(b + 8, ST_V2_BYTES);
-	st_put32(b + 16, (u32)version);
-	st_put32(b + 20, (u32)(version >> 32));
-	st_put32(b + 24, ST_V2_ENTRIES);
-	b[28] = SPINTUNE_BLOB_ENTRY_BYTES;
-	strscpy((char *)b + 32, device, SPINTUNE_DEVICE_NAME_BYTES);
+	st_put_header(b, SPINTUNE_BLOB_VERSION, SPINTUNE_BLOB_HEADER_V2_BYTES, ST_V2_BYTES,
+		      device, version, ST_V2_ENTRIES);
 	st_put32(b + 64, 1);
 	b[68] = SPINTUNE_BLOB_NODE_BYTES;
 	b[70] = 1;
