@@ -13,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "agent/batch_spool.h"
+#include "agent/knobs/knob_controller.h"
 #include "common/file_util.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
@@ -93,6 +94,8 @@ class Agent::Impl {
 
   absl::StatusOr<SessionEnd> RunSession();
   void ReadLoop(Stream* stream);
+  // Attaches the knob controller to the session and declares its knobs.
+  void StartKnobs(Stream* stream);
   void HandlePolicy(const v1::PolicyUpdate& update, Stream* stream);
   // Validates `table` for every device, then hands the blobs to the sink.
   absl::Status ApplyTable(const v1::PolicyTable& table);
@@ -411,6 +414,18 @@ void Agent::Impl::HandlePolicy(const v1::PolicyUpdate& update, Stream* stream) {
   Write(stream, reply);
 }
 
+void Agent::Impl::StartKnobs(Stream* stream) {
+  options_.knobs->Attach([this, stream](const v1::AgentMessage& m) { return Write(stream, m); });
+  auto declared = options_.knobs->Declare();
+  if (!declared.ok()) {
+    Logger().error("knobs not declared: {}", declared.status().message());
+    return;
+  }
+  v1::AgentMessage m;
+  *m.mutable_knobs_declared() = std::move(*declared);
+  Write(stream, m);
+}
+
 void Agent::Impl::ReadLoop(Stream* stream) {
   v1::TunerMessage msg;
   while (stream->Read(&msg)) {
@@ -444,6 +459,9 @@ void Agent::Impl::ReadLoop(Stream* stream) {
       }
       case v1::TunerMessage::kPolicy:
         HandlePolicy(msg.policy(), stream);
+        break;
+      case v1::TunerMessage::kKnob:
+        if (options_.knobs) options_.knobs->OnCommand(msg.knob());
         break;
       case v1::TunerMessage::kDrained: {
         std::lock_guard<std::mutex> lock(mu_);
@@ -527,6 +545,7 @@ absl::StatusOr<Agent::Impl::SessionEnd> Agent::Impl::RunSession() {
                 first.hello_ack().current_policy_version());
   std::thread reader([this, s = stream.get()] { ReadLoop(s); });
   bool ok = true;
+  if (options_.knobs) StartKnobs(stream.get());
 
   SessionEnd end = SessionEnd::kBroken;
   bool drain_sent = false;
@@ -568,7 +587,8 @@ absl::StatusOr<Agent::Impl::SessionEnd> Agent::Impl::RunSession() {
       }
       continue;
     }
-    if (!stop_ && AllProduced() && pending_.empty()) {
+    const bool knobs_busy = options_.knobs && options_.knobs->busy();  // an experiment runs
+    if (!stop_ && AllProduced() && pending_.empty() && !knobs_busy) {
       if (drained_) {
         end = SessionEnd::kFinished;
         break;
@@ -592,6 +612,7 @@ absl::StatusOr<Agent::Impl::SessionEnd> Agent::Impl::RunSession() {
     cv_.wait_for(lock, std::chrono::milliseconds(200));
   }
 
+  if (options_.knobs) options_.knobs->Detach();  // before the stream goes
   if (end == SessionEnd::kBroken) {
     ctx.TryCancel();
   } else {

@@ -40,6 +40,8 @@
 
 namespace spintune {
 
+class KnobController;
+
 struct AgentOptions {
   std::string tuner_address;      // host:port
   ClientSecurity security;        // TLS files and bearer token
@@ -69,6 +71,9 @@ struct AgentOptions {
   // What this board allows a pushed table to ask for; a table beyond it is
   // refused (reported to the tuner) and the last good table stays.
   PolicyBounds bounds;
+  // Knobs to experiment with (agent/knobs/knob_controller.h): declared on
+  // every session; the agent does not finish while an experiment runs.
+  std::shared_ptr<KnobController> knobs;
   // Send the IRQ handler and wake-up times the source measured; the tuner
   // prices the IRQ path by them instead of the declared platform costs.
   // false: they are dropped here and the declared costs stand (a platform

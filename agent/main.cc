@@ -4,12 +4,15 @@
 #include <unistd.h>
 
 #include <iostream>
+#include <optional>
 
 #include "CLI/CLI.hpp"
 #include "nlohmann/json.hpp"
 #include "agent/agent.h"
 #include "agent/board_model.h"
 #include "agent/host_probe.h"
+#include "agent/knobs/knob_controller.h"
+#include "agent/knobs/knob_only_source.h"
 #include "common/file_util.h"
 #include "common/logging.h"
 #include "common/signal_waiter.h"
@@ -23,6 +26,7 @@ struct Flags {
   std::string tuner = "127.0.0.1:50051";
   std::string agent_id;
   std::string source;
+  std::string knobs;
   std::string sink = "none";
   uint64_t seed = 1;
   double sim_timer_wake_factor = 1;
@@ -88,6 +92,8 @@ int main(int argc, char** argv) {
       "  spintune-agent --source replay:trace.txt --platform board.json --block-dev 179:0=mmcblk0\n"
       "  spintune-agent --tuner 127.0.0.1:50051 --source sim:litex-rocket-50mhz-slowcard \\\n"
       "      --sink file:/tmp/spintune-{device}.bin --max-samples 20000\n"
+      "  spintune-agent --tuner 127.0.0.1:50051 --knobs sim:ahci-sunxi-a20-txts5-rxts6\n"
+      "  sudo spintune-agent --tuner 127.0.0.1:50051 --knobs vda-queue.json\n"
       "Exit codes: 0 ok, 1 runtime failure, 2 usage or bad input, 3 finished but some samples\n"
       "were not stored (refused by the tuner or dropped from a full spool; see the last line).");
   app.set_version_flag("--version", spintune::Version());
@@ -101,6 +107,9 @@ int main(int argc, char** argv) {
   app.add_option("--source", f.source,
                  "Where samples come from: tracefs[:DEV,DEV] (live, root), replay:FILE (a "
                  "trace capture), csv:FILE, or sim:BOARD");
+  app.add_option("--knobs", f.knobs,
+                 "Knobs to experiment with: a declaration JSON (docs/knobs.md) or sim:BOARD (a "
+                 "simulated ahci_sunxi board); without --source the agent only runs experiments");
   app.add_option("--platform", f.platform,
                  "Platform costs JSON (docs/csv-formats.md); required for csv: and replay:, "
                  "tracefs probes the host without it");
@@ -204,19 +213,28 @@ int main(int argc, char** argv) {
                                      : probe.Report());
     return 0;
   }
-  if (f.source.empty()) {
+  if (f.source.empty() && f.knobs.empty()) {
     std::cerr << "spintune-agent: --source is required (e.g. sim:microwatt-100mhz)\n";
     return 2;
+  }
+  std::optional<spintune::KnobDeclaration> knobs;
+  if (!f.knobs.empty()) {
+    auto declaration = spintune::LoadKnobDeclaration(f.knobs);
+    if (!declaration.ok()) {
+      std::cerr << "spintune-agent: --knobs: " << declaration.status().message() << "\n";
+      return 2;
+    }
+    knobs = std::move(*declaration);
   }
   absl::Status s = spintune::InitLogging("agent", f.log_level, f.log_format);
   if (!s.ok()) {
     std::cerr << "spintune-agent: " << s.message() << "\n";
     return 2;
   }
+  char host[256] = {0};
+  gethostname(host, sizeof(host) - 1);
   if (f.agent_id.empty()) {
-    char host[256] = {0};
-    gethostname(host, sizeof(host) - 1);
-    f.agent_id = std::string(host) + "/" + f.source;
+    f.agent_id = std::string(host) + "/" + (f.source.empty() ? "knobs:" + f.knobs : f.source);
   }
   spintune::SourceOptions source_options;
   source_options.seed = f.seed;
@@ -228,7 +246,10 @@ int main(int argc, char** argv) {
   source_options.capture = f.capture;
   // --record needs individual samples: the bpf capture then sends them all.
   source_options.capture_samples = !f.record.empty() && f.capture_samples == 0 ? 1 : f.capture_samples;
-  auto source = spintune::MakeSampleSource(f.source, source_options);
+  auto source = f.source.empty()
+                    ? absl::StatusOr<std::unique_ptr<spintune::SampleSource>>(
+                          std::make_unique<spintune::KnobOnlySource>(*knobs, host))
+                    : spintune::MakeSampleSource(f.source, source_options);
   if (!source.ok()) {
     std::cerr << "spintune-agent: --source: " << source.status().message() << "\n";
     return absl::IsInvalidArgument(source.status()) || absl::IsNotFound(source.status()) ? 2 : 1;
@@ -275,12 +296,27 @@ int main(int argc, char** argv) {
   options.spool_dir = f.spool_dir;
   options.spool_max_bytes = f.spool_max_mb << 20;
   options.give_up_after = absl::Seconds(f.give_up_after_s);
+  if (knobs) {
+    // Before anything else: an experiment a crash interrupted gets its
+    // start values back.
+    auto controller = spintune::KnobController::Create(
+        std::move(*knobs),
+        f.state_dir.empty() ? "" : f.state_dir + "/" + spintune::SafeFileName(f.agent_id) + ".knobs.json",
+        f.seed);
+    absl::Status recovered = controller.ok() ? (*controller)->Recover() : controller.status();
+    if (!recovered.ok()) {
+      std::cerr << "spintune-agent: --knobs: " << recovered.message() << "\n";
+      return 1;
+    }
+    options.knobs = std::move(*controller);
+  }
   spintune::Agent agent(options, std::move(*source), std::move(*sink));
   spintune::SignalWaiter signals([&agent](int sig) {
     spintune::Logger().info("signal {}: flushing and stopping", sig);
     agent.Stop();
   });
-  spintune::Logger().info("agent id={} source={} tuner={}", f.agent_id, f.source, f.tuner);
+  spintune::Logger().info("agent id={} source={} tuner={}", f.agent_id,
+                          f.source.empty() ? "none (knobs only)" : f.source, f.tuner);
   s = agent.Run();
   const spintune::AgentStats st = agent.stats();
   spintune::Logger().info(

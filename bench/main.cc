@@ -8,15 +8,18 @@
 #include "bench/bench_runner.h"
 #include "bench/cold_start_eval.h"
 #include "bench/context_eval.h"
+#include "bench/knob_bench.h"
 #include "bench/seed_replay.h"
+#include "common/logging.h"
 #include "common/version.h"
 
 int main(int argc, char** argv) {
   spintune::ScenarioOptions scenarios;
   spintune::RunOptions run;
   std::string format = "table";
-  bool no_boards = false, no_synthetic = false, cold_start = false, replay = false;
+  bool no_boards = false, no_synthetic = false, cold_start = false, replay = false, knobs = false;
   bool context = false;
+  uint64_t seed = 1;
   spintune::ContextSuiteOptions context_options;
   context_options.replay_dir = SPINTUNE_CONTEXT_FIXTURE_DIR;
   CLI::App app{"spintune-bench: J of spintune and of every peer's mechanism on the same "
@@ -27,6 +30,7 @@ int main(int argc, char** argv) {
       "  spintune-bench                       # the whole suite, a table\n"
       "  spintune-bench --filter microwatt    # scenarios whose name contains 'microwatt'\n"
       "  spintune-bench --format json > bench.json\n"
+      "  spintune-bench --knobs --seed 3 --format json\n"
       "  spintune-bench --context              # context leaves vs fixed fit and clairvoyant\n"
       "Exit codes: 0 ok (also with violations, which are listed), 2 usage.");
   app.set_version_flag("--version", spintune::Version());
@@ -44,6 +48,11 @@ int main(int argc, char** argv) {
   app.add_flag("--replay-seeds", replay,
                "Instead: the seed reports' throughput tables, simulated");
   app.add_flag("--no-synthetic", no_synthetic, "Skip the synthetic families");
+  app.add_flag("--knobs", knobs,
+               "Instead: the ahci_sunxi knob experiment (TXTS/RXTS) from every leftover start "
+               "value of field report 003");
+  app.add_option("--seed", seed, "--knobs: seed of the boards' noise and the trial order")
+      ->capture_default_str();
   app.add_flag("--context", context,
                "Instead: tables with context leaves against the fixed fit, on Markov-modulated "
                "boards, a replayed disk stream and the i.i.d. suite (share of the best static -> "
@@ -58,6 +67,17 @@ int main(int argc, char** argv) {
   }
   if (cold_start) {
     std::cout << spintune::RenderColdStart(spintune::EvaluateColdStart(20000));
+    return 0;
+  }
+  if (knobs) {
+    (void)spintune::InitLogging("bench", "warn");
+    auto runs = spintune::RunKnobBench(seed);
+    if (!runs.ok()) {
+      std::cerr << "spintune-bench: " << runs.status().message() << "\n";
+      return 1;
+    }
+    std::cout << (format == "json" ? spintune::KnobBenchToJson(seed, *runs).dump(2) + "\n"
+                                   : spintune::RenderKnobBench(*runs));
     return 0;
   }
   if (replay) {

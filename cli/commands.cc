@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "policy/samples_csv.h"
+#include "cli/knob_header.h"
 #include "cli/report_writer.h"
 #include "cli/table_format.h"
 #include "cli/verification_format.h"
@@ -48,33 +49,6 @@ absl::StatusOr<FitInputs> ReadPlatform(const std::string& path, const SampleSet&
   in.keys = samples.keys;
   in.requests = samples.requests;  // same key and device order
   return in;
-}
-
-absl::StatusOr<FitConfig> ConfigFromFlags(const std::string& objective, double latency_weight,
-                                          uint64_t max_spin_ns, uint64_t min_samples,
-                                          double robustness) {
-  FitConfig config;
-  auto obj = ParseObjective(objective);
-  if (!obj.ok()) return absl::InvalidArgumentError(absl::StrCat("--objective: ", obj.status().message()));
-  config.objective = *obj;
-  config.objective_name = objective;
-  if (latency_weight >= 0) {
-    if (!std::isfinite(latency_weight) || latency_weight > 1e6) {
-      return absl::InvalidArgumentError("--latency-weight must be in [0, 1e6]");
-    }
-    config.objective = {latency_weight, false};
-    config.objective_name = "custom";
-  }
-  if (max_spin_ns == 0 || max_spin_ns > 10'000'000) {
-    return absl::InvalidArgumentError("--max-spin-ns must be in [1, 10000000]");
-  }
-  config.max_spin_ns = max_spin_ns;
-  config.min_samples = min_samples;
-  if (!(robustness >= 0 && robustness <= 1)) {
-    return absl::InvalidArgumentError("--robustness must be in (0, 1] (0: off)");
-  }
-  config.robustness_rho = robustness;
-  return config;
 }
 
 void PrintTable(const PolicyTable& t, const std::string& format, bool families,
@@ -160,13 +134,9 @@ absl::Status RunTune(const TuneFlags& flags, std::ostream& out, std::ostream& er
     return absl::InvalidArgumentError(
         absl::StrCat("--context must be auto or off, got '", flags.context, "'"));
   }
-  SPINTUNE_ASSIGN_OR_RETURN(FitConfig config,
-                            ConfigFromFlags(flags.objective, flags.latency_weight,
-                                            flags.max_spin_ns, flags.min_samples,
-                                            flags.robustness));
+  SPINTUNE_ASSIGN_OR_RETURN(FitConfig config, FitConfigFromFlags(flags.fit));
   SPINTUNE_ASSIGN_OR_RETURN(SampleSet samples, ReadSamplesCsv(flags.samples_csv));
   SPINTUNE_ASSIGN_OR_RETURN(FitInputs inputs, ReadPlatform(flags.platform_json, samples));
-  config.hysteresis = flags.hysteresis;
   config.context = flags.context == "auto";
   if (config.context && inputs.requests.empty()) {
     err << "spintune tune: " << flags.samples_csv
@@ -287,8 +257,29 @@ absl::StatusOr<PolicyTable> LoadTable(const Repository& repo, const TableSource&
 }
 
 absl::Status RunHeader(const Repository& repo, const HeaderFlags& flags, std::ostream& out) {
-  SPINTUNE_ASSIGN_OR_RETURN(PolicyTable table, LoadTable(repo, flags.source));
   HeaderOptions options;
+  PolicyTable table;
+  if (repo.tuner.empty() && flags.source.json_file.empty() &&
+      flags.source.target.empty() != flags.source.profile.empty()) {
+    // From the database: the table with the knob settings (a target with
+    // knob settings and no table gets a header of #defines alone).
+    SPINTUNE_ASSIGN_OR_RETURN(auto store, Store::Open(repo.db, {}, OpenMode::kReadOnly));
+    Profile p;
+    if (!flags.source.profile.empty()) {
+      SPINTUNE_ASSIGN_OR_RETURN(p, store->LoadProfile(flags.source.profile));
+    } else {
+      SPINTUNE_ASSIGN_OR_RETURN(auto summary, store->FindTarget(flags.source.target));
+      if (!summary) {
+        return absl::NotFoundError(absl::StrCat(repo.db, ": no target '", flags.source.target,
+                                                "' (spintune targets lists them)"));
+      }
+      SPINTUNE_ASSIGN_OR_RETURN(p, store->SnapshotProfile(summary->id, flags.source.version, ""));
+    }
+    table = std::move(p.table);
+    options.defines = KnobHeaderDefines(p.knobs);
+  } else {
+    SPINTUNE_ASSIGN_OR_RETURN(table, LoadTable(repo, flags.source));
+  }
   options.tool_version = Version();
   SPINTUNE_ASSIGN_OR_RETURN(std::string header, GenerateCHeader(table, options));
   if (flags.output.empty() || flags.output == "-") {
@@ -351,6 +342,9 @@ absl::Status RunReport(const Repository& repo, const ReportFlags& flags, std::os
   options.generated_at = NowRfc3339();
   options.tool_version = Version();
   options.max_key_charts = flags.max_charts;
+  if (!flags.target.empty()) {
+    SPINTUNE_ASSIGN_OR_RETURN(options.experiments, LoadExperimentEvidence(*store, flags.target));
+  }
   const std::string html = RenderHtmlReport(profile, options);
   SPINTUNE_RETURN_IF_ERROR(WriteFileAtomically(flags.output, html));
   out << "wrote " << flags.output << ": " << profile.keys.size() << " keys ("

@@ -13,18 +13,15 @@
 #include "policy/policy_table.h"
 #include "proto/channel_security.h"
 
+#include "policy/fit_flags.h"
+
 namespace spintune {
 
 struct TuneFlags {
   std::string samples_csv;
   std::string platform_json;
-  std::string objective = "balanced";
-  double latency_weight = -1;  // >= 0 overrides objective
-  uint64_t max_spin_ns = 1'000'000;
-  uint64_t min_samples = 50;
-  double robustness = 0;  // rho; 0: off
+  FitFlags fit;
   std::string incumbent;  // policy JSON of the table in force (hysteresis)
-  double hysteresis = 0.02;
   bool families = false;  // table format: also the family comparison
   std::string format = "json";
   // "auto": keys may get context leaves when the samples have issue times

@@ -9,6 +9,7 @@
 #include <cstdlib>
 
 #include "cli/commands.h"
+#include "cli/experiments_command.h"
 #include "cli/extract_command.h"
 #include "cli/profiles_command.h"
 #include "cli/tokens_command.h"
@@ -62,26 +63,10 @@ int main(int argc, char** argv) {
       "Example: spintune tune --samples s.csv --platform p.json --objective latency");
   tune_cmd->add_option("--samples", tune.samples_csv, "Completion samples CSV")->required();
   tune_cmd->add_option("--platform", tune.platform_json, "Platform costs JSON")->required();
-  auto* objective =
-      tune_cmd->add_option("--objective", tune.objective, "cpu | balanced | latency")
-          ->capture_default_str();
-  tune_cmd->add_option("--latency-weight", tune.latency_weight,
-                       "ns of CPU one ns of latency is worth")
-      ->excludes(objective);
-  tune_cmd->add_option("--max-spin-ns", tune.max_spin_ns, "Longest busy-wait allowed")
-      ->capture_default_str();
-  tune_cmd->add_option("--min-samples", tune.min_samples, "Samples a key needs for an entry")
-      ->capture_default_str();
-  tune_cmd->add_option("--robustness", tune.robustness,
-                       "Clamp spin thresholds into [rho*B, B/rho]: worst case <= (1+1/rho) x "
-                       "clairvoyant (0: off)")
-      ->check(CLI::Range(0.0, 1.0));
+  spintune::AddFitFlags(tune_cmd, &tune.fit);
   tune_cmd->add_option("--incumbent", tune.incumbent,
                        "Policy JSON of the table in force: keys keep its wait unless the fit "
                        "is cheaper by --hysteresis");
-  tune_cmd->add_option("--hysteresis", tune.hysteresis, "Relative gain needed to replace a wait")
-      ->check(CLI::Range(0.0, 0.5))
-      ->capture_default_str();
   tune_cmd->add_flag("--families", tune.families,
                      "With --format table: the cost of the best candidate of every strategy family");
   tune_cmd->add_option("--format", tune.format, "json | table")->capture_default_str();
@@ -223,6 +208,27 @@ int main(int argc, char** argv) {
   tokens_cmd->add_option("-o,--output", tokens.output, "add: write the token to this file (0600)");
   tokens_cmd->add_option("--format", tokens.format, "list: table | json")->capture_default_str();
 
+  spintune::ExperimentsFlags experiments;
+  CLI::App* experiments_cmd = app.add_subcommand(
+      "experiments", "Knob experiments (docs/knobs.md): list, show, abort");
+  experiments_cmd->footer(
+      "Examples:\n"
+      "  spintune --db spintune.db experiments list\n"
+      "  spintune --db spintune.db experiments show 3 --format json\n"
+      "  spintune --db spintune.db experiments abort 3\n"
+      "An abort is carried out by the tuner running on the database (within a second); the\n"
+      "agent restores the knobs' start values.");
+  experiments_cmd->add_option("ACTION", experiments.action, "list | show | abort")
+      ->required()
+      ->check(CLI::IsMember({"list", "show", "abort"}));
+  experiments_cmd->add_option("ID", experiments.id, "Experiment id (show, abort)");
+  experiments_cmd->add_option("--target", experiments.target, "list: only this agent id");
+  experiments_cmd->add_option("--trials", experiments.max_trials_shown,
+                              "show: the last this many trials (0: all)")
+      ->capture_default_str();
+  experiments_cmd->add_option("--format", experiments.format, "table | json")
+      ->capture_default_str();
+
   spintune::VerifyFlags verify;
   CLI::App* verify_cmd = app.add_subcommand(
       "verify", "A table's predictions against what a driver measured (outcome reports)");
@@ -271,6 +277,13 @@ int main(int argc, char** argv) {
           "profiles live in the tuner's database: run on its host with --db"));
     }
     return ExitCode(spintune::RunProfiles(repo.db, profiles, std::cout));
+  }
+  if (*experiments_cmd) {
+    if (!repo.tuner.empty()) {
+      return ExitCode(absl::InvalidArgumentError(
+          "experiments live in the tuner's database: run on its host with --db"));
+    }
+    return ExitCode(spintune::RunExperiments(repo.db, experiments, std::cout));
   }
   if (*extract_cmd) {
     extract.progress = isatty(2) && std::getenv("NO_COLOR") == nullptr;

@@ -58,6 +58,8 @@ absl::Status Save(Store& store, const std::string& db, const ProfilesFlags& f,
   out << "saved profile '" << f.name << "': target " << f.target << " version "
       << profile->info.source_version << ", " << profile->info.keys << " keys, "
       << profile->info.samples << " samples"
+      << (profile->knobs.empty() ? ""
+                                 : absl::StrCat(", ", profile->knobs.size(), " knob settings"))
       << (profile->info.parent.empty() ? "" : ", parent " + profile->info.parent) << "\n";
   return absl::OkStatus();
 }
@@ -86,6 +88,7 @@ absl::Status Show(Store& store, const ProfilesFlags& f, std::ostream& out) {
   if (f.format == "json") {
     json j = InfoToJson(p.info);
     j["table"] = PolicyTableToJson(p.table);
+    if (!p.knobs.empty()) j["knobs"] = KnobSettingsToJson(p.knobs);
     out << j.dump(2) << "\n";
     return absl::OkStatus();
   }
@@ -97,6 +100,13 @@ absl::Status Show(Store& store, const ProfilesFlags& f, std::ostream& out) {
   out << "objective " << p.table.objective_name << " (latency weight " << p.table.latency_weight
       << "), " << p.info.keys << " keys, " << p.info.samples << " samples\n\n";
   out << RenderPolicyTable(p.table);
+  if (!p.knobs.empty()) {
+    std::vector<std::vector<std::string>> rows = {{"KNOB SET", "KNOB", "VALUE", "EVIDENCE"}};
+    for (const auto& k : p.knobs) {
+      rows.push_back({k.declaration, k.coordinate, k.label, k.evidence});
+    }
+    out << "\nknob settings:\n" << RenderColumns(rows);
+  }
   return absl::OkStatus();
 }
 
@@ -107,12 +117,38 @@ std::string KeyName(const KeyDiff& d) {
                       d.context.empty() ? "" : " if " + DescribeContext(d.context));
 }
 
+// Knob settings of two profiles, by (knob set, knob): each row's labels in
+// A and B ("-" when absent) and whether it changed.
+struct KnobChange {
+  std::string declaration, coordinate, a = "-", b = "-";
+  bool changed() const { return a != b; }
+};
+std::vector<KnobChange> DiffKnobs(const Profile& a, const Profile& b) {
+  std::vector<KnobChange> rows;
+  auto row = [&rows](const KnobSettingRecord& k) -> KnobChange& {
+    for (auto& r : rows) {
+      if (r.declaration == k.declaration && r.coordinate == k.coordinate) return r;
+    }
+    rows.push_back({k.declaration, k.coordinate});
+    return rows.back();
+  };
+  for (const auto& k : a.knobs) row(k).a = k.label;
+  for (const auto& k : b.knobs) row(k).b = k.label;
+  return rows;
+}
+
 absl::Status Diff(Store& store, const ProfilesFlags& f, std::ostream& out) {
   if (f.other.empty()) return absl::InvalidArgumentError("profiles diff: give two profiles A B");
   SPINTUNE_ASSIGN_OR_RETURN(Profile a, store.LoadProfile(f.name));
   SPINTUNE_ASSIGN_OR_RETURN(Profile b, store.LoadProfile(f.other));
   const PolicyDiff diff = DiffPolicyTables(a.table, b.table, &b.keys);
+  const std::vector<KnobChange> knobs = DiffKnobs(a, b);
   if (f.format == "json") {
+    json knob_rows = json::array();
+    for (const auto& k : knobs) {
+      knob_rows.push_back({{"declaration", k.declaration}, {"coordinate", k.coordinate},
+                           {"a", k.a}, {"b", k.b}, {"changed", k.changed()}});
+    }
     json rows = json::array();
     for (const KeyDiff& d : diff.keys) {
       json r{{"device", d.key.device}, {"fallback", d.fallback}, {"change", DiffKindName(d.kind)}};
@@ -134,7 +170,8 @@ absl::Status Diff(Store& store, const ProfilesFlags& f, std::ostream& out) {
                 {"same", diff.same},
                 {"only_a", diff.only_a},
                 {"only_b", diff.only_b},
-                {"keys", rows}}
+                {"keys", rows},
+                {"knobs", knob_rows}}
                .dump(2)
         << "\n";
     return absl::OkStatus();
@@ -151,6 +188,15 @@ absl::Status Diff(Store& store, const ProfilesFlags& f, std::ostream& out) {
                     DiffKindName(d.kind)});
   }
   out << RenderColumns(rows);
+  if (!knobs.empty()) {
+    std::vector<std::vector<std::string>> knob_rows = {
+        {"KNOB", "A: " + f.name, "B: " + f.other, "CHANGE"}};
+    for (const auto& k : knobs) {
+      knob_rows.push_back({k.declaration + " " + k.coordinate, k.a, k.b,
+                           k.changed() ? "changed" : "same"});
+    }
+    out << "\n" << RenderColumns(knob_rows) << "\n";
+  }
   out << diff.changed << " changed, " << diff.same << " same, " << diff.only_a << " only in "
       << f.name << ", " << diff.only_b << " only in " << f.other
       << " (costs per request on each profile's own samples; DELTA = B - A; A ON B: A's wait "
@@ -232,7 +278,20 @@ absl::Status Rollback(Store& store, const std::string& db, const ProfilesFlags& 
     SPINTUNE_ASSIGN_OR_RETURN(Profile p, store.LoadProfile(f.to));
     SPINTUNE_ASSIGN_OR_RETURN(TargetRecord record, store.LoadTarget(target.id));
     what = absl::StrCat("profile '", f.to, "'");
-    SPINTUNE_RETURN_IF_ERROR(CheckFits(p.table, record, what));
+    const bool knob_only = p.table.devices.empty() && !p.knobs.empty();
+    if (!knob_only) SPINTUNE_RETURN_IF_ERROR(CheckFits(p.table, record, what));
+    if (!p.knobs.empty()) {
+      // The profile's knob settings become the target's; the tuner pushes
+      // them to the agent (between experiments) within a second.
+      for (auto& k : p.knobs) {
+        k.updated_at.clear();
+        absl::StrAppend(&k.evidence, " (in force by rollback to ", what, ")");
+      }
+      SPINTUNE_RETURN_IF_ERROR(store.ReplaceKnobSettings(target.id, p.knobs));
+      out << "target " << f.name << ": " << p.knobs.size() << " knob settings of " << what
+          << " are in force\n";
+      if (knob_only) return absl::OkStatus();  // nothing to pin
+    }
     table = std::move(p.table);
   }
   SPINTUNE_ASSIGN_OR_RETURN(uint64_t pinned, store.AppendPinnedVersion(target.id, &table));

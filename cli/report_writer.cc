@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "cli/experiment_report.h"
 #include "cli/svg_chart.h"
 #include "cli/table_format.h"
 #include "models/wait_distribution.h"
@@ -228,6 +229,22 @@ std::string Cell(const std::string& text, bool numeric = false) {
   return absl::StrCat(numeric ? "<td class=\"n\">" : "<td>", EscapeHtml(text), "</td>");
 }
 
+// The knob settings in force and one section per experiment.
+void AppendKnobs(const Profile& p, const ReportOptions& options, std::string* h) {
+  if (p.knobs.empty() && options.experiments.empty()) return;
+  absl::StrAppend(h, "<h2>Knob settings and experiments</h2>\n");
+  if (!p.knobs.empty()) {
+    absl::StrAppend(h, "<table class=\"knobs\"><tr><th>knob set</th><th>knob</th><th>value</th>"
+                       "<th>evidence</th></tr>");
+    for (const auto& k : p.knobs) {
+      absl::StrAppend(h, "<tr>", Cell(k.declaration), Cell(k.coordinate), Cell(k.label),
+                      Cell(k.evidence), "</tr>");
+    }
+    absl::StrAppend(h, "</table>\n");
+  }
+  for (const auto& e : options.experiments) absl::StrAppend(h, RenderExperimentSection(e));
+}
+
 }  // namespace
 
 std::string RenderHtmlReport(const Profile& p, const ReportOptions& options) {
@@ -262,6 +279,11 @@ std::string RenderHtmlReport(const Profile& p, const ReportOptions& options) {
   if (!p.info.note.empty()) absl::StrAppend(&h, "<br>note: ", EscapeHtml(p.info.note));
   absl::StrAppend(&h, "<br>generated ", EscapeHtml(options.generated_at), " by spintune ",
                   EscapeHtml(options.tool_version), "</p>\n");
+  if (t.devices.empty()) {  // a target with knob experiments only
+    AppendKnobs(p, options, &h);
+    absl::StrAppend(&h, "</body></html>\n");
+    return h;
+  }
 
   std::vector<const KeyEvidence*> keys;
   for (const auto& k : p.keys) {
@@ -410,6 +432,7 @@ std::string RenderHtmlReport(const Profile& p, const ReportOptions& options) {
   for (const DispatchRecord& d : p.dispatch) {
     absl::StrAppend(&h, "<section class=\"dispatch\">", DispatchChart(d, t), "</section>\n");
   }
+  AppendKnobs(p, options, &h);
   absl::StrAppend(&h, "</body></html>\n");
   return h;
 }

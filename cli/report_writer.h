@@ -11,6 +11,7 @@
 //     with the declared irq_cpu_ns / irq_wake_ns marked;
 //   - the verifications of pushed versions against the driver's
 //     measurements, when there are any.
+//   - the knob settings in force, and a section per knob experiment.
 // Curves are evaluated exactly (EvaluateWait) at thresholds drawn from the
 // key's own samples; only the drawing thins them out.
 //
@@ -19,7 +20,9 @@
 #define SPINTUNE_CLI_REPORT_WRITER_H_
 
 #include <string>
+#include <vector>
 
+#include "cli/experiment_summary.h"
 #include "storage/profile.h"
 #include "storage/store.h"
 
@@ -32,6 +35,8 @@ struct ReportOptions {
   // At most this many key charts (the keys with the most samples); 0: all.
   // Every key stays in the summary.
   size_t max_key_charts = 0;
+  // Knob experiments of the target: one section each (cli/experiment_report.h).
+  std::vector<ExperimentEvidence> experiments;
   // The target's verifications (tuner/verifier.h), shown after the platform
   // costs: per key and version, predicted against measured, the verdict and
   // any rollback.

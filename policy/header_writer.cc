@@ -165,6 +165,12 @@ absl::StatusOr<std::string> GenerateCHeader(const PolicyTable& table,
                                           d.index.slot_bits));
     absl::StrAppend(&out, "};\n");
   }
+  for (const HeaderDefine& d : options.defines) {
+    absl::StrAppend(&out, d.comment.empty() ? "" : "\n/*\n");
+    for (const auto& line : d.comment) absl::StrAppend(&out, " * ", SanitizeText(line), "\n");
+    absl::StrAppend(&out, d.comment.empty() ? "" : " */\n", "#define ",
+                    absl::AsciiStrToUpper(SanitizeIdentifier(d.name)), " ", d.value, "\n");
+  }
   absl::StrAppend(&out, "\n#endif /* ", guard, " */\n");
   return out;
 }

@@ -12,17 +12,27 @@
 #define SPINTUNE_POLICY_HEADER_WRITER_H_
 
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "policy/policy_table.h"
 
 namespace spintune {
 
+// One #define after the tables (knob settings found by experiment), with
+// the evidence in a comment before it.
+struct HeaderDefine {
+  std::string name;     // reduced to an upper-case C identifier
+  std::string value;    // a C expression the caller vouches for
+  std::vector<std::string> comment;  // lines, each sanitized (none: no comment)
+};
+
 struct HeaderOptions {
   // Version string of the tool, for the provenance comment.
   std::string tool_version;
   // Include path of the driver header.
   std::string policy_include = "spintune/policy.h";
+  std::vector<HeaderDefine> defines;
 };
 
 // Lowercase C identifier made of [a-z0-9_] from arbitrary text ("x" if empty).

@@ -227,6 +227,70 @@ CREATE TABLE held_keys (
   PRIMARY KEY (target_id, cpu_class, device, opcode, size_class)
 ) WITHOUT ROWID;
 )sql",
+      // 9: knob experiments (issue 13, docs/knobs.md): each experiment with
+      // its declaration and conclusion, its trials, and the knob settings in
+      // force per target.
+      R"sql(
+CREATE TABLE experiments (
+  id INTEGER PRIMARY KEY,
+  target_id INTEGER NOT NULL REFERENCES targets(id) ON DELETE CASCADE,
+  name TEXT NOT NULL,
+  fingerprint INTEGER NOT NULL,
+  space_json TEXT NOT NULL,
+  start_json TEXT NOT NULL,
+  metric TEXT NOT NULL,
+  metric_unit TEXT NOT NULL,
+  lower_is_better INTEGER NOT NULL,
+  constraints TEXT NOT NULL,
+  workload TEXT NOT NULL,
+  max_trials INTEGER NOT NULL,
+  apply_winner INTEGER NOT NULL,
+  seed INTEGER NOT NULL,
+  state TEXT NOT NULL,
+  abort_requested INTEGER NOT NULL DEFAULT 0,
+  verdict TEXT NOT NULL DEFAULT '',
+  best_json TEXT NOT NULL DEFAULT '[]',
+  applied_json TEXT NOT NULL DEFAULT '[]',
+  ratio REAL NOT NULL DEFAULT 0,
+  ci_low REAL NOT NULL DEFAULT 0,
+  ci_high REAL NOT NULL DEFAULT 0,
+  confidence REAL NOT NULL DEFAULT 0.95,
+  trials INTEGER NOT NULL DEFAULT 0,
+  statement TEXT NOT NULL DEFAULT '',
+  created_at TEXT NOT NULL,
+  finished_at TEXT NOT NULL DEFAULT '',
+  end_result TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX experiments_by_target ON experiments(target_id, name);
+CREATE TABLE knob_trials (
+  experiment_id INTEGER NOT NULL REFERENCES experiments(id) ON DELETE CASCADE,
+  trial INTEGER NOT NULL,
+  phase TEXT NOT NULL,
+  setting_json TEXT NOT NULL,
+  metric REAL NOT NULL,
+  metrics_json TEXT NOT NULL,
+  feasible INTEGER NOT NULL,
+  error TEXT NOT NULL,
+  duration_ns INTEGER NOT NULL,
+  measured_at TEXT NOT NULL,
+  PRIMARY KEY (experiment_id, trial)
+) WITHOUT ROWID;
+CREATE TABLE knob_settings (
+  target_id INTEGER NOT NULL REFERENCES targets(id) ON DELETE CASCADE,
+  declaration TEXT NOT NULL,
+  coordinate TEXT NOT NULL,
+  idx INTEGER NOT NULL,
+  value INTEGER NOT NULL,
+  label TEXT NOT NULL,
+  register_name TEXT NOT NULL,
+  shift INTEGER NOT NULL,
+  width INTEGER NOT NULL,
+  experiment_id INTEGER NOT NULL,
+  evidence TEXT NOT NULL,
+  updated_at TEXT NOT NULL,
+  PRIMARY KEY (target_id, declaration, coordinate)
+) WITHOUT ROWID;
+)sql",
   };
   return kMigrations;
 }

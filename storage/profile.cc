@@ -79,6 +79,60 @@ absl::StatusOr<std::string> GetName(const json& obj, const std::string& key,
 
 }  // namespace
 
+json KnobSettingsToJson(const std::vector<KnobSettingRecord>& knobs) {
+  json arr = json::array();
+  for (const auto& k : knobs) {
+    json o{{"declaration", k.declaration}, {"coordinate", k.coordinate}, {"value", k.value},
+           {"label", k.label},           {"experiment_id", k.experiment_id},
+           {"evidence", k.evidence},     {"updated_at", k.updated_at}};
+    if (!k.register_name.empty()) {
+      o["register"] = k.register_name;
+      o["shift"] = k.shift;
+      o["width"] = k.width;
+    }
+    arr.push_back(std::move(o));
+  }
+  return arr;
+}
+
+absl::StatusOr<std::vector<KnobSettingRecord>> KnobSettingsFromJson(const json& arr,
+                                                                   const std::string& where) {
+  if (!arr.is_array() || arr.size() > 4096) return FieldError(where, "must be an array (at most 4096)");
+  std::vector<KnobSettingRecord> out;
+  std::set<std::pair<std::string, std::string>> seen;
+  for (size_t i = 0; i < arr.size(); ++i) {
+    const std::string at = absl::StrCat(where, "[", i, "]");
+    const json& k = arr[i];
+    if (!k.is_object()) return FieldError(at, "must be an object");
+    SPINTUNE_RETURN_IF_ERROR(CheckKnownFields(
+        k,
+        {"declaration", "coordinate", "value", "label", "experiment_id", "evidence", "updated_at",
+         "register", "shift", "width"},
+        at));
+    KnobSettingRecord r;
+    SPINTUNE_ASSIGN_OR_RETURN(r.declaration, GetName(k, "declaration", at));
+    SPINTUNE_ASSIGN_OR_RETURN(r.coordinate, GetName(k, "coordinate", at));
+    if (!seen.insert({r.declaration, r.coordinate}).second) return FieldError(at, "listed twice");
+    if (!k.contains("value") || !k["value"].is_number_integer()) {
+      return FieldError(at + ".value", "must be an integer");
+    }
+    r.value = k["value"].get<int64_t>();
+    SPINTUNE_ASSIGN_OR_RETURN(r.label, GetString(k, "label", at, false));
+    SPINTUNE_ASSIGN_OR_RETURN(uint64_t experiment, GetUint(k, "experiment_id", at, uint64_t{1} << 53, false));
+    r.experiment_id = static_cast<int64_t>(experiment);
+    SPINTUNE_ASSIGN_OR_RETURN(r.evidence, GetString(k, "evidence", at, false));
+    SPINTUNE_ASSIGN_OR_RETURN(r.updated_at, GetString(k, "updated_at", at, false));
+    SPINTUNE_ASSIGN_OR_RETURN(r.register_name, GetString(k, "register", at, false));
+    SPINTUNE_ASSIGN_OR_RETURN(uint64_t shift, GetUint(k, "shift", at, 63, false));
+    SPINTUNE_ASSIGN_OR_RETURN(uint64_t width, GetUint(k, "width", at, 64, false));
+    if (shift + width > 64) return FieldError(at, "shift + width must be <= 64");
+    r.shift = static_cast<uint32_t>(shift);
+    r.width = static_cast<uint32_t>(width);
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
 absl::Status ValidateProfileName(const std::string& name) {
   bool ok = !name.empty() && name.size() <= 64 && name[0] != '.' && name[0] != '-';
   for (char c : name) {
@@ -113,17 +167,19 @@ json ProfileToJson(const Profile& p) {
                             {"handler_buckets", BucketsToJson(d.handler)},
                             {"wake_buckets", BucketsToJson(d.wake)}});
   }
-  return json{{"format", kProfileFormat},
-              {"format_version", kProfileFormatVersion},
-              {"name", p.info.name},
-              {"target", p.info.target},
-              {"source_version", p.info.source_version},
-              {"created_at", p.info.created_at},
-              {"note", p.info.note},
-              {"tool_version", p.info.tool_version},
-              {"parent", p.info.parent},
-              {"table", PolicyTableToJson(p.table)},
-              {"evidence", json{{"keys", keys}, {"dispatch", dispatch}}}};
+  json out{{"format", kProfileFormat},
+           {"format_version", kProfileFormatVersion},
+           {"name", p.info.name},
+           {"target", p.info.target},
+           {"source_version", p.info.source_version},
+           {"created_at", p.info.created_at},
+           {"note", p.info.note},
+           {"tool_version", p.info.tool_version},
+           {"parent", p.info.parent},
+           {"table", PolicyTableToJson(p.table)},
+           {"evidence", json{{"keys", keys}, {"dispatch", dispatch}}}};
+  if (!p.knobs.empty()) out["knobs"] = KnobSettingsToJson(p.knobs);
+  return out;
 }
 
 absl::StatusOr<Profile> ProfileFromJson(const json& j) {
@@ -131,7 +187,7 @@ absl::StatusOr<Profile> ProfileFromJson(const json& j) {
   SPINTUNE_RETURN_IF_ERROR(CheckKnownFields(
       j,
       {"format", "format_version", "name", "target", "source_version", "created_at", "note",
-       "tool_version", "parent", "table", "evidence"},
+       "tool_version", "parent", "table", "evidence", "knobs"},
       "profile"));
   SPINTUNE_ASSIGN_OR_RETURN(std::string format, GetString(j, "format", "profile"));
   if (format != kProfileFormat) {
@@ -233,6 +289,9 @@ absl::StatusOr<Profile> ProfileFromJson(const json& j) {
     }
   }
   for (const auto& e : p.table.entries) p.info.keys += e.fallback ? 0 : 1;
+  if (auto knobs = j.find("knobs"); knobs != j.end()) {
+    SPINTUNE_ASSIGN_OR_RETURN(p.knobs, KnobSettingsFromJson(*knobs, "profile.knobs"));
+  }
   return p;
 }
 

@@ -1,6 +1,6 @@
 // Profile: a named snapshot of one target's policy table and the evidence
 // behind it (per-key completion histograms, per CPU class IRQ dispatch
-// histograms), with where it came from. Profiles are what users compare
+// histograms) and its knob settings, with where it came from. Profiles are what users compare
 // (diff), hand to colleagues (export/import), roll back to and render
 // (report). The file form is the JSON of docs/profiles.md.
 //
@@ -17,6 +17,7 @@
 #include "nlohmann/json.hpp"
 #include "policy/policy_builder.h"
 #include "policy/policy_table.h"
+#include "storage/experiment_record.h"
 
 namespace spintune {
 
@@ -50,6 +51,9 @@ struct Profile {
   PolicyTable table;
   std::vector<KeyEvidence> keys;
   std::vector<DispatchRecord> dispatch;
+  // Knob settings in force on the target (docs/knobs.md); the file has a
+  // "knobs" array only when there are some.
+  std::vector<KnobSettingRecord> knobs;
 };
 
 // 1..64 characters of [A-Za-z0-9._-], not starting with '.' or '-'.
@@ -62,6 +66,12 @@ nlohmann::json ProfileToJson(const Profile& profile);
 // the table. InvalidArgument naming the offending field.
 absl::StatusOr<Profile> ProfileFromJson(const nlohmann::json& json);
 absl::StatusOr<Profile> ParseProfileJson(const std::string& text);
+
+// The "knobs" array of a profile file (docs/profiles.md); FromJson names
+// the offending field after `where`.
+nlohmann::json KnobSettingsToJson(const std::vector<KnobSettingRecord>& knobs);
+absl::StatusOr<std::vector<KnobSettingRecord>> KnobSettingsFromJson(const nlohmann::json& arr,
+                                                                   const std::string& where);
 
 }  // namespace spintune
 

@@ -129,6 +129,10 @@ absl::StatusOr<std::unique_ptr<SqliteDb>> SqliteDb::Open(const std::string& path
     // read-only media without a write-ahead log the file is read as
     // immutable (nobody can change it there).
     absl::Status s = open("file:" + path + "?mode=ro", SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, &raw);
+    // Wait out a writer that holds the log (a tuner recovering it after a
+    // crash, a checkpoint): without the timeout the first read fails at once
+    // with SQLITE_BUSY and the open with "cannot read database".
+    if (s.ok()) sqlite3_busy_timeout(raw, 10000);
     if (!s.ok() || sqlite3_exec(raw, "SELECT 1 FROM sqlite_master LIMIT 1", nullptr, nullptr,
                                 nullptr) != SQLITE_OK) {
       sqlite3_close(raw);

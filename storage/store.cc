@@ -1042,11 +1042,27 @@ absl::Status Store::DeleteProfile(const std::string& name) {
 absl::StatusOr<Profile> Store::SnapshotProfile(int64_t target_id, uint64_t version,
                                                const std::string& name) {
   SPINTUNE_ASSIGN_OR_RETURN(auto table, LoadPolicy(target_id, version));
+  Profile p;
+  SPINTUNE_ASSIGN_OR_RETURN(p.knobs, LoadKnobSettings(target_id));
+  bool knob_only = false;
+  if (!table && version == 0) {
+    SPINTUNE_ASSIGN_OR_RETURN(auto experiments, ListExperiments(target_id));
+    knob_only = !p.knobs.empty() || !experiments.empty();
+  }
+  if (knob_only) {
+    // A target with knob experiments and no policy (a knob-only agent):
+    // an empty table of its CPU classes.
+    SPINTUNE_ASSIGN_OR_RETURN(TargetRecord target, LoadTarget(target_id));
+    table.emplace();
+    table->board = target.board;
+    for (const auto& c : target.cpu_classes) {
+      table->cpu_classes.push_back({c.name, c.cpu_khz, c.declared});
+    }
+  }
   if (!table) {
     return absl::NotFoundError(version ? absl::StrCat("no policy version ", version)
                                        : std::string("the target has no policy yet"));
   }
-  Profile p;
   p.table = std::move(*table);
   SPINTUNE_ASSIGN_OR_RETURN(std::vector<KeyEvidence> keys, LoadKeys(target_id));
   // The evidence of the table's classes and devices (a key seen after the

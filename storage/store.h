@@ -25,6 +25,7 @@
 #include "models/latency_histogram.h"
 #include "policy/policy_builder.h"
 #include "policy/policy_table.h"
+#include "storage/experiment_record.h"
 #include "storage/profile.h"
 #include "storage/sqlite_db.h"
 
@@ -288,6 +289,38 @@ class Store {
   // Records what the agent reported applying (error empty on success).
   absl::Status RecordApplied(int64_t target_id, uint64_t version, const std::string& error);
 
+  // Knob experiments (storage/experiments.cc, storage/experiment_record.h).
+  // CreateExperiment stores a running experiment; sets id and created_at.
+  absl::StatusOr<int64_t> CreateExperiment(ExperimentRecord* record);
+  // The target's newest experiment of declaration `name`, if any.
+  absl::StatusOr<std::optional<ExperimentRecord>> LatestExperiment(int64_t target_id,
+                                                                   const std::string& name);
+  // NotFound for an unknown id.
+  absl::StatusOr<ExperimentRecord> LoadExperiment(int64_t id);
+  // Every experiment of a target (0: of all targets), oldest first.
+  absl::StatusOr<std::vector<ExperimentRecord>> ListExperiments(int64_t target_id);
+  // AlreadyExists for a trial number stored before.
+  absl::Status AppendKnobTrial(int64_t experiment_id, const KnobTrialRecord& trial);
+  absl::StatusOr<std::vector<KnobTrialRecord>> LoadKnobTrials(int64_t experiment_id);
+  // Stores the conclusion of a running experiment (record.state finished or
+  // aborted) and, in the same transaction, makes `settings` (when not
+  // empty) its declaration's knob settings in force. FailedPrecondition
+  // when it is not running.
+  absl::Status FinishExperiment(const ExperimentRecord& record,
+                                const std::vector<KnobSettingRecord>& settings);
+  // The agent's answer to the end: "ok" or its error.
+  absl::Status RecordKnobEnd(int64_t experiment_id, const std::string& result);
+  // Asks the tuner to abort a running experiment (it restores the start
+  // values). FailedPrecondition when it is not running.
+  absl::Status RequestAbort(int64_t experiment_id);
+  // The running experiments an abort was requested for.
+  absl::StatusOr<std::vector<ExperimentRecord>> AbortRequests();
+  // The knob settings in force on a target, by declaration, in coordinate
+  // order; ReplaceKnobSettings replaces those of the declarations it names.
+  absl::StatusOr<std::vector<KnobSettingRecord>> LoadKnobSettings(int64_t target_id);
+  absl::Status ReplaceKnobSettings(int64_t target_id,
+                                   const std::vector<KnobSettingRecord>& settings);
+
  private:
   Store(std::unique_ptr<SqliteDb> db, StoreOptions options)
       : options_(options), db_(std::move(db)) {}
@@ -309,6 +342,12 @@ class Store {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<std::vector<TargetSummary>> QueryTargets(const std::string& where,
                                                           const std::string& arg)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // `where` may bind ?1 to `arg`.
+  absl::StatusOr<std::vector<ExperimentRecord>> QueryExperiments(const std::string& where,
+                                                                 int64_t arg)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status WriteKnobSettings(int64_t target_id, const std::vector<KnobSettingRecord>& settings)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const StoreOptions options_;

@@ -1,5 +1,6 @@
 #include "storage/store.h"
 
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -117,6 +118,49 @@ TEST(Store, StagedBatchesReadTheSameBeforeAndAfterCompaction) {
   // A third batch staged on top of compacted evidence.
   ASSERT_TRUE(*(*store)->IngestBatch(*id, Batch(3, 1000, 1)));
   EXPECT_EQ((*(*store)->LoadKeys(*id))[0].histogram.total_count(), 16u);
+}
+
+// A writer killed with its write-ahead log unrecovered (its wal-index
+// zeroed): read-only opens, the CLI's and the tuner's own pre-check, still
+// read it (SQLite needs write access to recover the log), and a writer
+// opens it.
+TEST(Store, OpensADatabaseWhoseWriterDiedWithAnUnrecoveredLog) {
+  const std::string path = ::testing::TempDir() + "/crashed-" + std::to_string(getpid()) + ".db";
+  std::filesystem::remove(path);
+  std::filesystem::remove(path + "-wal");
+  std::filesystem::remove(path + "-shm");
+  ASSERT_TRUE(Store::Open(path).ok());  // created, migrated, closed
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    auto store = Store::Open(path);
+    if (!store.ok() || !(*store)->UpsertTarget(Board("survivor")).ok()) _exit(1);
+    _exit(0);  // no close: the log keeps the frames, nothing checkpoints
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  ASSERT_GT(std::filesystem::file_size(path + "-wal"), 0u);
+  {  // the wal-index header zeroed, as by a crash in the middle of its update
+    const auto shm_bytes = std::filesystem::file_size(path + "-shm");
+    std::filesystem::resize_file(path + "-shm", 0);
+    std::filesystem::resize_file(path + "-shm", shm_bytes);
+  }
+  {
+    auto reader = Store::Open(path, {}, OpenMode::kReadOnly);
+    ASSERT_TRUE(reader.ok()) << reader.status();
+    auto found = (*reader)->FindTarget("survivor");
+    ASSERT_TRUE(found.ok()) << found.status();
+    EXPECT_TRUE(found->has_value());
+    EXPECT_FALSE((*reader)->UpsertTarget(Board("intruder")).ok()) << "the reader stays read-only";
+  }
+  auto writer = Store::Open(path);
+  ASSERT_TRUE(writer.ok()) << writer.status();
+  auto found = (*writer)->FindTarget("survivor");
+  ASSERT_TRUE(found.ok() && found->has_value());
+  std::filesystem::remove(path);
+  std::filesystem::remove(path + "-wal");
+  std::filesystem::remove(path + "-shm");
 }
 
 TEST(Store, UpsertKeepsTheTargetAndReplacesItsDescription) {

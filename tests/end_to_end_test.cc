@@ -91,7 +91,7 @@ TEST(EndToEnd, AppliedTableEqualsOfflineTuneOnTheSameSamples) {
   TuneFlags flags;
   flags.samples_csv = csv;
   flags.platform_json = dir.File("platform.json");
-  flags.hysteresis = 0;
+  flags.fit.hysteresis = 0;
   std::ostringstream tuned_json;
   std::ostringstream notes;
   absl::Status s = RunTune(flags, tuned_json, notes);

@@ -13,6 +13,7 @@
 #include "proto/channel_security.h"
 #include "common/version.h"
 #include "models/cost_model.h"
+#include "policy/fit_flags.h"
 #include "tuner/tuner_server.h"
 
 int main(int argc, char** argv) {
@@ -27,13 +28,8 @@ int main(int argc, char** argv) {
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   std::string listen = "127.0.0.1:50051";
   std::string db = "spintune.db";
-  std::string objective = "balanced";
-  double latency_weight = -1;
-  uint64_t max_spin_ns = 1'000'000;
-  uint64_t min_samples = 50;
+  spintune::FitFlags fit;
   uint64_t refit_samples = 4096;
-  double robustness = 0;
-  double hysteresis = 0.02;
   uint64_t window_samples = 8192;
   double shutdown_deadline_s = 5;
   uint64_t max_keys = 4096;
@@ -67,21 +63,7 @@ int main(int argc, char** argv) {
   app.add_option("--listen", listen, "Address to listen on (port 0: any free port)")
       ->capture_default_str();
   app.add_option("--db", db, "SQLite database file (created if missing)")->capture_default_str();
-  app.add_option("--objective", objective, "cpu | balanced | latency")->capture_default_str();
-  app.add_option("--latency-weight", latency_weight,
-                 "ns of CPU one ns of latency is worth (overrides --objective)");
-  app.add_option("--max-spin-ns", max_spin_ns, "Longest busy-wait a policy may ask for")
-      ->check(CLI::Range(uint64_t{1}, uint64_t{10'000'000}))
-      ->capture_default_str();
-  app.add_option("--min-samples", min_samples, "Samples a key needs before it gets an entry")
-      ->capture_default_str();
-  app.add_option("--robustness", robustness,
-                 "Clamp spin thresholds into [rho*B, B/rho] (0: off)")
-      ->check(CLI::Range(0.0, 1.0));
-  app.add_option("--hysteresis", hysteresis,
-                 "Keep a key's wait unless a refit is cheaper by this fraction")
-      ->check(CLI::Range(0.0, 0.5))
-      ->capture_default_str();
+  spintune::AddFitFlags(&app, &fit);
   app.add_option("--window-samples", window_samples,
                  "Samples per drift-detection window of a target")
       ->check(CLI::PositiveNumber)
@@ -158,21 +140,12 @@ int main(int argc, char** argv) {
   }
   spintune::TunerOptions options;
   options.db_path = db;
-  auto obj = spintune::ParseObjective(objective);
-  if (!obj.ok()) {
-    std::cerr << "spintune-tuner: --objective: " << obj.status().message() << "\n";
+  auto fit_config = spintune::FitConfigFromFlags(fit);
+  if (!fit_config.ok()) {
+    std::cerr << "spintune-tuner: " << fit_config.status().message() << "\n";
     return 2;
   }
-  options.fit.objective = *obj;
-  options.fit.objective_name = objective;
-  if (latency_weight >= 0) {
-    options.fit.objective = {latency_weight, false};
-    options.fit.objective_name = "custom";
-  }
-  options.fit.max_spin_ns = max_spin_ns;
-  options.fit.min_samples = min_samples;
-  options.fit.robustness_rho = robustness;
-  options.fit.hysteresis = hysteresis;
+  options.fit = *fit_config;
   options.store.window_samples = window_samples;
   options.store.reserve_bytes = disk_reserve_mb << 20;
   options.verify.min_requests = verify_requests;
@@ -229,7 +202,7 @@ int main(int argc, char** argv) {
     spintune::Logger().info("metrics on http://{}/metrics", *metrics);
   }
   spintune::Logger().info("listening on {} db={} objective={} max_spin_ns={}", server->address(),
-                          db, options.fit.objective_name, max_spin_ns);
+                          db, options.fit.objective_name, options.fit.max_spin_ns);
   {
     std::unique_lock<std::mutex> lock(mu);
     cv.wait(lock, [&] { return stop; });

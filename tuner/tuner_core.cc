@@ -11,6 +11,7 @@
 #include "policy/policy_json.h"
 #include "policy/policy_proto.h"
 #include "tuner/batch_decoder.h"
+#include "tuner/experiment_runner.h"
 #include "tuner/fit_inputs.h"
 
 namespace spintune {
@@ -111,8 +112,11 @@ TunerCore::TunerCore(TunerOptions options, std::unique_ptr<Store> store,
       store_(std::move(store)),
       fitter_(std::move(fitter)),
       compactor_(std::move(compactor)) {
+  experiments_ = std::make_unique<ExperimentRunner>(store_.get(), ExperimentRunnerOptions{});
   worker_ = std::thread([this] { WorkerLoop(); });
 }
+
+TunerCore::~TunerCore() { Stop(); }
 
 void TunerCore::Stop() {
   compactor_.reset();
@@ -148,6 +152,7 @@ void TunerCore::WorkerLoop() {
     if (absl::Now() - last_tick > absl::Seconds(1)) {
       last_tick = absl::Now();
       PushExternalVersions();
+      experiments_->Tick();
       EndSilentStreams();
       CountTrackedStreams();
     }
@@ -219,6 +224,7 @@ void TunerCore::ResumeReaders() {
 void TunerCore::OnSessionEnd(std::shared_ptr<SessionHandle> session) {
   Post(nullptr, [this, session = std::move(session)] {
     if (session->target_id == 0) return;  // never said hello successfully
+    experiments_->OnSessionEnd(session.get());
     auto& list = sessions_[session->target_id];
     list.erase(std::remove_if(list.begin(), list.end(),
                               [&](const std::weak_ptr<SessionHandle>& w) {
@@ -620,6 +626,12 @@ void TunerCore::OnDrain(std::shared_ptr<SessionHandle> session, std::function<vo
       session->Send(std::move(m));
     });
   }, std::move(done));
+}
+
+void TunerCore::OnKnobMessage(std::shared_ptr<SessionHandle> session, v1::AgentMessage message,
+                              std::function<void()> done) {
+  auto m = std::make_shared<v1::AgentMessage>(std::move(message));
+  Post(session, [this, session, m] { experiments_->OnMessage(session, *m); }, std::move(done));
 }
 
 uint64_t TunerCore::RequestRefit(int64_t target_id, bool force) {

@@ -69,6 +69,8 @@
 
 namespace spintune {
 
+class ExperimentRunner;
+
 struct TunerOptions {
   std::string db_path = "spintune.db";
   // store.reserve_bytes: kept beside the database to recover from a full
@@ -157,7 +159,7 @@ class TunerCore {
   // Stops the worker after the unit it is on; drops what is still queued
   // (unacknowledged: the agents resend it). Idempotent.
   void Stop();
-  ~TunerCore() { Stop(); }
+  ~TunerCore();
 
   // Session events, in stream order. `done` runs on the worker when the
   // event has been handled (or dropped at shutdown).
@@ -172,6 +174,10 @@ class TunerCore {
   void OnApplied(std::shared_ptr<SessionHandle> session, v1::PolicyApplied applied,
                  std::function<void()> done);
   void OnDrain(std::shared_ptr<SessionHandle> session, std::function<void()> done);
+  // A knob experiment message (knobs_declared, knob_trial, knob_applied):
+  // handed to the ExperimentRunner on the worker (tuner/experiment_runner.h).
+  void OnKnobMessage(std::shared_ptr<SessionHandle> session, v1::AgentMessage message,
+                     std::function<void()> done);
   // The stream ended (any way).
   void OnSessionEnd(std::shared_ptr<SessionHandle> session);
   // True when the core has room for more of what `session` sends; false: it
@@ -256,6 +262,7 @@ class TunerCore {
   // What waits for a fitter ticket (drains).
   std::map<uint64_t, std::vector<std::function<void()>>> after_fit_;
   int64_t data_version_ = 0;                    // Store::DataVersion() last seen
+  std::unique_ptr<ExperimentRunner> experiments_;  // knob experiments (worker-only)
 
   std::unique_ptr<Fitter> fitter_;        // posts results to queue_
   std::unique_ptr<Compactor> compactor_;  // folds staged batches (tuner/compactor.h)

@@ -215,6 +215,9 @@ class SessionReactor final
       case v1::AgentMessage::kBatch:
       case v1::AgentMessage::kApplied:
       case v1::AgentMessage::kDrain:
+      case v1::AgentMessage::kKnobsDeclared:
+      case v1::AgentMessage::kKnobTrial:
+      case v1::AgentMessage::kKnobApplied:
         if (!seen_hello_) {
           state_->ReadDone(true);
           return state_->Fail(absl::FailedPreconditionError("the first message must be hello"));
@@ -225,8 +228,10 @@ class SessionReactor final
           core_->OnBatch(state_, hello_, std::move(*request_.mutable_batch()), bytes, done);
         } else if (request_.has_applied()) {
           core_->OnApplied(state_, std::move(*request_.mutable_applied()), done);
-        } else {
+        } else if (request_.has_drain()) {
           core_->OnDrain(state_, done);
+        } else {
+          core_->OnKnobMessage(state_, std::move(request_), done);
         }
         break;
       default:
