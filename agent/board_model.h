@@ -10,6 +10,12 @@
 // except timer oversleep, which is tick-bound on boards without high
 // resolution timers and given in ns.
 //
+// Requests go one at a time (an MMC host, a SPI bus): each is issued
+// think_ns (exponential mean) after the previous one completed. Boards with
+// a Modulation are Markov-modulated (issue 16): a hidden busy state (card
+// garbage collection) comes in episodes, and reads right after a write are
+// slower; the calibrated boards are i.i.d.
+//
 // Plain data; thread-safe to read.
 #ifndef SPINTUNE_AGENT_BOARD_MODEL_H_
 #define SPINTUNE_AGENT_BOARD_MODEL_H_
@@ -44,6 +50,27 @@ struct OpcodeModel {
   double error_share = 0;          // requests that complete with an error
 };
 
+// Markov modulation of a board's stream (docs/boards.md). A hidden
+// two-state chain advances at every command of the device: busy episodes
+// (garbage collection) last busy_run_commands commands on average and hold
+// busy_share of all commands. In an episode, opcodes with a slow mode take
+// it (outside, the fast one: the slow mode's long-run share is busy_share)
+// and the others wait busy_extra_ns longer (lognormal, sigma 0.3). Reads
+// (read_opcodes) issued within after_write_window_ns of the completion of
+// the device's last write (write_opcodes) wait after_write_extra_ns longer
+// (lognormal, sigma 0.3). busy_share 0 and after_write_window_ns 0: i.i.d.
+struct Modulation {
+  double busy_share = 0;
+  double busy_run_commands = 1;
+  double busy_extra_ns = 0;
+  double after_write_window_ns = 0;
+  double after_write_extra_ns = 0;
+  std::vector<uint32_t> read_opcodes;
+  std::vector<uint32_t> write_opcodes;
+
+  bool modulated() const { return busy_share > 0 || after_write_window_ns > 0; }
+};
+
 struct BoardModel {
   std::string name;         // "litex-rocket-50mhz-slowcard"
   std::string summary;      // one line for --list-boards
@@ -65,6 +92,8 @@ struct BoardModel {
   std::vector<OpcodeModel> opcodes;
   std::vector<DefaultRule> default_rules;  // the stock driver's choice
   std::string sources;                     // seed file and what was used
+  double think_ns = 50'000;  // completion -> next issue, exponential mean
+  Modulation modulation;
 
   double CyclesToNs(double cycles) const { return cycles * 1e6 / static_cast<double>(cpu_khz); }
   // Platform costs of the model (what a perfect probe would measure).
@@ -72,11 +101,46 @@ struct BoardModel {
   double IrqOverheadNs() const { return CyclesToNs(irq_overhead_cycles); }
 };
 
-// One completion time of `op` with `bytes`, drawn with `rng`.
+// One completion time of `op` with `bytes`, drawn with `rng` (the slow mode
+// with probability op.slow_share).
 double DrawCompletionNs(const BoardModel& board, const OpcodeModel& op, uint64_t bytes,
                         std::mt19937_64& rng);
 
-// Every simulated board, in documentation order.
+// One simulated request.
+struct SimRequest {
+  const OpcodeModel* op = nullptr;
+  uint64_t bytes = 0;
+  uint64_t issue_ns = 0;  // on the board's clock, from 0
+  double x_ns = 0;        // completion time
+  bool error = false;
+  bool busy = false;      // issued in a busy episode (modulated boards)
+};
+
+// The board's request stream in issue order. Draws from `rng` exactly as
+// the i.i.d. model always has (opcode, size, completion time, error), so a
+// calibrated board's samples do not depend on the timeline; the issue times
+// and the modulation's chain use their own generators seeded from `seed`.
+// `rng` must outlive the simulator. Thread-compatible.
+class BoardSimulator {
+ public:
+  BoardSimulator(const BoardModel& board, uint64_t seed, std::mt19937_64* rng);
+  SimRequest Next();
+
+ private:
+  const BoardModel& board_;
+  std::mt19937_64* rng_;
+  std::mt19937_64 timeline_rng_;
+  std::mt19937_64 chain_rng_;
+  std::discrete_distribution<size_t> pick_opcode_;
+  std::vector<std::discrete_distribution<size_t>> pick_size_;
+  double now_ns_ = 0;
+  bool busy_ = false;
+  bool wrote_ = false;
+  double last_write_done_ns_ = 0;
+};
+
+// Every simulated board, in documentation order; the Markov-modulated ones
+// (Modulation::modulated()) are named "...-gc".
 const std::vector<BoardModel>& BoardCatalog();
 // The board called `name`, or nullptr.
 const BoardModel* FindBoard(const std::string& name);

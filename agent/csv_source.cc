@@ -33,6 +33,7 @@ absl::StatusOr<std::unique_ptr<CsvSource>> CsvSource::Open(const std::string& cs
   s->c_cpu_ = s->reader_->ColumnIndex("cpu_class");
   s->c_path_ = s->reader_->ColumnIndex("path");
   s->c_error_ = s->reader_->ColumnIndex("error");
+  s->c_issue_ = s->reader_->ColumnIndex("issue_ns");
   return s;
 }
 
@@ -59,6 +60,10 @@ absl::StatusOr<size_t> CsvSource::Fill(size_t max_completions, v1::SampleBatch* 
     c->add_path(path == "irq" ? v1::WAIT_PATH_IRQ
                               : path == "spin" ? v1::WAIT_PATH_SPIN : v1::WAIT_PATH_UNKNOWN);
     c->add_flags(c_error_ >= 0 && f[c_error_] == "1" ? 1u : 0u);
+    if (c_issue_ >= 0) {  // ReadSamplesCsv checked: in every row or in none
+      SPINTUNE_ASSIGN_OR_RETURN(uint64_t issue, reader_->ParseUint(f[c_issue_], "issue_ns"));
+      c->add_issue_ns(issue);
+    }
     ++n;
   }
   return n;

@@ -36,7 +36,7 @@ class CsvSource : public SampleSource {
   std::map<std::string, uint32_t> device_index_, class_index_;
   std::unique_ptr<CsvReader> reader_;
   int c_device_ = -1, c_opcode_ = -1, c_bytes_ = -1, c_wait_ = -1, c_cpu_ = -1, c_path_ = -1,
-      c_error_ = -1;
+      c_error_ = -1, c_issue_ = -1;
 };
 
 }  // namespace spintune

@@ -190,10 +190,13 @@ TEST_F(TempDir, ReplaySourceStreamsTheFixture) {
     ASSERT_LE(*n, 10u);
     completions += *n;
     dispatches += static_cast<size_t>(batch.dispatches().handler_ns_size());
+    // The optional issue time travels with every sample of a replay.
+    ASSERT_EQ(batch.completions().issue_ns_size(), batch.completions().wait_ns_size());
     for (int i = 0; i < batch.completions().wait_ns_size(); ++i) {
       EXPECT_EQ(batch.completions().device_index(i), 0u);
       if (completions == *n && i == 0) {
         EXPECT_EQ(batch.completions().wait_ns(0), 290'000u);
+        EXPECT_EQ(batch.completions().issue_ns(0), 4'690'365'178'000u);
       }
     }
     ++batches;

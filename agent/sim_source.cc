@@ -36,16 +36,8 @@ WaitParams WaitFor(const BoardModel& board, const std::optional<PolicyTable>& ta
 SimSource::SimSource(const BoardModel& board, uint64_t seed, double timer_wake_factor)
     : board_(board),
       driver_(board, timer_wake_factor, seed * 0x9e3779b97f4a7c15ull + 1),
-      rng_(seed) {
-  std::vector<double> shares;
-  for (const auto& op : board.opcodes) {
-    shares.push_back(op.share);
-    std::vector<double> sizes;
-    for (const auto& s : op.sizes) sizes.push_back(s.share);
-    pick_size_.emplace_back(sizes.begin(), sizes.end());
-  }
-  pick_opcode_ = std::discrete_distribution<size_t>(shares.begin(), shares.end());
-}
+      rng_(seed),
+      sim_(board, seed, &rng_) {}
 
 void SimSource::Describe(v1::Hello* hello) const {
   auto* target = hello->mutable_target();
@@ -65,32 +57,29 @@ void SimSource::Describe(v1::Hello* hello) const {
 absl::StatusOr<size_t> SimSource::Fill(size_t max_completions, v1::SampleBatch* batch) {
   auto* c = batch->mutable_completions();
   auto* d = batch->mutable_dispatches();
-  std::uniform_real_distribution<double> unit(0.0, 1.0);
   const uint64_t version = table_ ? table_->version : 0;
   std::map<std::pair<uint32_t, uint32_t>, CostMoments> outcomes;  // (opcode, size class)
   LatencyHistogram oversleep;
   uint64_t oversleep_sum = 0;
   for (size_t i = 0; i < max_completions; ++i) {
-    const size_t op_index = pick_opcode_(rng_);
-    const OpcodeModel& op = board_.opcodes[op_index];
-    const uint64_t bytes = op.sizes[pick_size_[op_index](rng_)].bytes;
-    const double x_ns = DrawCompletionNs(board_, op, bytes, rng_);
-    const bool error = unit(rng_) < op.error_share;
-    const SimWait w = driver_.Wait(WaitFor(board_, table_, op.opcode, bytes), x_ns);
+    const SimRequest r = sim_.Next();
+    const uint32_t opcode = r.op->opcode;
+    const SimWait w = driver_.Wait(WaitFor(board_, table_, opcode, r.bytes), r.x_ns);
     c->add_device_index(0);
     c->add_cpu_class_index(0);
-    c->add_opcode(op.opcode);
-    c->add_bytes(bytes);
-    c->add_wait_ns(std::max<uint64_t>(1, static_cast<uint64_t>(std::llround(x_ns))));
+    c->add_opcode(opcode);
+    c->add_bytes(r.bytes);
+    c->add_wait_ns(std::max<uint64_t>(1, static_cast<uint64_t>(std::llround(r.x_ns))));
     c->add_path(w.irq ? v1::WAIT_PATH_IRQ : v1::WAIT_PATH_SPIN);
-    c->add_flags(error ? 1u : 0u);
+    c->add_flags(r.error ? 1u : 0u);
+    c->add_issue_ns(r.issue_ns);
     if (w.irq) {
       d->add_cpu_class_index(0);
       d->add_device_index(0);
       d->add_handler_ns(static_cast<uint64_t>(w.handler_ns));
       d->add_wake_ns(static_cast<uint64_t>(w.wake_ns));
     }
-    outcomes[{op.opcode, SizeClassOf(bytes)}].Add(w.cpu_ns, w.latency_ns);
+    outcomes[{opcode, SizeClassOf(r.bytes)}].Add(w.cpu_ns, w.latency_ns);
     for (double o : w.oversleep_ns) {
       oversleep.Record(static_cast<uint64_t>(o));
       oversleep_sum += static_cast<uint64_t>(o);

@@ -1,5 +1,6 @@
 // SimSource: an endless, deterministic stream of completion and dispatch
-// samples from a BoardModel (board_model.h). The board's driver waits by
+// samples from a BoardModel (board_model.h), with issue times (a
+// BoardSimulator's request stream). The board's driver waits by
 // the table the agent applied (until then by its stock rules) through a
 // SimDriver, and reports what each key's waits cost under the version in
 // force (SampleBatch.outcomes) and the oversleep of its timer sleeps. The
@@ -34,8 +35,7 @@ class SimSource : public SampleSource {
   SimDriver driver_;
   std::optional<PolicyTable> table_;
   std::mt19937_64 rng_;
-  std::discrete_distribution<size_t> pick_opcode_;
-  std::vector<std::discrete_distribution<size_t>> pick_size_;
+  BoardSimulator sim_;
 };
 
 }  // namespace spintune

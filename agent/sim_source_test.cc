@@ -81,3 +81,84 @@ TEST(SimSource, MakeSampleSourceRejectsUnknownSpecs) {
 
 }  // namespace
 }  // namespace spintune
+
+namespace spintune {
+namespace {
+
+TEST(SimSource, IssueTimesFollowTheCompletionsAndLeaveCalibratedSamplesAlone) {
+  const BoardModel& b = *FindBoard("litex-rocket-50mhz-fastcard");
+  SimSource s(b, 7);
+  v1::SampleBatch batch;
+  ASSERT_EQ(*s.Fill(2000, &batch), 2000u);
+  const auto& c = batch.completions();
+  ASSERT_EQ(c.issue_ns_size(), c.wait_ns_size());
+  for (int i = 1; i < c.issue_ns_size(); ++i) {
+    EXPECT_GE(c.issue_ns(i), c.issue_ns(i - 1) + c.wait_ns(i - 1) - 1) << i;  // one at a time
+  }
+  // The completion times are the i.i.d. model's, drawn as before issue
+  // times existed: opcode, size, time, error from the one generator (the
+  // simulated driver's waits draw from a generator of their own).
+  std::mt19937_64 rng(7);
+  std::vector<double> shares;
+  for (const auto& op : b.opcodes) shares.push_back(op.share);
+  std::discrete_distribution<size_t> pick(shares.begin(), shares.end());
+  for (int i = 0; i < 100; ++i) {
+    const OpcodeModel& op = b.opcodes[pick(rng)];
+    std::vector<double> sizes;
+    for (const auto& sz : op.sizes) sizes.push_back(sz.share);
+    std::discrete_distribution<size_t> pick_size(sizes.begin(), sizes.end());
+    const uint64_t bytes = op.sizes[pick_size(rng)].bytes;
+    const double x = DrawCompletionNs(b, op, bytes, rng);
+    std::uniform_real_distribution<double>(0, 1)(rng);  // the error draw
+    ASSERT_EQ(c.opcode(i), op.opcode) << i;
+    ASSERT_EQ(c.wait_ns(i), std::max<uint64_t>(1, static_cast<uint64_t>(std::llround(x)))) << i;
+  }
+}
+
+TEST(SimSource, GarbageCollectionComesInEpisodes) {
+  // litex-rocket-100mhz-fastcard-gc: the card's 3% of slow writes, in
+  // episodes of 25 commands on average; reads within 500 us of a write's
+  // completion 250 us slower.
+  const BoardModel& b = *FindBoard("litex-rocket-100mhz-fastcard-gc");
+  ASSERT_TRUE(b.modulation.modulated());
+  EXPECT_FALSE(FindBoard("litex-rocket-100mhz-fastcard")->modulation.modulated());
+  std::mt19937_64 rng(3);
+  BoardSimulator sim(b, 3, &rng);
+  size_t writes = 0, slow_writes = 0, busy = 0, episodes = 0;
+  size_t after_slow = 0, slow_after_slow = 0;
+  std::vector<double> near_reads, far_reads;
+  bool was_busy = false;
+  double previous_x = 0, last_write_done = -1e18;
+  for (int i = 0; i < 200000; ++i) {
+    const SimRequest r = sim.Next();
+    busy += r.busy;
+    episodes += r.busy && !was_busy;
+    was_busy = r.busy;
+    if (r.op->opcode == 25) {
+      ++writes;
+      const bool slow = r.x_ns > 2e6;
+      slow_writes += slow;
+      if (previous_x > 1e6) {  // the previous command waited out a busy card
+        ++after_slow;
+        slow_after_slow += slow;
+      }
+      last_write_done = static_cast<double>(r.issue_ns) + r.x_ns;
+    } else if (r.op->opcode == 18) {
+      const double since = static_cast<double>(r.issue_ns) - last_write_done;
+      (since < 500e3 ? near_reads : far_reads).push_back(r.x_ns);
+    }
+    previous_x = r.x_ns;
+  }
+  EXPECT_NEAR(static_cast<double>(slow_writes) / writes, 0.03, 0.006);
+  EXPECT_NEAR(static_cast<double>(busy) / episodes, 25, 5);
+  // After a command that took over 1 ms, a write is slow most of the time.
+  EXPECT_GT(static_cast<double>(slow_after_slow) / after_slow, 0.7);
+  auto median = [](std::vector<double> v) {
+    std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+    return v[v.size() / 2];
+  };
+  EXPECT_NEAR(median(near_reads) - median(far_reads), 250e3, 40e3);
+}
+
+}  // namespace
+}  // namespace spintune

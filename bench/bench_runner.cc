@@ -93,6 +93,8 @@ double MeanX(const Stream& st, size_t from, size_t to) {
 
 }  // namespace
 
+std::vector<double> GenerateStream(const Scenario& scenario) { return Generate(scenario).x; }
+
 const PolicyResult* ScenarioResult::Find(const std::string& policy) const {
   for (const auto& p : policies) {
     if (p.name == policy) return &p;

@@ -49,6 +49,10 @@ struct ScenarioResult {
 
 ScenarioResult RunScenario(const Scenario& scenario, const RunOptions& options);
 
+// The scenario's completion times, whole ns, seeded by its name: the stream
+// RunScenario() evaluates.
+std::vector<double> GenerateStream(const Scenario& scenario);
+
 }  // namespace spintune
 
 #endif  // SPINTUNE_BENCH_BENCH_RUNNER_H_

@@ -45,3 +45,44 @@ TEST(Benchmark, ColdStartPredictionsAreCloseOnHeldBackBoards) {
 
 }  // namespace
 }  // namespace spintune
+
+#include "bench/context_eval.h"
+
+namespace spintune {
+namespace {
+
+// Issue 16 on the context suite (about 2 s): on the i.i.d. streams the
+// contextual fit is never worse than the fixed one by more than 0.5%, stays
+// within the cpu objective's latency cap wherever the fixed fit does, and
+// keeps one leaf on >= 95% of them; on the Markov-modulated boards at
+// latency weight 1 it closes >= 30% of the best static -> clairvoyant gap;
+// on the replayed disk stream it is never worse than the fixed fit by more
+// than 0.5% on any key. (docs/benchmarks.md has every figure, the streams
+// where the 30% is not reached included.)
+TEST(Benchmark, ContextSuite) {
+  ContextSuiteOptions options;
+  options.replay_dir = SPINTUNE_CONTEXT_FIXTURE_DIR;
+  auto suite = BuildContextScenarios(options);
+  ASSERT_TRUE(suite.ok()) << suite.status();
+  std::vector<ContextResult> results;
+  for (const auto& s : *suite) results.push_back(RunContextScenario(s));
+  size_t markov = 0, replay = 0;
+  for (const auto& r : results) {
+    markov += r.stream.rfind("markov/", 0) == 0;
+    replay += r.stream.rfind("replay/", 0) == 0;
+    if (r.stream.rfind("replay/", 0) == 0) {
+      EXPECT_LE(r.context_j, 1.005 * r.fixed_j) << r.name;
+    }
+  }
+  EXPECT_GE(markov, 8u);
+  EXPECT_GE(replay, 4u);
+  for (const auto& c : CheckContextResults(results)) {
+    const bool iid = c.what.rfind("i.i.d.", 0) == 0;
+    const bool markov_l1 = c.what.rfind("markov/", 0) == 0 &&
+                           c.what.find("(latency weight 1,") != std::string::npos;
+    if (iid || markov_l1) EXPECT_TRUE(c.ok) << c.what;
+  }
+}
+
+}  // namespace
+}  // namespace spintune

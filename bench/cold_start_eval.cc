@@ -39,7 +39,9 @@ Measured Measure(const BoardModel& board, size_t samples) {
 
 std::vector<ColdStartResult> EvaluateColdStart(size_t samples_per_board) {
   std::vector<Measured> all;
-  for (const auto& b : BoardCatalog()) all.push_back(Measure(b, samples_per_board));
+  for (const auto& b : BoardCatalog()) {
+    if (!b.modulation.modulated()) all.push_back(Measure(b, samples_per_board));
+  }
   std::vector<ColdStartResult> out;
   const FitConfig config;
   for (size_t i = 0; i < all.size(); ++i) {

@@ -1,9 +1,16 @@
-// Cost of the driver-side hot path: one lookup, and one lookup plus one spin
-// check with the real clock (the condition already true), on a table of the
-// maximum size; and parsing a full blob (done once per pushed table). Issue
-// 18 states the targets against one clock_gettime(CLOCK_MONOTONIC) measured
-// in the same run (BM_ClockGettime); the ratios are printed at the end.
+// Cost of the driver-side hot path, on tables of the maximum size parsed by
+// the driver's own parser (spintune_table_parse(): entries, context nodes,
+// key index): one lookup (the O(1) key index, and the binary search that
+// tables without an index use); one lookup in context (every key with a
+// full tree of depth 3, random features); the context state's update for
+// one command (spintune_ctx_issue() + spintune_ctx_done()); one lookup plus
+// one spin check with the real clock (the condition already true); and
+// parsing a full blob (once per pushed table). Issues 16 and 18 state the
+// targets against one clock_gettime(CLOCK_MONOTONIC) and today's lookup,
+// measured in the same run; the ratios are printed at the end.
+#include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "bench/ratio_reporter.h"
@@ -16,52 +23,193 @@ namespace {
 using spintune::BM_ClockGettime;
 BENCHMARK(BM_ClockGettime);
 
-// Entries for 16 opcodes x 16 size classes x 4 CPU classes, plus the fallback.
-std::vector<spintune_entry> Entries() {
-  std::vector<spintune_entry> v;
-  for (uint8_t cpu = 0; cpu < 4; ++cpu) {
-    for (uint32_t op = 0; op < 16; ++op) {
-      for (uint8_t sc = 0; sc < 16; ++sc) {
-        spintune_entry e{};
-        e.cpu_class = cpu;
-        e.size_class = sc;
-        e.strategy = SPINTUNE_SPIN_THEN_IRQ;
-        e.opcode = op;
-        e.spin_ns = 5000;
-        v.push_back(e);
+void Put(std::string* b, size_t at, uint64_t v, int bytes) {
+  for (int k = 0; k < bytes; ++k) (*b)[at + k] = static_cast<char>(v >> (8 * k));
+}
+
+// A format 2 blob: `keys` keys (cpu class, opcode, size class) in order,
+// each with `leaves` entries (1, or 8: a full tree of depth 3 over the four
+// features), then the fallback.
+std::string Blob(const std::vector<uint64_t>& keys, int leaves) {
+  const size_t count = keys.size() * leaves + 1;
+  const size_t nodes = keys.size() * (leaves - 1);
+  const size_t header = SPINTUNE_BLOB_HEADER_V2_BYTES;
+  std::string b(header + count * SPINTUNE_BLOB_ENTRY_BYTES + nodes * SPINTUNE_BLOB_NODE_BYTES,
+                '\0');
+  Put(&b, 0, SPINTUNE_BLOB_MAGIC, 4);
+  Put(&b, 4, SPINTUNE_BLOB_VERSION, 2);
+  Put(&b, 6, header, 2);
+  Put(&b, 8, b.size(), 4);
+  Put(&b, 24, count, 4);
+  Put(&b, 28, SPINTUNE_BLOB_ENTRY_BYTES, 2);
+  b[32] = 'd';
+  Put(&b, 64, nodes, 4);
+  Put(&b, 68, SPINTUNE_BLOB_NODE_BYTES, 2);
+  b[70] = 1;
+  Put(&b, 72, 1, 4);  // opcode 1 writes
+  size_t row = 0, node = 0;
+  const size_t nodes_at = header + count * SPINTUNE_BLOB_ENTRY_BYTES;
+  for (uint64_t key : keys) {
+    const size_t first_row = row, root = node;
+    for (int l = 0; l < leaves; ++l, ++row) {
+      const size_t at = header + row * SPINTUNE_BLOB_ENTRY_BYTES;
+      b[at] = static_cast<char>(key >> 40);
+      b[at + 1] = static_cast<char>(key & 0xFF);
+      b[at + 2] = SPINTUNE_SPIN_THEN_IRQ;
+      Put(&b, at + 4, (key >> 8) & 0xFFFFFFFF, 4);
+      Put(&b, at + 8, 5000 + 100 * l, 4);
+      if (leaves > 1) Put(&b, at + 20, root + 1, 2);
+    }
+    if (leaves == 8) {
+      // Preorder: node r splits on prev_wait, its children on since_write,
+      // theirs on inflight; leaves left to right.
+      const uint8_t feature[7] = {0, 1, 2, 2, 1, 2, 2};
+      const uint64_t threshold[7] = {100'000, 1'000'000, 2, 2, 1'000'000, 2, 2};
+      const uint32_t left[7] = {1, 2, 0x8000, 0x8002, 5, 0x8004, 0x8006};
+      const uint32_t right[7] = {4, 3, 0x8001, 0x8003, 6, 0x8005, 0x8007};
+      for (int n = 0; n < 7; ++n, ++node) {
+        const size_t at = nodes_at + node * SPINTUNE_BLOB_NODE_BYTES;
+        auto child = [&](uint32_t c) {
+          return c & SPINTUNE_CHILD_LEAF ? SPINTUNE_CHILD_LEAF | (first_row + (c & 0x7FFF))
+                                         : root + c;
+        };
+        b[at] = static_cast<char>(feature[n]);
+        Put(&b, at + 2, child(left[n]), 2);
+        Put(&b, at + 4, child(right[n]), 2);
+        Put(&b, at + 8, threshold[n], 8);
       }
     }
   }
-  spintune_entry fallback{};
-  fallback.cpu_class = SPINTUNE_ANY_CPU_CLASS;
-  fallback.size_class = SPINTUNE_ANY_SIZE_CLASS;
-  fallback.strategy = SPINTUNE_IRQ;
-  fallback.flags = SPINTUNE_ENTRY_FALLBACK;
-  fallback.opcode = SPINTUNE_ANY_OPCODE;
-  v.push_back(fallback);
+  const size_t at = header + row * SPINTUNE_BLOB_ENTRY_BYTES;
+  b[at] = static_cast<char>(SPINTUNE_ANY_CPU_CLASS);
+  b[at + 1] = static_cast<char>(SPINTUNE_ANY_SIZE_CLASS);
+  b[at + 2] = SPINTUNE_IRQ;
+  b[at + 3] = SPINTUNE_ENTRY_FALLBACK;
+  Put(&b, at + 4, SPINTUNE_ANY_OPCODE, 4);
+  Put(&b, 12, spintune_crc32(0, reinterpret_cast<const uint8_t*>(b.data()) + 16, b.size() - 16),
+      4);
+  return b;
+}
+
+// 16 opcodes x 16 size classes x 4 CPU classes (1,024 keys: the 1,025-entry
+// table of the maximum size), or the 127 keys of 8 leaves each that fill a
+// table with context.
+std::vector<uint64_t> Keys(size_t n) {
+  std::vector<uint64_t> keys;
+  for (uint64_t cpu = 0; cpu < 4; ++cpu) {
+    for (uint64_t op = 0; op < 16; ++op) {
+      for (uint64_t sc = 0; sc < 16; ++sc) {
+        if (keys.size() < n) keys.push_back(spintune__entry_key(cpu, op, sc));
+      }
+    }
+  }
+  return keys;
+}
+
+struct Parsed {
+  std::vector<uint64_t> storage = std::vector<uint64_t>(SPINTUNE_TABLE_STORAGE_WORDS);
+  spintune_table table{};
+
+  explicit Parsed(const std::string& blob) {
+    if (spintune_table_parse(blob.data(), blob.size(), storage.data(), storage.size() * 8,
+                             &table, nullptr) != 0) {
+      std::abort();
+    }
+  }
+};
+
+const Parsed& Plain() {
+  static const Parsed p(Blob(Keys(SPINTUNE_MAX_ENTRIES - 1), 1));
+  return p;
+}
+
+const Parsed& WithContext() {
+  static const Parsed p(Blob(Keys((SPINTUNE_MAX_ENTRIES - 1) / 8), 8));
+  return p;
+}
+
+// Random commands of the plain table's keys (all hit), as before.
+struct Command {
+  uint8_t cpu;
+  uint32_t opcode;
+  uint64_t bytes;
+};
+std::vector<Command> Commands(size_t keys) {
+  std::mt19937 rng(1);
+  std::vector<Command> v(4096);
+  for (auto& c : v) {
+    const uint32_t k = rng() % static_cast<uint32_t>(keys);
+    c = {static_cast<uint8_t>(k / 256), (k / 16) % 16, (1u << (k % 16)) >> 1};
+  }
   return v;
 }
 
 void BM_Lookup(benchmark::State& state) {
-  const auto entries = Entries();
-  spintune_table t{entries.data(), static_cast<uint32_t>(entries.size()), 1, "bench"};
-  std::mt19937 rng(1);
-  std::vector<uint32_t> keys(4096);
-  for (auto& k : keys) k = rng();
+  const spintune_table& t = Plain().table;
+  const auto commands = Commands(t.count - 1);
   size_t i = 0;
   for (auto _ : state) {
-    const uint32_t k = keys[i++ & 4095];
-    benchmark::DoNotOptimize(spintune_lookup(&t, k & 3, (k >> 2) & 15, 1u << ((k >> 6) & 15)));
+    const Command& c = commands[i++ & 4095];
+    benchmark::DoNotOptimize(spintune_lookup(&t, c.cpu, c.opcode, c.bytes));
   }
-  state.counters["entries"] = static_cast<double>(entries.size());
+  state.counters["entries"] = t.count;
 }
 BENCHMARK(BM_Lookup);
+
+// The lookup of tables without an index (headers generated before format
+// 2): the binary search of every lookup before issue 18.
+void BM_LookupBinarySearch(benchmark::State& state) {
+  spintune_table t = Plain().table;
+  t.index = {};
+  const auto commands = Commands(t.count - 1);
+  size_t i = 0;
+  for (auto _ : state) {
+    const Command& c = commands[i++ & 4095];
+    benchmark::DoNotOptimize(spintune_lookup(&t, c.cpu, c.opcode, c.bytes));
+  }
+}
+BENCHMARK(BM_LookupBinarySearch);
+
+// Every key has a full tree of depth 3; the features vary per command so
+// every leaf is taken.
+void BM_LookupCtx(benchmark::State& state) {
+  const spintune_table& t = WithContext().table;
+  const auto commands = Commands((t.count - 1) / 8);
+  std::mt19937_64 rng(2);
+  std::vector<spintune_features> features(4096);
+  for (size_t k = 0; k < features.size(); ++k) {
+    features[k] = {{rng() % 200'000, rng() % 2'000'000, rng() % 4, commands[k].bytes}};
+  }
+  size_t i = 0;
+  for (auto _ : state) {
+    const size_t k = i++ & 4095;
+    benchmark::DoNotOptimize(
+        spintune_lookup_ctx(&t, commands[k].cpu, commands[k].opcode, &features[k]));
+  }
+  state.counters["entries"] = t.count;
+  state.counters["nodes"] = t.node_count;
+}
+BENCHMARK(BM_LookupCtx);
+
+// The context state of one command: its features at issue, the update at
+// completion (no clock read: the driver has the times).
+void BM_CtxIssueAndDone(benchmark::State& state) {
+  spintune_ctx ctx{};
+  uint64_t now = 1'000'000;
+  for (auto _ : state) {
+    spintune_features f;
+    spintune_ctx_issue(&ctx, now, 4096, &f);
+    benchmark::DoNotOptimize(f);
+    spintune_ctx_done(&ctx, now, now + 50'000, (now & 0x100) != 0);
+    now += 60'001;
+  }
+}
+BENCHMARK(BM_CtxIssueAndDone);
 
 int Ready(int) { return 1; }
 
 void BM_LookupAndOneSpinCheck(benchmark::State& state) {
-  const auto entries = Entries();
-  spintune_table t{entries.data(), static_cast<uint32_t>(entries.size()), 1, "bench"};
+  const spintune_table& t = Plain().table;
   uint32_t op = 0;
   for (auto _ : state) {
     const spintune_entry* e = spintune_lookup(&t, 1, op++ & 15, 4096);
@@ -72,35 +220,14 @@ void BM_LookupAndOneSpinCheck(benchmark::State& state) {
 }
 BENCHMARK(BM_LookupAndOneSpinCheck);
 
+// Validate a full blob and build its key index, once per pushed table.
 void BM_ParseFullBlob(benchmark::State& state) {
-  // A maximum-size blob built by hand (1024 entries).
-  const uint32_t count = SPINTUNE_MAX_ENTRIES;
-  std::vector<uint8_t> b(SPINTUNE_BLOB_HEADER_BYTES + count * SPINTUNE_BLOB_ENTRY_BYTES);
-  auto put32 = [&](size_t at, uint32_t v) {
-    for (int k = 0; k < 4; ++k) b[at + k] = static_cast<uint8_t>(v >> (8 * k));
-  };
-  put32(0, SPINTUNE_BLOB_MAGIC);
-  b[4] = 1;
-  b[6] = SPINTUNE_BLOB_HEADER_BYTES;
-  put32(8, static_cast<uint32_t>(b.size()));
-  put32(24, count);
-  b[28] = SPINTUNE_BLOB_ENTRY_BYTES;
-  b[32] = 'd';
-  for (uint32_t i = 0; i < count; ++i) {
-    const size_t at = SPINTUNE_BLOB_HEADER_BYTES + i * SPINTUNE_BLOB_ENTRY_BYTES;
-    const bool last = i + 1 == count;
-    b[at] = last ? 0xFF : 0;
-    b[at + 1] = last ? 0xFF : 10;
-    b[at + 2] = last ? SPINTUNE_IRQ : SPINTUNE_SPIN_THEN_IRQ;
-    b[at + 3] = last ? SPINTUNE_ENTRY_FALLBACK : 0;
-    put32(at + 4, last ? 0xFFFFFFFFu : i);
-    put32(at + 8, last ? 0 : 1000);
-  }
-  put32(12, spintune_crc32(0, b.data() + 16, b.size() - 16));
-  std::vector<spintune_entry> storage(count);
+  const std::string blob = Blob(Keys(SPINTUNE_MAX_ENTRIES - 1), 1);
+  std::vector<uint64_t> storage(SPINTUNE_TABLE_STORAGE_WORDS);
   for (auto _ : state) {
     spintune_table t;
-    benchmark::DoNotOptimize(spintune_blob_parse(b.data(), b.size(), storage.data(), count, &t));
+    benchmark::DoNotOptimize(spintune_table_parse(blob.data(), blob.size(), storage.data(),
+                                                  storage.size() * 8, &t, nullptr));
   }
 }
 BENCHMARK(BM_ParseFullBlob);
@@ -111,9 +238,18 @@ int main(int argc, char** argv) {
   spintune::RatioReporter r;
   spintune::RunBenchmarks(argc, argv, &r);
   const double clock_ns = r.CpuNs("BM_ClockGettime");
-  std::printf("\nAgainst one clock_gettime(CLOCK_MONOTONIC) (%.1f ns here):\n", clock_ns);
-  r.PrintRatio("BM_Lookup / BM_ClockGettime", r.CpuNs("BM_Lookup"), clock_ns, 0.25);
+  const double lookup_ns = r.CpuNs("BM_Lookup");
+  std::printf("\nAgainst one clock_gettime(CLOCK_MONOTONIC) (%.1f ns here) and the lookup:\n",
+              clock_ns);
+  r.PrintRatio("BM_Lookup / BM_ClockGettime", lookup_ns, clock_ns, 0.25);
   r.PrintRatio("BM_LookupAndOneSpinCheck / BM_ClockGettime",
                r.CpuNs("BM_LookupAndOneSpinCheck"), clock_ns, 1.5);
+  r.PrintRatio("BM_LookupCtx / BM_Lookup", r.CpuNs("BM_LookupCtx"), lookup_ns, 2.0);
+  r.PrintRatio("BM_LookupCtx / BM_LookupBinarySearch", r.CpuNs("BM_LookupCtx"),
+               r.CpuNs("BM_LookupBinarySearch"), 2.0);
+  r.PrintRatio("BM_CtxIssueAndDone / BM_ClockGettime", r.CpuNs("BM_CtxIssueAndDone"), clock_ns,
+               0);
+  r.PrintRatio("BM_LookupBinarySearch / BM_Lookup", r.CpuNs("BM_LookupBinarySearch"), lookup_ns,
+               0);
   return 0;
 }

@@ -7,6 +7,7 @@
 #include "bench/bench_report.h"
 #include "bench/bench_runner.h"
 #include "bench/cold_start_eval.h"
+#include "bench/context_eval.h"
 #include "bench/knob_bench.h"
 #include "bench/seed_replay.h"
 #include "common/logging.h"
@@ -17,7 +18,10 @@ int main(int argc, char** argv) {
   spintune::RunOptions run;
   std::string format = "table";
   bool no_boards = false, no_synthetic = false, cold_start = false, replay = false, knobs = false;
+  bool context = false;
   uint64_t seed = 1;
+  spintune::ContextSuiteOptions context_options;
+  context_options.replay_dir = SPINTUNE_CONTEXT_FIXTURE_DIR;
   CLI::App app{"spintune-bench: J of spintune and of every peer's mechanism on the same "
                "streams, as ratios to the best static policy in hindsight and to the "
                "clairvoyant."};
@@ -27,6 +31,7 @@ int main(int argc, char** argv) {
       "  spintune-bench --filter microwatt    # scenarios whose name contains 'microwatt'\n"
       "  spintune-bench --format json > bench.json\n"
       "  spintune-bench --knobs --seed 3 --format json\n"
+      "  spintune-bench --context              # context leaves vs fixed fit and clairvoyant\n"
       "Exit codes: 0 ok (also with violations, which are listed), 2 usage.");
   app.set_version_flag("--version", spintune::Version());
   app.add_option("--filter", scenarios.filter, "Only scenarios whose name contains this");
@@ -47,6 +52,13 @@ int main(int argc, char** argv) {
                "Instead: the ahci_sunxi knob experiment (TXTS/RXTS) from every leftover start "
                "value of field report 003");
   app.add_option("--seed", seed, "--knobs: seed of the boards' noise and the trial order")
+      ->capture_default_str();
+  app.add_flag("--context", context,
+               "Instead: tables with context leaves against the fixed fit, on Markov-modulated "
+               "boards, a replayed disk stream and the i.i.d. suite (share of the best static -> "
+               "clairvoyant gap closed)");
+  app.add_option("--replay-dir", context_options.replay_dir,
+                 "--context: directory of the replayed stream (vda-fsync.csv and its platform)")
       ->capture_default_str();
   try {
     app.parse(argc, argv);
@@ -70,6 +82,23 @@ int main(int argc, char** argv) {
   }
   if (replay) {
     std::cout << spintune::RenderSeedReplay();
+    return 0;
+  }
+  if (context) {
+    context_options.filter = scenarios.filter;
+    context_options.iid = !no_boards || !no_synthetic;
+    auto suite = spintune::BuildContextScenarios(context_options);
+    if (!suite.ok()) {
+      std::cerr << "spintune-bench: " << suite.status().message() << "\n";
+      return 1;
+    }
+    std::vector<spintune::ContextResult> results;
+    for (const auto& s : *suite) results.push_back(spintune::RunContextScenario(s));
+    if (format == "json") {
+      std::cout << spintune::ContextResultsToJson(results).dump(2) << "\n";
+    } else {
+      std::cout << spintune::RenderContextResults(results);
+    }
     return 0;
   }
   scenarios.train_samples = run.train_samples;

@@ -47,7 +47,7 @@ int Run(int samples) {
               "fitted with the constant", "J pred", "J true", "fitted over the ticks",
               "J", "saved");
   for (const BoardModel& board : BoardCatalog()) {
-    if (board.name.rfind("litex-rocket", 0) != 0) continue;
+    if (board.name.rfind("litex-rocket", 0) != 0 || board.modulation.modulated()) continue;
     const PlatformCosts costs = board.Costs();
     const PlatformModel ticks = TickBound(costs);
     std::mt19937_64 rng(1);

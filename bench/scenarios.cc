@@ -92,6 +92,7 @@ std::vector<Scenario> BuildScenarios(const ScenarioOptions& o) {
     const std::string lam = absl::StrFormat("l%g", lambda);
     if (o.boards) {
       for (const BoardModel& board : BoardCatalog()) {
+        if (board.modulation.modulated()) continue;  // not stationary: the context suite's
         for (const OpcodeModel& op : board.opcodes) {
           for (const SizeShare& size : op.sizes) {
             Scenario s;

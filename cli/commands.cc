@@ -47,6 +47,7 @@ absl::StatusOr<FitInputs> ReadPlatform(const std::string& path, const SampleSet&
   }
   for (const auto& name : samples.devices) in.devices.push_back(platform.Device(name));
   in.keys = samples.keys;
+  in.requests = samples.requests;  // same key and device order
   return in;
 }
 
@@ -127,11 +128,20 @@ absl::StatusOr<PolicyTable> LoadStoredPolicy(const Repository& repo, const std::
 
 }  // namespace
 
-absl::Status RunTune(const TuneFlags& flags, std::ostream& out) {
+absl::Status RunTune(const TuneFlags& flags, std::ostream& out, std::ostream& err) {
   SPINTUNE_RETURN_IF_ERROR(CheckFormat(flags.format));
+  if (flags.context != "auto" && flags.context != "off") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--context must be auto or off, got '", flags.context, "'"));
+  }
   SPINTUNE_ASSIGN_OR_RETURN(FitConfig config, FitConfigFromFlags(flags.fit));
   SPINTUNE_ASSIGN_OR_RETURN(SampleSet samples, ReadSamplesCsv(flags.samples_csv));
   SPINTUNE_ASSIGN_OR_RETURN(FitInputs inputs, ReadPlatform(flags.platform_json, samples));
+  config.context = flags.context == "auto";
+  if (config.context && inputs.requests.empty()) {
+    err << "spintune tune: " << flags.samples_csv
+        << " has no issue_ns column: fitted without context (spintune extract writes it)\n";
+  }
   std::optional<PolicyTable> incumbent;
   if (!flags.incumbent.empty()) {
     SPINTUNE_ASSIGN_OR_RETURN(std::string text, ReadFileToString(flags.incumbent));

@@ -24,8 +24,11 @@ struct TuneFlags {
   std::string incumbent;  // policy JSON of the table in force (hysteresis)
   bool families = false;  // table format: also the family comparison
   std::string format = "json";
+  // "auto": keys may get context leaves when the samples have issue times
+  // (a note goes to `err` when they do not); "off": one entry per key.
+  std::string context = "auto";
 };
-absl::Status RunTune(const TuneFlags& flags, std::ostream& out);
+absl::Status RunTune(const TuneFlags& flags, std::ostream& out, std::ostream& err);
 
 // Where stored targets and policies come from: a database file, or a running
 // tuner's admin RPCs when `tuner` is set.

@@ -41,7 +41,7 @@ absl::Status RunExtract(const ExtractFlags& flags, std::ostream& out, std::ostre
   if (!flags.completions_csv.empty()) {
     completions.open(flags.completions_csv);
     if (!completions) return absl::NotFoundError(absl::StrCat(flags.completions_csv, ": cannot create"));
-    completions << "device,opcode,bytes,wait_ns,path,error,cpu\n";
+    completions << "device,opcode,bytes,wait_ns,path,error,cpu,issue_ns\n";
   }
   if (!flags.dispatch_csv.empty()) {
     dispatch.open(flags.dispatch_csv);
@@ -58,7 +58,8 @@ absl::Status RunExtract(const ExtractFlags& flags, std::ostream& out, std::ostre
     for (const auto& c : cs) {
       if (completions.is_open()) {
         completions << c.device << ',' << c.opcode << ',' << c.bytes << ',' << c.wait_ns << ','
-                    << PathName(c.path) << ',' << (c.error ? 1 : 0) << ',' << c.cpu << '\n';
+                    << PathName(c.path) << ',' << (c.error ? 1 : 0) << ',' << c.cpu << ','
+                    << c.issue_ns << '\n';
       }
       if (flags.summary) keys[{c.device, c.opcode, SizeClassOf(c.bytes)}].Record(c.wait_ns);
     }

@@ -57,8 +57,8 @@ int main(int argc, char** argv) {
   CLI::App* tune_cmd = app.add_subcommand(
       "tune", "Fit a policy table offline from a samples CSV and a platform JSON");
   tune_cmd->footer(
-      "CSV columns: device,opcode,bytes,wait_ns (required); cpu_class,path,error,timeout\n"
-      "(optional). Platform JSON: irq_cpu_ns, irq_wake_ns, poll_read_ns, timer_cpu_ns,\n"
+      "CSV columns: device,opcode,bytes,wait_ns (required); cpu_class,path,error,timeout,\n"
+      "issue_ns (optional). Platform JSON: irq_cpu_ns, irq_wake_ns, poll_read_ns, timer_cpu_ns,\n"
       "timer_wake_ns. See docs/csv-formats.md.\n"
       "Example: spintune tune --samples s.csv --platform p.json --objective latency");
   tune_cmd->add_option("--samples", tune.samples_csv, "Completion samples CSV")->required();
@@ -70,6 +70,13 @@ int main(int argc, char** argv) {
   tune_cmd->add_flag("--families", tune.families,
                      "With --format table: the cost of the best candidate of every strategy family");
   tune_cmd->add_option("--format", tune.format, "json | table")->capture_default_str();
+  tune_cmd
+      ->add_option("--context", tune.context,
+                   "auto: split keys by the command's context (previous completion, time since "
+                   "the last write, commands in flight, length) where it pays on held-out "
+                   "samples; needs an issue_ns column | off")
+      ->check(CLI::IsMember({"auto", "off"}))
+      ->capture_default_str();
 
   std::string targets_format = "table";
   CLI::App* targets_cmd = app.add_subcommand("targets", "List the targets a tuner knows");
@@ -167,7 +174,7 @@ int main(int argc, char** argv) {
       "extract", "Completion and IRQ dispatch samples from a kernel trace capture");
   extract_cmd->footer(
       "Reads /sys/kernel/tracing/trace or trace_pipe dumps and trace-cmd report output.\n"
-      "Completions CSV: device,opcode,bytes,wait_ns,path,error,cpu; dispatch CSV:\n"
+      "Completions CSV: device,opcode,bytes,wait_ns,path,error,cpu,issue_ns; dispatch CSV:\n"
       "cpu,irq,device,handler_ns,wake_ns. Lines that cannot be used are counted on stderr.\n"
       "Example: spintune extract --trace trace.txt --completions c.csv --dispatch d.csv --summary");
   extract_cmd->add_option("--trace", extract.trace, "Trace text file ('-' for stdin)")->required();
@@ -253,7 +260,7 @@ int main(int argc, char** argv) {
     }
     return ExitCode(spintune::RunTokens(repo.db, tokens, std::cout));
   }
-  if (*tune_cmd) return ExitCode(spintune::RunTune(tune, std::cout));
+  if (*tune_cmd) return ExitCode(spintune::RunTune(tune, std::cout, std::cerr));
   if (*targets_cmd) return ExitCode(spintune::RunTargets(repo, targets_format, std::cout));
   if (*policy_cmd) {
     return ExitCode(

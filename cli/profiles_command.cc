@@ -113,7 +113,8 @@ absl::Status Show(Store& store, const ProfilesFlags& f, std::ostream& out) {
 std::string KeyName(const KeyDiff& d) {
   if (d.fallback) return absl::StrCat(d.key.device, " *");
   return absl::StrCat(d.key.device, " ", d.key.cpu_class, " op", d.key.opcode, " ",
-                      FormatSizeClass(d.key.size_class));
+                      FormatSizeClass(d.key.size_class),
+                      d.context.empty() ? "" : " if " + DescribeContext(d.context));
 }
 
 // Knob settings of two profiles, by (knob set, knob): each row's labels in
@@ -155,6 +156,7 @@ absl::Status Diff(Store& store, const ProfilesFlags& f, std::ostream& out) {
         r["cpu_class"] = d.key.cpu_class;
         r["opcode"] = d.key.opcode;
         r["size_class"] = d.key.size_class;
+        r["context"] = ContextToJson(d.context);
       }
       if (d.a) r["a"] = {{"wait", WaitToJson(d.a->wait)}, {"cost_ns", d.a->expected_cost_ns}};
       if (d.b) r["b"] = {{"wait", WaitToJson(d.b->wait)}, {"cost_ns", d.b->expected_cost_ns}};

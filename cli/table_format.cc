@@ -67,21 +67,26 @@ std::string RenderColumns(const std::vector<std::vector<std::string>>& rows) {
 }
 
 std::string RenderPolicyTable(const PolicyTable& t) {
+  // A CONTEXT column only for tables with context leaves.
+  const bool context = ContextLeafCount(t) > 0;
   std::vector<std::vector<std::string>> rows = {
       {"DEVICE", "CPU", "OPCODE", "SIZE", "SAMPLES", "P50", "P99", "CHOSEN", "CPU/REQ",
        "LAT/REQ", "DEFAULT", "DEF CPU", "DEF LAT", "SAVING", "GAIN/REQ [95% CI]"}};
+  if (context) rows[0].insert(rows[0].begin() + 4, "CONTEXT");
   for (const auto& e : t.entries) {
     std::vector<std::string> r = {
         e.key.device,
         e.fallback ? "*" : e.key.cpu_class,
         e.fallback ? "*" : absl::StrCat(e.key.opcode),
-        e.fallback ? "*" : FormatSizeClass(e.key.size_class),
+        e.fallback ? "*" : FormatSizeClass(e.key.size_class)};
+    if (context) r.push_back(DescribeContext(e.context));
+    r.insert(r.end(), {
         absl::StrCat(e.samples),
         e.samples ? FormatDurationNs(e.p50_ns) : "-",
         e.samples ? FormatDurationNs(e.p99_ns) : "-",
         FormatWait(e.wait),
         e.families.empty() ? "-" : FormatDurationNs(e.expected.cpu_ns),
-        e.families.empty() ? "-" : FormatDurationNs(e.expected.latency_ns)};
+        e.families.empty() ? "-" : FormatDurationNs(e.expected.latency_ns)});
     if (e.default_wait) {
       r.push_back(FormatWait(*e.default_wait));
       r.push_back(FormatDurationNs(e.default_expected.cpu_ns));

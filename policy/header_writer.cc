@@ -89,11 +89,17 @@ absl::StatusOr<std::string> GenerateCHeader(const PolicyTable& table,
 
   std::set<std::string> used_ids;
   for (const auto& device : table.devices) {
-    // Same bounds as the blob: refuse what a driver would refuse.
+    // Same bounds as the blob: refuse what a driver would refuse. The
+    // arrays are the driver parser's own output (entries, context nodes,
+    // key index), so a header and a blob of one table look up alike.
     auto blob = EncodePolicyBlob(table, device.name);
     if (!blob.ok()) return blob.status();
     auto decoded = DecodePolicyBlob(*blob);
     if (!decoded.ok()) return decoded.status();
+    auto sources = EntriesInBlobOrder(table, device.name);
+    if (!sources.ok()) return sources.status();
+    const spintune_table& d = (*decoded)->table;
+    if (sources->size() != d.count) return absl::InternalError("decoded entries do not match");
 
     std::string id = absl::StrCat("spintune_", board_id, "_", SanitizeIdentifier(device.name));
     while (!used_ids.insert(id).second) absl::StrAppend(&id, "_");
@@ -103,40 +109,60 @@ absl::StatusOr<std::string> GenerateCHeader(const PolicyTable& table,
                     SanitizeText(device.driver), ", ", SanitizeText(device.model), ") */\n");
     absl::StrAppend(&out, "static const struct spintune_entry ", id,
                     "_entries[] SPINTUNE_MAYBE_UNUSED = {\n");
-    const spintune_table& decoded_table = (*decoded)->table;
-    for (uint32_t row = 0; row < decoded_table.count; ++row) {
-      const spintune_entry& d = decoded_table.entries[row];
-      const PolicyEntry* e = nullptr;
-      for (const auto& candidate : table.entries) {
-        if (candidate.key.device != device.name) continue;
-        const bool fallback = (d.flags & SPINTUNE_ENTRY_FALLBACK) != 0;
-        if (fallback ? candidate.fallback
-                     : (!candidate.fallback && candidate.key.opcode == d.opcode &&
-                        candidate.key.size_class == d.size_class &&
-                        table.CpuClassIndex(candidate.key.cpu_class) == d.cpu_class)) {
-          e = &candidate;
-          break;
-        }
-      }
-      if (e == nullptr) return absl::InternalError("decoded entry without a source entry");
+    for (uint32_t row = 0; row < d.count; ++row) {
+      const spintune_entry& x = d.entries[row];
+      const PolicyEntry* e = (*sources)[row];
       if (e->fallback) {
         absl::StrAppend(&out, "\t/* fallback for keys not listed: ", e->samples, " samples */\n");
       } else {
         absl::StrAppend(&out, "\t/* ", SanitizeText(e->key.cpu_class), " opcode ", e->key.opcode,
-                        " size class ", e->key.size_class, ": ", e->samples, " samples, p50 ",
-                        FormatUs(e->p50_ns), ", p99 ", FormatUs(e->p99_ns), " */\n");
+                        " size class ", e->key.size_class,
+                        e->context.empty() ? "" : absl::StrCat(" if ", SanitizeText(DescribeContext(e->context))),
+                        ": ", e->samples, " samples, p50 ", FormatUs(e->p50_ns), ", p99 ",
+                        FormatUs(e->p99_ns), " */\n");
       }
-      absl::StrAppend(&out, absl::StrFormat("\t{ %uu, %uu, %s, %uu, %uu, %uu, %uu, %uu },\n",
-                                            d.cpu_class, d.size_class, StrategyMacro(d.strategy),
-                                            d.flags, d.opcode, d.spin_ns, d.sleep_ns,
-                                            d.poll_interval_ns));
+      absl::StrAppend(&out, absl::StrFormat("\t{ %uu, %uu, %s, %uu, %uu, %uu, %uu, %uu, %uu, 0u },\n",
+                                            x.cpu_class, x.size_class, StrategyMacro(x.strategy),
+                                            x.flags, x.opcode, x.spin_ns, x.sleep_ns,
+                                            x.poll_interval_ns, x.tree));
     }
     absl::StrAppend(&out, "};\n\n");
+    if (d.node_count > 0) {
+      absl::StrAppend(&out, "/* Context trees: feature < threshold goes left; children with\n"
+                            " * SPINTUNE_CHILD_LEAF are entries. */\n");
+      absl::StrAppend(&out, "static const struct spintune_node ", id,
+                      "_nodes[] SPINTUNE_MAYBE_UNUSED = {\n");
+      for (uint32_t i = 0; i < d.node_count; ++i) {
+        const spintune_node& n = d.nodes[i];
+        absl::StrAppend(&out, absl::StrFormat("\t{ %uu, 0u, 0x%04xu, 0x%04xu, 0u, %uull },\n",
+                                              n.feature, n.left, n.right, n.threshold));
+      }
+      absl::StrAppend(&out, "};\n\n");
+    }
+    auto u16_array = [&](const char* suffix, const uint16_t* v, size_t n) {
+      absl::StrAppend(&out, "static const uint16_t ", id, suffix, "[] SPINTUNE_MAYBE_UNUSED = {");
+      for (size_t i = 0; i < n; ++i) {
+        absl::StrAppend(&out, i % 12 == 0 ? "\n\t" : " ", v[i], "u,");
+      }
+      absl::StrAppend(&out, "\n};\n\n");
+    };
+    absl::StrAppend(&out, "/* The O(1) key index (a perfect hash, see spintune_index). */\n");
+    u16_array("_buckets", d.index.buckets, size_t{1} << d.index.bucket_bits);
+    u16_array("_slots", d.index.slots, size_t{1} << d.index.slot_bits);
     absl::StrAppend(&out, "static const struct spintune_table ", id, " SPINTUNE_MAYBE_UNUSED = {\n");
     absl::StrAppend(&out, "\t", id, "_entries,\n");
-    absl::StrAppend(&out, "\t", decoded_table.count, "u,\n");
+    absl::StrAppend(&out, "\t", d.count, "u,\n");
     absl::StrAppend(&out, "\t", table.version, "ull,\n");
     absl::StrAppend(&out, "\t\"", device_name.substr(0, SPINTUNE_DEVICE_NAME_BYTES - 1), "\",\n");
+    absl::StrAppend(&out, "\t", d.node_count > 0 ? id + "_nodes" : std::string("NULL"), ",\n");
+    absl::StrAppend(&out, "\t", d.node_count, "u,\n");
+    absl::StrAppend(&out, "\t", d.write_opcode_count, "u,\n");
+    absl::StrAppend(&out, absl::StrFormat("\t{ %uu, %uu, %uu, %uu },\n", d.write_opcodes[0],
+                                          d.write_opcodes[1], d.write_opcodes[2],
+                                          d.write_opcodes[3]));
+    absl::StrAppend(&out, absl::StrFormat("\t{ 0x%016xull, %s_buckets, %s_slots, %uu, %uu },\n",
+                                          d.index.multiplier, id, id, d.index.bucket_bits,
+                                          d.index.slot_bits));
     absl::StrAppend(&out, "};\n");
   }
   for (const HeaderDefine& d : options.defines) {

@@ -100,18 +100,31 @@ TEST(HeaderWriter, SanitizesIdentifiers) {
   EXPECT_EQ(SanitizeText("a*/b/*c\"d\\e\n"), "a*_b/_c_d_e_");
 }
 
+TEST(HeaderWriter, ContextTreesMatchTheGoldenFile) {
+  auto header = GenerateCHeader(testing::ContextTable(), Options());
+  ASSERT_TRUE(header.ok()) << header.status();
+  const fs::path golden = fs::path(SPINTUNE_SOURCE_DIR) / "tests/golden/context_table.h";
+  if (std::getenv("SPINTUNE_UPDATE_GOLDEN")) WriteFile(golden, *header);
+  EXPECT_EQ(*header, ReadFile(golden));
+}
+
 // Compiles the generated header with the project's compilers, as C (gnu11,
 // hosted and freestanding) and C++, with warnings as errors, and runs a C
-// program that looks entries up in it.
-class HeaderCompiles : public ::testing::TestWithParam<bool> {};
+// program that looks entries up in it (with context: the three leaves).
+enum class Kind { kPlain, kHostile, kContext };
+class HeaderCompiles : public ::testing::TestWithParam<Kind> {};
 
 TEST_P(HeaderCompiles, AsCAndCxxWithWerror) {
-  const bool hostile = GetParam();
-  const PolicyTable table = hostile ? HostileTable() : testing::SampleTable();
+  const bool hostile = GetParam() == Kind::kHostile;
+  const bool context = GetParam() == Kind::kContext;
+  const PolicyTable table = hostile   ? HostileTable()
+                            : context ? testing::ContextTable()
+                                      : testing::SampleTable();
   auto header = GenerateCHeader(table, Options());
   ASSERT_TRUE(header.ok()) << header.status();
   const fs::path dir = fs::temp_directory_path() /
-                       ("spintune_header_" + std::to_string(::getpid()) + (hostile ? "_h" : ""));
+                       ("spintune_header_" + std::to_string(::getpid()) + "_" +
+                        std::to_string(static_cast<int>(GetParam())));
   fs::create_directories(dir);
   WriteFile(dir / "table.h", *header);
   const std::string board = SanitizeIdentifier(table.board);
@@ -124,11 +137,20 @@ TEST_P(HeaderCompiles, AsCAndCxxWithWerror) {
             "  const struct spintune_entry *e = spintune_lookup(&" + mmc + ", 0, 23, 0);\n"
             "  if (e->strategy != SPINTUNE_SPIN_THEN_IRQ || e->spin_ns != 12000u) return 1;\n"
             "  e = spintune_lookup(&" + mmc + ", 0, 99, 0);\n"
-            "  if (!(e->flags & SPINTUNE_ENTRY_FALLBACK) || e->strategy != SPINTUNE_IRQ) return 2;\n"
-            "  return 0;\n"
-            "}\n");
-  WriteFile(dir / "main.cc", "#include \"table.h\"\nint main() { return " + mmc +
-                                 ".count == 5u ? 0 : 1; }\n");
+            "  if (!(e->flags & SPINTUNE_ENTRY_FALLBACK) || e->strategy != SPINTUNE_IRQ) return 2;\n" +
+                (context ? "  {\n"
+                           "    struct spintune_features f = {{ 2000000u, 0u, 3u, 4096u }};\n"
+                           "    if (spintune_lookup_ctx(&" + mmc + ", 0, 25, &f)->sleep_ns != 2000000u) return 3;\n"
+                           "    f.value[SPINTUNE_FEATURE_INFLIGHT] = 1;\n"
+                           "    if (spintune_lookup_ctx(&" + mmc + ", 0, 25, &f)->strategy != SPINTUNE_IRQ) return 4;\n"
+                           "    f.value[SPINTUNE_FEATURE_PREV_WAIT_NS] = 5;\n"
+                           "    if (spintune_lookup_ctx(&" + mmc + ", 0, 25, &f)->spin_ns != 300000u) return 5;\n"
+                           "  }\n"
+                         : "") +
+                "  return 0;\n"
+                "}\n");
+  WriteFile(dir / "main.cc", "#include \"table.h\"\nint main() { return " + mmc + ".count == " +
+                                 (context ? "8u" : "5u") + " ? 0 : 1; }\n");
   WriteFile(dir / "free.c", "#include \"table.h\"\nunsigned spintune_count(void) { return " +
                                 mmc + ".count; }\n");
   const std::string inc = " -I" + std::string(SPINTUNE_SOURCE_DIR) + "/driver/include -I" +
@@ -151,7 +173,8 @@ TEST_P(HeaderCompiles, AsCAndCxxWithWerror) {
   fs::remove_all(dir);
 }
 
-INSTANTIATE_TEST_SUITE_P(PlainAndHostile, HeaderCompiles, ::testing::Bool());
+INSTANTIATE_TEST_SUITE_P(PlainHostileContext, HeaderCompiles,
+                         ::testing::Values(Kind::kPlain, Kind::kHostile, Kind::kContext));
 
 }  // namespace
 }  // namespace spintune

@@ -82,6 +82,9 @@ absl::StatusOr<PlatformFile> ReadPlatformFile(const std::string& path) {
         if (!rules.ok()) return fail(rules.status().message());
         d.default_rules = std::move(*rules);
       }
+      auto writes = WriteOpcodesFromJson(dj, where);
+      if (!writes.ok()) return fail(writes.status().message());
+      d.write_opcodes = std::move(*writes);
       p.devices[d.name] = std::move(d);
     }
   }

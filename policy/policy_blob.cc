@@ -9,6 +9,8 @@
 namespace spintune {
 namespace {
 
+static_assert(kMaxWriteOpcodes == SPINTUNE_MAX_WRITE_OPCODES);
+
 void PutLe16(std::string* out, size_t at, uint32_t v) {
   (*out)[at] = static_cast<char>(v & 0xFF);
   (*out)[at + 1] = static_cast<char>((v >> 8) & 0xFF);
@@ -16,6 +18,11 @@ void PutLe16(std::string* out, size_t at, uint32_t v) {
 
 void PutLe32(std::string* out, size_t at, uint32_t v) {
   for (int i = 0; i < 4; ++i) (*out)[at + i] = static_cast<char>((v >> (8 * i)) & 0xFF);
+}
+
+void PutLe64(std::string* out, size_t at, uint64_t v) {
+  PutLe32(out, at, static_cast<uint32_t>(v & 0xFFFFFFFFu));
+  PutLe32(out, at + 4, static_cast<uint32_t>(v >> 32));
 }
 
 absl::StatusOr<uint32_t> Narrow(uint64_t v, uint64_t bound, absl::string_view what) {
@@ -26,16 +33,16 @@ absl::StatusOr<uint32_t> Narrow(uint64_t v, uint64_t bound, absl::string_view wh
   return static_cast<uint32_t>(v);
 }
 
+// The blob key of a (non-fallback) entry.
+uint64_t BlobKey(const PolicyTable& table, const PolicyEntry& e) {
+  return spintune__entry_key(static_cast<uint8_t>(table.CpuClassIndex(e.key.cpu_class)),
+                             e.key.opcode, static_cast<uint8_t>(e.key.size_class));
+}
+
 }  // namespace
 
-absl::StatusOr<std::string> EncodePolicyBlob(const PolicyTable& table,
-                                             const std::string& device) {
-  if (device.empty() || device.size() >= SPINTUNE_DEVICE_NAME_BYTES) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "device name '", device, "' must be 1..", SPINTUNE_DEVICE_NAME_BYTES - 1, " bytes"));
-  }
-  // The blob orders entries by (cpu class index, opcode, size class), the
-  // fallback (all wildcards) last.
+absl::StatusOr<std::vector<const PolicyEntry*>> EntriesInBlobOrder(const PolicyTable& table,
+                                                                   const std::string& device) {
   std::vector<std::pair<uint64_t, const PolicyEntry*>> keyed;
   for (const auto& e : table.entries) {
     if (e.key.device != device) continue;
@@ -50,15 +57,41 @@ absl::StatusOr<std::string> EncodePolicyBlob(const PolicyTable& table,
       if (e.key.size_class > 64 || e.key.opcode == SPINTUNE_ANY_OPCODE) {
         return absl::InvalidArgumentError("entry key out of range");
       }
-      key = spintune__entry_key(static_cast<uint8_t>(index), e.key.opcode,
-                                static_cast<uint8_t>(e.key.size_class));
+      key = BlobKey(table, e);
     }
     keyed.emplace_back(key, &e);
   }
   std::stable_sort(keyed.begin(), keyed.end(),
                    [](const auto& a, const auto& b) { return a.first < b.first; });
-  std::vector<const PolicyEntry*> rows;
-  for (const auto& k : keyed) rows.push_back(k.second);
+  std::vector<const PolicyEntry*> out;
+  for (const auto& k : keyed) out.push_back(k.second);
+  return out;
+}
+
+absl::StatusOr<std::string> EncodePolicyBlob(const PolicyTable& table,
+                                             const std::string& device) {
+  if (device.empty() || device.size() >= SPINTUNE_DEVICE_NAME_BYTES) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "device name '", device, "' must be 1..", SPINTUNE_DEVICE_NAME_BYTES - 1, " bytes"));
+  }
+  const DeviceInfo* info = nullptr;
+  for (const auto& d : table.devices) {
+    if (d.name == device) info = &d;
+  }
+  std::vector<uint32_t> writes = info ? info->write_opcodes : DefaultWriteOpcodes();
+  std::sort(writes.begin(), writes.end());
+  writes.erase(std::unique(writes.begin(), writes.end()), writes.end());
+  if (writes.size() > SPINTUNE_MAX_WRITE_OPCODES) {
+    return absl::InvalidArgumentError(absl::StrCat("device '", device, "' has ", writes.size(),
+                                                   " write opcodes, more than ",
+                                                   SPINTUNE_MAX_WRITE_OPCODES));
+  }
+  auto ordered = EntriesInBlobOrder(table, device);
+  if (!ordered.ok()) return ordered.status();
+  const std::vector<const PolicyEntry*>& rows = *ordered;
+  auto key_of = [&](size_t r) {
+    return rows[r]->fallback ? ~uint64_t{0} : BlobKey(table, *rows[r]);
+  };
   if (rows.empty() || !rows.back()->fallback) {
     return absl::InvalidArgumentError(
         absl::StrCat("device '", device, "' has no entries or no fallback entry"));
@@ -67,22 +100,71 @@ absl::StatusOr<std::string> EncodePolicyBlob(const PolicyTable& table,
     return absl::InvalidArgumentError(absl::StrCat("device '", device, "' has ", rows.size(),
                                                    " entries, more than ", SPINTUNE_MAX_ENTRIES));
   }
-  const size_t total =
-      SPINTUNE_BLOB_HEADER_BYTES + rows.size() * SPINTUNE_BLOB_ENTRY_BYTES;
+
+  // Each key with several entries: its tree, nodes in preorder after the
+  // previous key's, leaves its rows in order.
+  std::vector<uint16_t> tree(rows.size(), 0);
+  std::vector<ContextTree::Node> nodes;
+  for (size_t first = 0; first < rows.size();) {
+    size_t last = first + 1;
+    while (last < rows.size() && key_of(last) == key_of(first)) ++last;
+    std::vector<ContextConditions> leaves;
+    for (size_t i = first; i < last; ++i) leaves.push_back(rows[i]->context);
+    const PolicyKey& k = rows[first]->key;
+    const std::string where = absl::StrCat("device '", device, "' cpu class ", k.cpu_class,
+                                           " opcode ", k.opcode, " size class ", k.size_class);
+    if (last - first == 1) {
+      if (!leaves[0].empty()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(rows[first]->fallback ? absl::StrCat("device '", device, "' fallback")
+                                               : where,
+                         ": a single entry with a context"));
+      }
+    } else {
+      auto t = ContextTree::FromLeafConditions(leaves);
+      if (!t.ok()) {
+        return absl::InvalidArgumentError(absl::StrCat(where, ": ", t.status().message()));
+      }
+      if (nodes.size() + t->nodes().size() > SPINTUNE_MAX_NODES) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("device '", device, "' needs more than ", SPINTUNE_MAX_NODES,
+                         " context nodes"));
+      }
+      // The tree's children are relative: nodes to its first node, leaves
+      // to its first row.
+      const int base = static_cast<int>(nodes.size());
+      for (size_t i = first; i < last; ++i) tree[i] = static_cast<uint16_t>(base + 1);
+      for (ContextTree::Node n : t->nodes()) {
+        for (int* child : {&n.left, &n.right}) {
+          *child = *child >= 0 ? base + *child : ~(static_cast<int>(first) + ~*child);
+        }
+        nodes.push_back(n);
+      }
+    }
+    first = last;
+  }
+
+  const size_t header = SPINTUNE_BLOB_HEADER_V2_BYTES;
+  const size_t total = header + rows.size() * SPINTUNE_BLOB_ENTRY_BYTES +
+                       nodes.size() * SPINTUNE_BLOB_NODE_BYTES;
   std::string out(total, '\0');
   PutLe32(&out, 0, SPINTUNE_BLOB_MAGIC);
   PutLe16(&out, 4, SPINTUNE_BLOB_VERSION);
-  PutLe16(&out, 6, SPINTUNE_BLOB_HEADER_BYTES);
+  PutLe16(&out, 6, static_cast<uint32_t>(header));
   PutLe32(&out, 8, static_cast<uint32_t>(total));
-  PutLe32(&out, 16, static_cast<uint32_t>(table.version & 0xFFFFFFFFu));
-  PutLe32(&out, 20, static_cast<uint32_t>(table.version >> 32));
+  PutLe64(&out, 16, table.version);
   PutLe32(&out, 24, static_cast<uint32_t>(rows.size()));
   PutLe16(&out, 28, SPINTUNE_BLOB_ENTRY_BYTES);
   PutLe16(&out, 30, 0);
   std::memcpy(&out[32], device.data(), device.size());
+  PutLe32(&out, 64, static_cast<uint32_t>(nodes.size()));
+  PutLe16(&out, 68, SPINTUNE_BLOB_NODE_BYTES);
+  out[70] = static_cast<char>(writes.size());
+  for (size_t i = 0; i < writes.size(); ++i) PutLe32(&out, 72 + 4 * i, writes[i]);
 
-  size_t at = SPINTUNE_BLOB_HEADER_BYTES;
-  for (const PolicyEntry* e : rows) {
+  size_t at = header;
+  for (size_t r = 0; r < rows.size(); ++r) {
+    const PolicyEntry* e = rows[r];
     uint8_t cpu = SPINTUNE_ANY_CPU_CLASS, size = SPINTUNE_ANY_SIZE_CLASS;
     uint32_t opcode = SPINTUNE_ANY_OPCODE;
     if (!e->fallback) {
@@ -104,7 +186,18 @@ absl::StatusOr<std::string> EncodePolicyBlob(const PolicyTable& table,
     PutLe32(&out, at + 8, *spin);
     PutLe32(&out, at + 12, *sleep);
     PutLe32(&out, at + 16, *poll);
+    PutLe16(&out, at + 20, tree[r]);
     at += SPINTUNE_BLOB_ENTRY_BYTES;
+  }
+  for (const auto& n : nodes) {
+    auto child = [](int c) {
+      return static_cast<uint32_t>(c >= 0 ? c : SPINTUNE_CHILD_LEAF | static_cast<uint32_t>(~c));
+    };
+    out[at] = static_cast<char>(n.feature);
+    PutLe16(&out, at + 2, child(n.left));
+    PutLe16(&out, at + 4, child(n.right));
+    PutLe64(&out, at + 8, n.threshold);
+    at += SPINTUNE_BLOB_NODE_BYTES;
   }
   const uint32_t crc = spintune_crc32(
       0, reinterpret_cast<const uint8_t*>(out.data()) + 16, total - 16);
@@ -122,9 +215,11 @@ absl::StatusOr<std::string> EncodePolicyBlob(const PolicyTable& table,
 
 absl::StatusOr<std::unique_ptr<DecodedBlob>> DecodePolicyBlob(const std::string& blob) {
   auto decoded = std::make_unique<DecodedBlob>();
-  decoded->entries.resize(SPINTUNE_MAX_ENTRIES);
-  const int rc = spintune_blob_parse(blob.data(), blob.size(), decoded->entries.data(),
-                                     SPINTUNE_MAX_ENTRIES, &decoded->table);
+  decoded->storage.resize(SPINTUNE_TABLE_STORAGE_WORDS);
+  const char* why = "";
+  const int rc = spintune_table_parse(blob.data(), blob.size(), decoded->storage.data(),
+                                      decoded->storage.size() * sizeof(uint64_t),
+                                      &decoded->table, &why);
   if (rc != 0) {
     const char* name = rc == -EINVAL           ? "EINVAL (malformed)"
                        : rc == -EPROTONOSUPPORT ? "EPROTONOSUPPORT (format version)"
@@ -132,10 +227,8 @@ absl::StatusOr<std::unique_ptr<DecodedBlob>> DecodePolicyBlob(const std::string&
                        : rc == -E2BIG           ? "E2BIG (too many entries)"
                        : rc == -EBADMSG         ? "EBADMSG (CRC mismatch)"
                                                 : "unknown error";
-    return absl::InvalidArgumentError(absl::StrCat("policy blob rejected: ", name));
+    return absl::InvalidArgumentError(absl::StrCat("policy blob rejected: ", name, ": ", why));
   }
-  decoded->entries.resize(decoded->table.count);
-  decoded->table.entries = decoded->entries.data();
   return decoded;
 }
 

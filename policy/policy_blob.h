@@ -17,23 +17,33 @@
 namespace spintune {
 
 // Encodes the entries of `device` in `table` (CPU classes by their index in
-// table.cpu_classes). The result always passes spintune_blob_parse().
-// InvalidArgument when the device is unknown or has no fallback entry, its
-// name is 32 bytes or longer, or a value exceeds the driver's bounds.
+// table.cpu_classes) in format 2: a key's context leaves become a tree
+// (ContextTree::FromLeafConditions()) in the node section. The result always
+// passes spintune_table_parse(). InvalidArgument when the device is unknown
+// or has no fallback entry, its name is 32 bytes or longer, a value exceeds
+// the driver's bounds, a key's contexts do not form a tree of depth <= 3,
+// or the device has more than 4 write opcodes.
 absl::StatusOr<std::string> EncodePolicyBlob(const PolicyTable& table,
                                              const std::string& device);
 
+// The entries of `device` in blob order: by (cpu class index, opcode, size
+// class), a key's leaves in table order, the fallback last. InvalidArgument
+// for an entry with an unknown CPU class or a key out of range.
+absl::StatusOr<std::vector<const PolicyEntry*>> EntriesInBlobOrder(const PolicyTable& table,
+                                                                   const std::string& device);
+
 struct DecodedBlob {
-  spintune_table table;  // entries point into `entries`
-  std::vector<spintune_entry> entries;
+  spintune_table table;  // points into `storage`: entries, nodes, key index
+  std::vector<uint64_t> storage;
 
   DecodedBlob() = default;
   DecodedBlob(const DecodedBlob&) = delete;
   DecodedBlob& operator=(const DecodedBlob&) = delete;
 };
 
-// Parses with the driver's own parser. InvalidArgument carrying the errno
-// name when the blob is rejected.
+// Parses with the driver's own parser (spintune_table_parse(), formats 1
+// and 2). InvalidArgument carrying the errno name and the parser's reason
+// when the blob is rejected.
 absl::StatusOr<std::unique_ptr<DecodedBlob>> DecodePolicyBlob(const std::string& blob);
 
 }  // namespace spintune

@@ -1,11 +1,13 @@
 #include "policy/policy_builder.h"
 
+#include <algorithm>
 #include <functional>
 #include <map>
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "models/bootstrap.h"
+#include "models/context_features.h"
 #include "models/wait_distribution.h"
 
 namespace spintune {
@@ -116,6 +118,69 @@ absl::Status FitEntry(const LatencyHistogram& histogram, const PlatformModel& mo
   return absl::OkStatus();
 }
 
+// Per key, its samples in issue order with the context each one had.
+absl::StatusOr<std::vector<std::vector<ContextSample>>> ContextSamplesByKey(
+    const FitInputs& inputs) {
+  std::vector<std::vector<ContextSample>> by_key(inputs.keys.size());
+  std::vector<std::vector<size_t>> by_device(inputs.devices.size());
+  for (size_t i = 0; i < inputs.requests.size(); ++i) {
+    const TimedRequest& r = inputs.requests[i];
+    if (r.key >= inputs.keys.size() || r.device >= inputs.devices.size()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("request ", i, " indexes no key or device"));
+    }
+    by_device[r.device].push_back(i);
+  }
+  for (size_t d = 0; d < by_device.size(); ++d) {
+    std::vector<size_t>& idx = by_device[d];
+    std::stable_sort(idx.begin(), idx.end(), [&](size_t a, size_t b) {
+      return inputs.requests[a].issue_ns < inputs.requests[b].issue_ns;
+    });
+    const std::vector<uint32_t>& writes = inputs.devices[d].write_opcodes;
+    std::vector<DeviceRequest> device;
+    device.reserve(idx.size());
+    for (size_t i : idx) {
+      const TimedRequest& r = inputs.requests[i];
+      device.push_back({r.issue_ns, r.wait_ns, r.bytes,
+                        std::find(writes.begin(), writes.end(), r.opcode) != writes.end()});
+    }
+    const std::vector<ContextVector> context = ComputeContext(device);
+    for (size_t j = 0; j < idx.size(); ++j) {
+      by_key[inputs.requests[idx[j]].key].push_back({device[j].wait_ns, context[j]});
+    }
+  }
+  return by_key;
+}
+
+// The leaves of `samples`' context tree as entries of `key`, or nothing
+// when the tree has one leaf (or a leaf has no feasible wait).
+absl::StatusOr<std::vector<PolicyEntry>> FitLeaves(const PolicyKey& key,
+                                                   const std::vector<ContextSample>& samples,
+                                                   const PlatformModel& model,
+                                                   const OptimizerOptions& options,
+                                                   const DeviceInfo& device,
+                                                   const FitConfig& config) {
+  ContextOptions copt = config.context_options;
+  copt.min_leaf_samples = std::max<size_t>(copt.min_leaf_samples, config.min_samples);
+  auto fit = FitContextTree(samples, model, options, copt);
+  if (!fit.ok()) return fit.status();
+  std::vector<PolicyEntry> leaves;
+  if (fit->tree.leaf_count() == 1) return leaves;
+  const std::vector<ContextConditions> conditions = fit->tree.LeafConditions();
+  for (size_t leaf = 0; leaf < conditions.size(); ++leaf) {
+    LatencyHistogram h;
+    for (size_t i : fit->leaf_samples[leaf]) h.Record(samples[i].x_ns);
+    PolicyEntry entry;
+    entry.key = key;
+    entry.context = conditions[leaf];
+    absl::Status s = FitEntry(h, model, options, device, config, nullptr, &entry);
+    if (absl::IsFailedPrecondition(s)) return std::vector<PolicyEntry>();
+    SPINTUNE_RETURN_IF_ERROR(s);
+    leaves.push_back(std::move(entry));
+  }
+  return leaves;
+}
+
 }  // namespace
 
 absl::StatusOr<PolicyTable> BuildPolicyTable(const FitInputs& inputs, const FitConfig& config,
@@ -151,8 +216,13 @@ absl::StatusOr<PolicyTable> BuildPolicyTable(const FitInputs& inputs, const FitC
   for (const auto& d : inputs.devices) devices[d.name] = &d;
   // Per device: everything merged (for the fallback) and its timeouts.
   std::map<std::string, KeyEvidence> merged;
+  std::vector<std::vector<ContextSample>> context;
+  if (config.context && !inputs.requests.empty()) {
+    SPINTUNE_ASSIGN_OR_RETURN(context, ContextSamplesByKey(inputs));
+  }
 
-  for (const auto& k : inputs.keys) {
+  for (size_t key_index = 0; key_index < inputs.keys.size(); ++key_index) {
+    const KeyEvidence& k = inputs.keys[key_index];
     const int cpu = table.CpuClassIndex(k.key.cpu_class);
     if (cpu < 0) {
       return absl::InvalidArgumentError(
@@ -168,12 +238,21 @@ absl::StatusOr<PolicyTable> BuildPolicyTable(const FitInputs& inputs, const FitC
     m.irq_timeouts += k.irq_timeouts;
     m.spin_timeouts += k.spin_timeouts;
     if (k.histogram.total_count() < config.min_samples) continue;
+    const OptimizerOptions options =
+        OptionsFor(config, k.irq_timeouts, k.spin_timeouts, dev->second->default_rules);
+    if (key_index < context.size() && context[key_index].size() >= config.min_samples) {
+      auto leaves = FitLeaves(k.key, context[key_index], models[cpu], options, *dev->second,
+                              config);
+      if (!leaves.ok() && !absl::IsFailedPrecondition(leaves.status())) return leaves.status();
+      if (leaves.ok() && !leaves->empty()) {
+        for (auto& leaf : *leaves) table.entries.push_back(std::move(leaf));
+        continue;
+      }
+    }
     PolicyEntry entry;
     entry.key = k.key;
-    absl::Status fitted = FitEntry(
-        k.histogram, models[cpu],
-        OptionsFor(config, k.irq_timeouts, k.spin_timeouts, dev->second->default_rules),
-        *dev->second, config, incumbent, &entry);
+    absl::Status fitted =
+        FitEntry(k.histogram, models[cpu], options, *dev->second, config, incumbent, &entry);
     // Every strategy excluded by timeouts: no entry, the fallback decides.
     if (absl::IsFailedPrecondition(fitted)) continue;
     SPINTUNE_RETURN_IF_ERROR(fitted);

@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "models/context_tree.h"
 #include "models/latency_histogram.h"
 #include "models/platform_model.h"
 #include "policy/policy_table.h"
@@ -49,6 +50,17 @@ struct KeyEvidence {
   uint64_t spin_path = 0;      // requests the driver completed by polling
 };
 
+// One request with its issue time: what the context features of its key's
+// samples are recomputed from.
+struct TimedRequest {
+  uint32_t key = 0;     // index into FitInputs::keys
+  uint32_t device = 0;  // index into FitInputs::devices
+  uint32_t opcode = 0;
+  uint64_t bytes = 0;
+  uint64_t issue_ns = 0;
+  uint64_t wait_ns = 0;
+};
+
 struct FitConfig {
   std::string objective_name = "balanced";  // for the record only
   Objective objective = Objective::Balanced();
@@ -63,6 +75,11 @@ struct FitConfig {
   // unless the new fit is cheaper on the current evidence by this fraction.
   // 0 ignores the incumbent.
   double hysteresis = 0.02;
+  // Context leaves (issue 16): with FitInputs::requests, each key may be
+  // split by a context tree (models/context_tree.h) whose leaves are fitted
+  // as entries; a key whose tree has one leaf keeps one entry.
+  bool context = true;
+  ContextOptions context_options;
 };
 
 struct FitInputs {
@@ -73,15 +90,26 @@ struct FitInputs {
   std::map<std::string, MeasuredCosts> measured_costs;
   std::vector<DeviceInfo> devices;
   std::vector<KeyEvidence> keys;
+  // Optional: every request with its issue time (any order), for context.
+  std::vector<TimedRequest> requests;
 };
 
 // `incumbent` (may be null) is the table in force: for every key it also has,
 // its wait is kept unless the fresh optimum costs less than (1 - hysteresis)
 // times the incumbent wait's cost on the same evidence, so tables change only
-// for a real gain (and do not flap between near-equal thresholds).
+// for a real gain (and do not flap between near-equal thresholds). Context
+// leaves are fitted without an incumbent.
+//
+// Context: per device, the requests' features are recomputed in issue order
+// (ComputeContext(); a write is an opcode in the device's write_opcodes),
+// and each key with at least min_samples samples gets FitContextTree() over
+// its samples in issue order. Each leaf with more than one is an entry of
+// its own, with the leaf's conditions, fitted by the same path as any entry
+// on the samples it selects.
 //
 // Errors: InvalidArgument when a key names an unknown CPU class or device, a
-// CPU class has invalid costs, or there are no CPU classes.
+// CPU class has invalid costs, there are no CPU classes, or a request
+// indexes no key or device.
 absl::StatusOr<PolicyTable> BuildPolicyTable(const FitInputs& inputs, const FitConfig& config,
                                              const PolicyTable* incumbent = nullptr);
 

@@ -1,5 +1,7 @@
 #include "policy/policy_builder.h"
 
+#include <random>
+
 #include "gtest/gtest.h"
 
 namespace spintune {
@@ -171,6 +173,88 @@ TEST(PolicyBuilder, MeasuredIrqCostsReplaceTheDeclaredOnes) {
   EXPECT_NEAR(t->cpu_classes[0].costs.irq_cpu_ns, 500, kExact);
   EXPECT_NEAR(t->cpu_classes[0].costs.irq_wake_ns, 200, kExact);
   EXPECT_EQ(t->cpu_classes[0].costs.timer_wake_ns, 50'000);  // declared
+}
+
+// A device whose reads (CMD18) issued within 300 us of a write's (CMD25)
+// completion take 1 ms, the others 20 us; writes take 100 us. Commands go
+// one at a time, 10 us apart, 30% writes.
+FitInputs ReadAfterWriteInputs() {
+  FitInputs in;
+  in.board = "b";
+  in.cpu_classes = {{"cpu", 100'000, {20'000, 30'000, 100, 5'000, 50'000}}};
+  in.devices = {{"mmc0", "litex-mmc", "card", {}}};
+  KeyEvidence read, write;
+  read.key = {"cpu", "mmc0", 18, 13};
+  write.key = {"cpu", "mmc0", 25, 13};
+  std::mt19937_64 rng(3);
+  uint64_t now = 0, last_write_done = 0;
+  bool wrote = false;
+  for (int i = 0; i < 6000; ++i) {
+    const bool is_write = std::uniform_real_distribution<double>(0, 1)(rng) < 0.3;
+    uint64_t x = 100'000;
+    if (!is_write) x = wrote && now - last_write_done < 300'000 ? 1'000'000 : 20'000;
+    (is_write ? write : read).histogram.Record(x);
+    in.requests.push_back({is_write ? 1u : 0u, 0, is_write ? 25u : 18u, 4096, now, x});
+    if (is_write) {
+      wrote = true;
+      last_write_done = now + x;
+    }
+    now += x + 10'000;
+  }
+  in.keys = {read, write};
+  return in;
+}
+
+TEST(PolicyBuilder, ContextLeavesFromTheTimeSinceTheLastWrite) {
+  auto t = BuildPolicyTable(ReadAfterWriteInputs(), FitConfig());
+  ASSERT_TRUE(t.ok()) << t.status();
+  // CMD18 became two leaves split on since_write_ns, each fitted as an
+  // entry; CMD25 (i.i.d.) and the fallback stay single.
+  std::vector<const PolicyEntry*> reads;
+  for (const auto& e : t->entries) {
+    if (!e.fallback && e.key.opcode == 18) reads.push_back(&e);
+    if (e.key.opcode == 25 || e.fallback) {
+      EXPECT_TRUE(e.context.empty());
+    }
+  }
+  ASSERT_EQ(reads.size(), 2u);
+  ASSERT_EQ(reads[0]->context.size(), 1u);
+  EXPECT_EQ(reads[0]->context[0].feature, ContextFeature::kSinceWriteNs);
+  ASSERT_TRUE(reads[0]->context[0].max.has_value());
+  EXPECT_EQ(reads[1]->context[0].min, reads[0]->context[0].max);
+  // Right after a write: sleep through the 1 ms; later: spin the 20 us.
+  EXPECT_EQ(reads[0]->wait.strategy, Strategy::kSleepThenSpin);
+  EXPECT_EQ(reads[1]->wait.strategy, Strategy::kSpinThenIrq);
+  // The leaves share the key's samples: all of the device's but the writes'.
+  ASSERT_EQ(t->entries[2].key.opcode, 25u);
+  EXPECT_EQ(reads[0]->samples + reads[1]->samples,
+            t->entries.back().samples - t->entries[2].samples);
+  EXPECT_FALSE(reads[0]->families.empty());
+  EXPECT_FALSE(reads[0]->gain_baseline.empty());
+
+  // --context off, or a device that names no write: one entry per key.
+  FitConfig off;
+  off.context = false;
+  auto plain = BuildPolicyTable(ReadAfterWriteInputs(), off);
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(ContextLeafCount(*plain), 0u);
+  EXPECT_EQ(plain->entries.size(), 3u);
+  FitInputs no_writes = ReadAfterWriteInputs();
+  no_writes.devices[0].write_opcodes = {};
+  auto blind = BuildPolicyTable(no_writes, FitConfig());
+  ASSERT_TRUE(blind.ok());
+  for (const auto& e : blind->entries) {
+    for (const auto& c : e.context) {
+      EXPECT_NE(c.feature, ContextFeature::kSinceWriteNs);
+    }
+  }
+}
+
+TEST(PolicyBuilder, RequestsMustIndexKeysAndDevices) {
+  FitInputs in = ReadAfterWriteInputs();
+  in.requests[5].key = 9;
+  EXPECT_EQ(BuildPolicyTable(in, FitConfig()).status().code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

@@ -29,21 +29,25 @@ PolicyDiff DiffPolicyTables(const PolicyTable& a, const PolicyTable& b,
     for (const auto& k : *b_evidence) evidence[k.key] = &k;
   }
   // Fallback entries sort after the device's keys, as in SortEntries().
-  using Slot = std::tuple<std::string, bool, std::string, uint32_t, uint32_t>;
+  // A key's context leaves are rows of their own.
+  using Slot = std::tuple<std::string, bool, std::string, uint32_t, uint32_t, std::string>;
   auto slot = [](const PolicyEntry& e) {
-    return Slot{e.key.device, e.fallback, e.key.cpu_class, e.key.opcode, e.key.size_class};
+    return Slot{e.key.device,     e.fallback,      e.key.cpu_class,
+                e.key.opcode,     e.key.size_class, DescribeContext(e.context)};
   };
   std::map<Slot, KeyDiff> rows;
   for (const PolicyEntry& e : a.entries) {
     KeyDiff& d = rows[slot(e)];
     d.key = e.key;
     d.fallback = e.fallback;
+    d.context = e.context;
     d.a = e;
   }
   for (const PolicyEntry& e : b.entries) {
     KeyDiff& d = rows[slot(e)];
     d.key = e.key;
     d.fallback = e.fallback;
+    d.context = e.context;
     d.b = e;
   }
   PolicyDiff diff;
@@ -51,7 +55,8 @@ PolicyDiff DiffPolicyTables(const PolicyTable& a, const PolicyTable& b,
     if (d.a && d.b) {
       d.kind = d.a->wait == d.b->wait ? DiffKind::kSame : DiffKind::kChanged;
       d.cost_delta_ns = d.b->expected_cost_ns - d.a->expected_cost_ns;
-      auto ev = d.fallback ? evidence.end() : evidence.find(d.key);
+      // The key's evidence is all of its samples: not a leaf's.
+      auto ev = d.fallback || !d.context.empty() ? evidence.end() : evidence.find(d.key);
       const int cpu = b.CpuClassIndex(d.key.cpu_class);
       if (ev != evidence.end() && cpu >= 0 && !ev->second->histogram.empty()) {
         d.a_on_b_cost_ns =

@@ -29,6 +29,7 @@ const char* DiffKindName(DiffKind kind);
 struct KeyDiff {
   PolicyKey key;
   bool fallback = false;
+  ContextConditions context;  // a context leaf's conditions (rows per leaf)
   DiffKind kind = DiffKind::kSame;
   std::optional<PolicyEntry> a, b;
   // b.expected_cost_ns - a.expected_cost_ns when both sides have the key.

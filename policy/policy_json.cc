@@ -1,5 +1,6 @@
 #include "policy/policy_json.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
@@ -81,6 +82,71 @@ absl::StatusOr<std::vector<DefaultRule>> DefaultRulesFromJson(const json& rules,
   return out;
 }
 
+json ContextToJson(const ContextConditions& context) {
+  json out = json::array();
+  for (const auto& c : context) {
+    out.push_back(json{{"feature", std::string(ContextFeatureName(c.feature))},
+                       {"min", c.min ? json(*c.min) : json(nullptr)},
+                       {"max", c.max ? json(*c.max) : json(nullptr)}});
+  }
+  return out;
+}
+
+absl::StatusOr<ContextConditions> ContextFromJson(const json& list, const std::string& where) {
+  if (!list.is_array()) return FieldError(where, "must be an array");
+  ContextConditions out;
+  for (size_t i = 0; i < list.size(); ++i) {
+    const std::string cw = absl::StrCat(where, "[", i, "]");
+    const json& cj = list[i];
+    if (!cj.is_object()) return FieldError(cw, "must be an object");
+    SPINTUNE_ASSIGN_OR_RETURN(std::string name, GetString(cj, "feature", cw));
+    auto feature = ParseContextFeature(name);
+    if (!feature.ok()) return FieldError(cw + ".feature", feature.status().message());
+    ContextCondition c;
+    c.feature = *feature;
+    for (const char* bound : {"min", "max"}) {
+      if (!cj.contains(bound) || cj[bound].is_null()) continue;
+      SPINTUNE_ASSIGN_OR_RETURN(uint64_t v, GetUint(cj, bound, cw, ~uint64_t{0}));
+      (std::string(bound) == "min" ? c.min : c.max) = v;
+    }
+    if (c.min == uint64_t{0}) c.min.reset();  // from 0 is unbounded
+    if (!c.min && !c.max) return FieldError(cw, "a condition needs min or max");
+    if (c.min && c.max && *c.min >= *c.max) return FieldError(cw, "min must be below max");
+    for (const auto& other : out) {
+      if (other.feature == c.feature) return FieldError(cw, "feature listed twice");
+    }
+    out.push_back(c);
+  }
+  std::sort(out.begin(), out.end(), [](const ContextCondition& a, const ContextCondition& b) {
+    return a.feature < b.feature;
+  });
+  return out;
+}
+
+absl::StatusOr<std::vector<uint32_t>> WriteOpcodesFromJson(const json& device,
+                                                           const std::string& where) {
+  auto it = device.find("write_opcodes");
+  if (it == device.end() || it->is_null()) return DefaultWriteOpcodes();
+  const std::string ww = where + ".write_opcodes";
+  if (!it->is_array()) return FieldError(ww, "must be an array");
+  std::vector<uint32_t> out;
+  for (size_t i = 0; i < it->size(); ++i) {
+    const json& v = (*it)[i];
+    const bool integer =
+        v.is_number_unsigned() || (v.is_number_integer() && v.get<int64_t>() >= 0);
+    if (!integer || v.get<uint64_t>() > 0xFFFFFFFEu) {
+      return FieldError(absl::StrCat(ww, "[", i, "]"), "must be an opcode (0..4294967294)");
+    }
+    out.push_back(static_cast<uint32_t>(v.get<uint64_t>()));
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  if (out.size() > kMaxWriteOpcodes) {
+    return FieldError(ww, absl::StrCat("more than ", kMaxWriteOpcodes, " opcodes"));
+  }
+  return out;
+}
+
 json CostsToJson(const PlatformCosts& c) {
   return json{{"irq_cpu_ns", c.irq_cpu_ns},
               {"irq_wake_ns", c.irq_wake_ns},
@@ -127,7 +193,8 @@ json PolicyTableToJson(const PolicyTable& t) {
     j["devices"].push_back(json{{"name", d.name},
                                 {"driver", d.driver},
                                 {"model", d.model},
-                                {"default_rules", DefaultRulesToJson(d.default_rules)}});
+                                {"default_rules", DefaultRulesToJson(d.default_rules)},
+                                {"write_opcodes", d.write_opcodes}});
   }
   j["entries"] = json::array();
   for (const auto& e : t.entries) {
@@ -137,6 +204,7 @@ json PolicyTableToJson(const PolicyTable& t) {
     ej["opcode"] = e.key.opcode;
     ej["size_class"] = e.key.size_class;
     ej["fallback"] = e.fallback;
+    ej["context"] = ContextToJson(e.context);
     ej["samples"] = e.samples;
     ej["p50_ns"] = e.p50_ns;
     ej["p99_ns"] = e.p99_ns;
@@ -229,6 +297,7 @@ absl::StatusOr<PolicyTable> PolicyTableFromJson(const json& j) {
       SPINTUNE_ASSIGN_OR_RETURN(d.default_rules,
                                 DefaultRulesFromJson(*rules, where + ".default_rules"));
     }
+    SPINTUNE_ASSIGN_OR_RETURN(d.write_opcodes, WriteOpcodesFromJson(dj, where));
     t.devices.push_back(std::move(d));
   }
 
@@ -255,6 +324,10 @@ absl::StatusOr<PolicyTable> PolicyTableFromJson(const json& j) {
     SPINTUNE_ASSIGN_OR_RETURN(uint64_t sc, GetUint(ej, "size_class", where, 64, !e.fallback));
     e.key.size_class = static_cast<uint32_t>(sc);
     if (e.fallback) e.key.opcode = 0, e.key.size_class = 0;
+    auto context = ej.find("context");
+    if (context != ej.end() && !context->is_null()) {
+      SPINTUNE_ASSIGN_OR_RETURN(e.context, ContextFromJson(*context, where + ".context"));
+    }
     SPINTUNE_ASSIGN_OR_RETURN(e.wait, WaitFromJson(ej, where));
     SPINTUNE_ASSIGN_OR_RETURN(e.samples, GetUint(ej, "samples", where, ~uint64_t{0}, false));
     SPINTUNE_ASSIGN_OR_RETURN(e.p50_ns, GetDouble(ej, "p50_ns", where, false));
@@ -295,14 +368,35 @@ absl::StatusOr<PolicyTable> PolicyTableFromJson(const json& j) {
     t.entries.push_back(std::move(e));
   }
   SortEntries(&t.entries);
-  for (size_t i = 1; i < t.entries.size(); ++i) {
-    const auto& a = t.entries[i - 1];
-    const auto& b = t.entries[i];
-    if (a.key == b.key && a.fallback == b.fallback) {
-      return FieldError("entries", absl::StrCat("duplicate key for device '", b.key.device,
-                                                "' opcode ", b.key.opcode, " size class ",
-                                                b.key.size_class));
+  // A key has one entry without context, or leaves that form its tree.
+  for (size_t first = 0; first < t.entries.size();) {
+    const auto& a = t.entries[first];
+    size_t last = first + 1;
+    while (last < t.entries.size() && t.entries[last].key == a.key &&
+           t.entries[last].fallback == a.fallback) {
+      ++last;
     }
+    const std::string key = absl::StrCat("device '", a.key.device, "' ",
+                                         a.fallback ? std::string("fallback")
+                                                    : absl::StrCat("opcode ", a.key.opcode,
+                                                                   " size class ",
+                                                                   a.key.size_class));
+    if (last - first == 1 && !a.context.empty()) {
+      return FieldError("entries", absl::StrCat(key, ": a single entry with a context"));
+    }
+    if (last - first > 1) {
+      std::vector<ContextConditions> leaves;
+      for (size_t i = first; i < last; ++i) leaves.push_back(t.entries[i].context);
+      auto tree = ContextTree::FromLeafConditions(leaves);
+      if (a.fallback || !tree.ok()) {
+        return FieldError("entries",
+                          absl::StrCat("duplicate key for ", key,
+                                       a.fallback ? "" : absl::StrCat(" whose contexts are not "
+                                                                      "a tree's leaves: ",
+                                                                      tree.status().message())));
+      }
+    }
+    first = last;
   }
   return t;
 }

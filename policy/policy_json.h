@@ -27,6 +27,16 @@ nlohmann::json WaitToJson(const WaitParams& wait);
 nlohmann::json DefaultRulesToJson(const std::vector<DefaultRule>& rules);
 absl::StatusOr<std::vector<DefaultRule>> DefaultRulesFromJson(const nlohmann::json& json,
                                                               const std::string& where);
+// A context list [{"feature": F, "min": A, "max": B}, ...] (null bounds:
+// unbounded); read back sorted by feature, a min of 0 as null. InvalidArgument
+// for an unknown feature, a repeated one, or min >= max.
+nlohmann::json ContextToJson(const ContextConditions& context);
+absl::StatusOr<ContextConditions> ContextFromJson(const nlohmann::json& json,
+                                                  const std::string& where);
+// A device's write opcodes: sorted, unique, at most 4; absent or null gives
+// DefaultWriteOpcodes().
+absl::StatusOr<std::vector<uint32_t>> WriteOpcodesFromJson(const nlohmann::json& device,
+                                                           const std::string& where);
 nlohmann::json CostsToJson(const PlatformCosts& costs);
 absl::StatusOr<PlatformCosts> CostsFromJson(const nlohmann::json& json,
                                             const std::string& where);

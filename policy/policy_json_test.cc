@@ -53,5 +53,82 @@ TEST(PolicyJson, RejectsHostileDocumentsNamingTheField) {
   EXPECT_FALSE(ParsePolicyJson("[]").ok());
 }
 
+TEST(PolicyJson, ContextListsAndWriteOpcodesRoundTrip) {
+  PolicyTable t = testing::ContextTable();
+  t.devices[1].write_opcodes = {7};
+  const nlohmann::json j = PolicyTableToJson(t);
+  // Every entry has a context list; a leaf's says which commands it takes.
+  for (const auto& e : j["entries"]) ASSERT_TRUE(e["context"].is_array());
+  const nlohmann::json* leaf = nullptr;
+  for (const auto& e : j["entries"]) {
+    if (e["opcode"] == 25 && e["context"].size() == 2) leaf = &e;
+  }
+  ASSERT_NE(leaf, nullptr);
+  EXPECT_EQ((*leaf)["context"][0],
+            (nlohmann::json{{"feature", "prev_wait_ns"}, {"min", 1000000}, {"max", nullptr}}));
+  EXPECT_EQ((*leaf)["context"][1]["feature"], "inflight");
+  EXPECT_EQ(j["devices"][0]["write_opcodes"], (nlohmann::json{1, 24, 25}));
+  auto back = PolicyTableFromJson(j);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_TRUE(SameDecisions(t, *back));
+  EXPECT_EQ(ContextLeafCount(*back), 3u);
+  EXPECT_EQ(back->devices[1].write_opcodes, std::vector<uint32_t>{7});
+  // A document without the fields (before context) reads as no context and
+  // the default write opcodes.
+  nlohmann::json old = PolicyTableToJson(testing::SampleTable());
+  for (auto& e : old["entries"]) e.erase("context");
+  for (auto& d : old["devices"]) d.erase("write_opcodes");
+  auto plain = PolicyTableFromJson(old);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_EQ(ContextLeafCount(*plain), 0u);
+  EXPECT_EQ(plain->devices[0].write_opcodes, DefaultWriteOpcodes());
+}
+
+TEST(PolicyJson, RejectsContextsNamingTheField) {
+  const nlohmann::json good = PolicyTableToJson(testing::ContextTable());
+  size_t leaf = 0;  // the first leaf of opcode 25
+  while (!(good["entries"][leaf]["opcode"] == 25)) ++leaf;
+  const std::string at = "entries[" + std::to_string(leaf) + "]";
+  struct Case {
+    std::function<void(nlohmann::json&)> mutate;
+    std::string expected;
+  } cases[] = {
+      {[&](auto& j) { j["entries"][leaf]["context"] = 5; }, at + ".context: must be an array"},
+      {[&](auto& j) { j["entries"][leaf]["context"][0]["feature"] = "queue"; },
+       at + ".context[0].feature"},
+      {[&](auto& j) { j["entries"][leaf]["context"][0]["max"] = -1; }, at + ".context[0].max"},
+      {[&](auto& j) { j["entries"][leaf]["context"][0]["max"] = nullptr; },
+       at + ".context[0]: a condition needs min or max"},
+      {[&](auto& j) {
+         j["entries"][leaf]["context"][0]["min"] = 5;
+         j["entries"][leaf]["context"][0]["max"] = 5;
+       },
+       at + ".context[0]: min must be below max"},
+      {[&](auto& j) {
+         j["entries"][leaf]["context"].push_back(j["entries"][leaf]["context"][0]);
+       },
+       "feature listed twice"},
+      // Leaves that overlap are not a tree's.
+      {[&](auto& j) { j["entries"][leaf]["context"][0]["max"] = 2000000; }, "not a tree's leaves"},
+      // One entry with a context.
+      {[&](auto& j) {
+         j["entries"][0]["context"] = nlohmann::json::array(
+             {{{"feature", "bytes"}, {"min", nullptr}, {"max", 10}}});
+       },
+       "a single entry with a context"},
+      {[&](auto& j) { j["devices"][0]["write_opcodes"] = {1, 2, 3, 4, 5}; },
+       "devices[0].write_opcodes: more than 4"},
+      {[&](auto& j) { j["devices"][0]["write_opcodes"] = {-1}; }, "devices[0].write_opcodes[0]"},
+  };
+  for (const auto& c : cases) {
+    nlohmann::json j = good;
+    c.mutate(j);
+    auto t = PolicyTableFromJson(j);
+    ASSERT_FALSE(t.ok()) << c.expected;
+    EXPECT_NE(t.status().message().find(c.expected), std::string::npos)
+        << t.status().message() << " (expected: " << c.expected << ")";
+  }
+}
+
 }  // namespace
 }  // namespace spintune

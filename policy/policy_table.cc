@@ -20,7 +20,7 @@ int PolicyTable::CpuClassIndex(const std::string& cpu_class) const {
 }
 
 void SortEntries(std::vector<PolicyEntry>* entries) {
-  std::sort(entries->begin(), entries->end(),
+  std::stable_sort(entries->begin(), entries->end(),
             [](const PolicyEntry& a, const PolicyEntry& b) {
               return std::tie(a.key.device, a.fallback, a.key.cpu_class, a.key.opcode,
                               a.key.size_class) <
@@ -34,9 +34,18 @@ bool SameDecisions(const PolicyTable& a, const PolicyTable& b) {
   for (size_t i = 0; i < a.entries.size(); ++i) {
     const PolicyEntry& x = a.entries[i];
     const PolicyEntry& y = b.entries[i];
-    if (!(x.key == y.key) || x.fallback != y.fallback || x.wait != y.wait) return false;
+    if (!(x.key == y.key) || x.fallback != y.fallback || x.wait != y.wait ||
+        x.context != y.context) {
+      return false;
+    }
   }
   return true;
+}
+
+size_t ContextLeafCount(const PolicyTable& table) {
+  size_t n = 0;
+  for (const auto& e : table.entries) n += !e.context.empty();
+  return n;
 }
 
 }  // namespace spintune

@@ -17,6 +17,8 @@
 #include <tuple>
 #include <vector>
 
+#include "models/context_features.h"
+#include "models/context_tree.h"
 #include "models/cost_model.h"
 #include "models/wait_optimizer.h"
 #include "policy/default_rule.h"
@@ -45,6 +47,11 @@ struct PolicyKey {
 struct PolicyEntry {
   PolicyKey key;
   bool fallback = false;  // the device's entry for keys not in the table
+  // Empty for a key with one entry. Else the entry is one leaf of its key's
+  // context tree (issue 16): the conditions of the leaf's path; a key's
+  // leaves are consecutive, in tree order, and tile the feature space
+  // (ContextTree::FromLeafConditions()).
+  ContextConditions context;
   WaitParams wait;
   // Evidence.
   uint64_t samples = 0;
@@ -73,11 +80,17 @@ struct CpuClassInfo {
   PlatformCosts costs;  // the costs the table was fitted with
 };
 
+// Write opcodes a device may have (SPINTUNE_MAX_WRITE_OPCODES of the blob).
+inline constexpr size_t kMaxWriteOpcodes = 4;
+
 struct DeviceInfo {
   std::string name;
   std::string driver;
   std::string model;
   std::vector<DefaultRule> default_rules;
+  // Opcodes whose completion resets the context feature since_write_ns
+  // (sorted, at most kMaxWriteOpcodes).
+  std::vector<uint32_t> write_opcodes = DefaultWriteOpcodes();
 };
 
 struct PolicyTable {
@@ -93,7 +106,8 @@ struct PolicyTable {
   double robustness_rho = 0;  // 0: no clamp
   std::vector<CpuClassInfo> cpu_classes;
   std::vector<DeviceInfo> devices;
-  // In SortEntries() order; fallback entries use cpu_class "*".
+  // In SortEntries() order; fallback entries use cpu_class "*"; the leaves
+  // of a key with context in tree order.
   std::vector<PolicyEntry> entries;
 
   // Total samples over the non-fallback entries.
@@ -102,12 +116,16 @@ struct PolicyTable {
   int CpuClassIndex(const std::string& cpu_class) const;
 };
 
-// Sorts by (device, fallback last, cpu class, opcode, size class).
+// Sorts by (device, fallback last, cpu class, opcode, size class); stable,
+// so a key's leaves keep their order.
 void SortEntries(std::vector<PolicyEntry>* entries);
 
-// True when both tables prescribe the same waits for the same keys (the part a
-// driver sees; evidence and version are ignored).
+// True when both tables prescribe the same waits for the same keys and
+// contexts (the part a driver sees; evidence and version are ignored).
 bool SameDecisions(const PolicyTable& a, const PolicyTable& b);
+
+// Number of entries with a context (the leaves of keys that have a tree).
+size_t ContextLeafCount(const PolicyTable& table);
 
 }  // namespace spintune
 

@@ -22,9 +22,13 @@ absl::StatusOr<SampleSet> ReadSamplesCsv(const std::string& path) {
   const int c_path = csv->ColumnIndex("path");
   const int c_error = csv->ColumnIndex("error");
   const int c_timeout = csv->ColumnIndex("timeout");
+  const int c_issue = csv->ColumnIndex("issue_ns");
 
   SampleSet set;
   std::map<PolicyKey, KeyEvidence> keys;
+  // With issue times: each row's key (map nodes are stable) until the keys
+  // are numbered.
+  std::vector<const KeyEvidence*> row_keys;
   std::vector<std::string> fields;
   while (true) {
     SPINTUNE_ASSIGN_OR_RETURN(bool more, csv->Next(&fields));
@@ -56,6 +60,10 @@ absl::StatusOr<SampleSet> ReadSamplesCsv(const std::string& path) {
       SPINTUNE_ASSIGN_OR_RETURN(timeout, csv->ParseUint(fields[c_timeout], "timeout"));
     }
     if (error > 1 || timeout > 1) return csv->ErrorAt("columns error/timeout must be 0 or 1");
+    uint64_t issue_ns = 0;
+    if (c_issue >= 0) {
+      SPINTUNE_ASSIGN_OR_RETURN(issue_ns, csv->ParseUint(fields[c_issue], "issue_ns"));
+    }
 
     PolicyKey key{cpu, device, static_cast<uint32_t>(opcode), SizeClassOf(bytes)};
     KeyEvidence& e = keys[key];
@@ -69,8 +77,17 @@ absl::StatusOr<SampleSet> ReadSamplesCsv(const std::string& path) {
       ++e.spin_path;
       e.spin_timeouts += timeout;
     }
-    if (std::find(set.devices.begin(), set.devices.end(), device) == set.devices.end()) {
-      set.devices.push_back(device);
+    auto dev = std::find(set.devices.begin(), set.devices.end(), device);
+    if (dev == set.devices.end()) dev = set.devices.insert(dev, device);
+    if (c_issue >= 0) {
+      TimedRequest r;
+      r.device = static_cast<uint32_t>(dev - set.devices.begin());
+      r.opcode = static_cast<uint32_t>(opcode);
+      r.bytes = bytes;
+      r.issue_ns = issue_ns;
+      r.wait_ns = wait_ns;
+      set.requests.push_back(r);
+      row_keys.push_back(&e);
     }
     if (std::find(set.cpu_classes.begin(), set.cpu_classes.end(), cpu) ==
         set.cpu_classes.end()) {
@@ -81,6 +98,9 @@ absl::StatusOr<SampleSet> ReadSamplesCsv(const std::string& path) {
   if (set.samples == 0) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": no samples after the header"));
   }
+  std::map<const KeyEvidence*, uint32_t> number;
+  for (const auto& [k, e] : keys) number.emplace(&e, static_cast<uint32_t>(number.size()));
+  for (size_t i = 0; i < set.requests.size(); ++i) set.requests[i].key = number[row_keys[i]];
   for (auto& [k, e] : keys) set.keys.push_back(std::move(e));
   return set;
 }

@@ -10,6 +10,7 @@
 
 #include <sqlite3.h>
 
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
 #include "storage/store.h"
@@ -71,6 +72,59 @@ TEST_F(Cli, TuneFitsAGoodFile) {
   ASSERT_EQ(table.exit_code, 0) << table.err;
   // Every sample is caught, so the threshold is raised to B = 20 + 30 us.
   EXPECT_NE(table.out.find("spin_then_irq T=50.0us"), std::string::npos) << table.out;
+}
+
+// Reads of 4 KiB (CMD18) issued within 300 us of a write's (CMD25)
+// completion take 1 ms, the others 20 us; one command at a time, a write
+// every third (so the previous completion tells the state as well).
+std::string ReadAfterWriteCsv(bool with_issue) {
+  std::string csv = with_issue ? "device,opcode,bytes,wait_ns,issue_ns\n"
+                               : "device,opcode,bytes,wait_ns\n";
+  uint64_t now = 0, last_write_done = 0;
+  for (int i = 0; i < 4000; ++i) {
+    const bool write = i % 3 == 0;
+    const uint64_t x = write ? 100'000 : (i > 0 && now - last_write_done < 300'000 ? 1'000'000
+                                                                                  : 20'000);
+    csv += absl::StrCat("mmc0,", write ? 25 : 18, ",4096,", x,
+                        with_issue ? absl::StrCat(",", now) : "", "\n");
+    if (write) last_write_done = now + x;
+    now += x + 10'000 * (1 + i % 5);
+  }
+  return csv;
+}
+
+TEST_F(Cli, TuneSplitsKeysByContextWhenTheSamplesHaveIssueTimes) {
+  auto r = Tune(ReadAfterWriteCsv(true), platform_);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  int leaves = 0;
+  for (const auto& e : j["entries"]) {
+    ASSERT_TRUE(e["context"].is_array());
+    if (!e["context"].empty()) {
+      ++leaves;
+      EXPECT_EQ(e["opcode"], 18);
+    }
+  }
+  EXPECT_EQ(leaves, 2) << r.out;
+  // The table output names the leaves; the JSON makes a blob a driver loads.
+  auto table = Tune(ReadAfterWriteCsv(true), platform_, {"--format", "table"});
+  EXPECT_NE(table.out.find("CONTEXT"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("_ns<"), std::string::npos) << table.out;
+  Write(dir_.File("ctx.json"), r.out);
+  auto blob = testing::Run({SPINTUNE_CLI_BIN, "blob", "--json", dir_.File("ctx.json"), "-o",
+                            dir_.File("ctx.bin")},
+                           dir_.path().string());
+  EXPECT_EQ(blob.exit_code, 0) << blob.err;
+  // --context off, or samples without issue times (a note says so): one
+  // entry per key.
+  auto off = Tune(ReadAfterWriteCsv(true), platform_, {"--context", "off"});
+  ASSERT_EQ(off.exit_code, 0) << off.err;
+  EXPECT_EQ(off.out.find("\"feature\""), std::string::npos);
+  auto plain = Tune(ReadAfterWriteCsv(false), platform_);
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  EXPECT_EQ(plain.out.find("\"feature\""), std::string::npos);
+  EXPECT_NE(plain.err.find("no issue_ns column"), std::string::npos) << plain.err;
+  EXPECT_EQ(Tune(ReadAfterWriteCsv(true), platform_, {"--context", "maybe"}).exit_code, 2);
 }
 
 TEST_F(Cli, BadInputNamesFileAndLineAndExitsTwo) {
@@ -267,8 +321,8 @@ TEST_F(Cli, ExtractWritesBothCsvsAndASummary) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto c = Lines(dir_.File("c.csv"));
   ASSERT_EQ(c.size(), 84u);
-  EXPECT_EQ(c[0], "device,opcode,bytes,wait_ns,path,error,cpu");
-  EXPECT_EQ(c[1], "vda,0,4096,290000,irq,0,0");
+  EXPECT_EQ(c[0], "device,opcode,bytes,wait_ns,path,error,cpu,issue_ns");
+  EXPECT_EQ(c[1], "vda,0,4096,290000,irq,0,0,4690365178000");
   const auto d = Lines(dir_.File("d.csv"));
   ASSERT_EQ(d.size(), 84u);
   EXPECT_EQ(d[0], "cpu,irq,device,handler_ns,wake_ns");

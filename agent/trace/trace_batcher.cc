@@ -36,6 +36,7 @@ size_t TraceBatcher::Drain(std::deque<CompletionEvent>* completions,
       c->add_wait_ns(e.wait_ns);
       c->add_path(ToWaitPath(e.path));
       c->add_flags(e.error ? 1u : 0u);
+      c->add_issue_ns(e.issue_ns);
       ++n;
     }
     completions->pop_front();

@@ -224,6 +224,7 @@ void TraceCorrelator::Complete(const std::string& device, const Pending& p,
   c.error = error;
   c.cpu = p.cpu;
   c.wait_ns = r.ts_ns > p.ts_ns ? r.ts_ns - p.ts_ns : 0;
+  c.issue_ns = p.ts_ns;
   c.end_ns = r.ts_ns;
   // Which IRQ occurrence (if any) delivered this completion?
   IrqOccurrence* occ = nullptr;

@@ -53,6 +53,7 @@ struct CompletionEvent {
   TracePath path = TracePath::kUnknown;
   bool error = false;
   int cpu = -1;  // the CPU that issued
+  uint64_t issue_ns = 0;  // trace timestamp of the event that started it
   uint64_t end_ns = 0;  // trace timestamp of the event that ended it
 };
 

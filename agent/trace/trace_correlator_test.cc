@@ -58,6 +58,7 @@ TEST(CorrelatorTest, BlockIrqPathEndsAtIrqEntryAndMeasuresWake) {
   EXPECT_EQ(e.opcode, 0u);
   EXPECT_EQ(e.bytes, 4096u);
   EXPECT_EQ(e.wait_ns, 300'000u);  // issue 10.000000 -> IRQ entry 10.000300
+  EXPECT_EQ(e.issue_ns, 10'000'000'000u);
   EXPECT_EQ(e.path, TracePath::kIrq);
   EXPECT_FALSE(e.error);
   EXPECT_EQ(e.cpu, 0);

@@ -29,13 +29,13 @@
 #include <linux/list.h>
 #include <linux/module.h>
 #include <linux/mutex.h>
-#include <linux/overflow.h>
 #include <linux/percpu.h>
 #include <linux/rcupdate.h>
 #include <linux/seq_file.h>
 #include <linux/slab.h>
 #include <linux/string.h>
 #include <linux/sysfs.h>
+#include <linux/timekeeping.h>
 #include <asm/unaligned.h>
 
 #include "spintune/device.h"
@@ -45,23 +45,25 @@
 #define SPINTUNE_SLOT_BITS 7
 #define SPINTUNE_SLOTS (1u << SPINTUNE_SLOT_BITS)
 #define SPINTUNE_SLOT_PROBES 8
-#define SPINTUNE_MAX_BLOB_BYTES \
-	(SPINTUNE_BLOB_HEADER_BYTES + SPINTUNE_MAX_ENTRIES * SPINTUNE_BLOB_ENTRY_BYTES)
+#define SPINTUNE_MAX_BLOB_BYTES                                                \
+	(SPINTUNE_BLOB_HEADER_V2_BYTES + SPINTUNE_MAX_ENTRIES * SPINTUNE_BLOB_ENTRY_BYTES + \
+	 SPINTUNE_MAX_NODES * SPINTUNE_BLOB_NODE_BYTES)
 
 /**
  * struct spintune_installed - a table put in force from a blob.
  * @rcu: frees it after the grace period that follows its replacement.
- * @table: the decoded table; its entries are @entries.
- * @blob: the blob it came from (read back through sysfs), after @entries.
+ * @table: the decoded table; it points into @storage.
+ * @blob: the blob it came from (read back through sysfs), after @storage.
  * @blob_bytes: length of @blob.
- * @entries: the decoded entries.
+ * @storage: the decoded entries, context nodes and key index
+ *	(spintune_table_parse()).
  */
 struct spintune_installed {
 	struct rcu_head rcu;
 	struct spintune_table table;
 	const u8 *blob;
 	size_t blob_bytes;
-	struct spintune_entry entries[];
+	u64 storage[];
 };
 
 /**
@@ -99,6 +101,7 @@ struct spintune_key_stats {
  * @keys: statistics slot i holds key + 1 (0: free); slot 0 is overflow.
  * @stats: per-CPU array of SPINTUNE_SLOTS + 1 counters.
  * @debugfs: the device's debugfs directory.
+ * @ctx: the context state of the device's commands (policy.h).
  */
 struct spintune_dev {
 	struct kobject kobj;
@@ -116,6 +119,7 @@ struct spintune_dev {
 	atomic64_t keys[SPINTUNE_SLOTS + 1];
 	struct spintune_key_stats __percpu *stats;
 	struct dentry *debugfs;
+	struct spintune_ctx ctx;
 };
 
 static struct kobject *spintune_root;
@@ -150,23 +154,35 @@ static const char *spintune_strategy_name(u8 strategy)
 	}
 }
 
-/*
- * The entry in force for a key; false when the driver's own way is (no
- * table, no rule). Caller holds rcu_read_lock().
- */
-static bool spintune_entry_for(struct spintune_dev *sd, u8 cpu_class, u32 opcode,
-			       u64 bytes, struct spintune_entry *out)
+/* The table in force, or NULL (rule or the driver's own way). Caller holds
+ * rcu_read_lock(). */
+static const struct spintune_table *spintune_table_in_force(struct spintune_dev *sd)
 {
 	const struct spintune_installed *inst = rcu_dereference(sd->installed);
 
-	if (inst)
-		*out = *spintune_lookup(&inst->table, cpu_class, opcode, bytes);
-	else if (sd->default_table)
-		*out = *spintune_lookup(sd->default_table, cpu_class, opcode, bytes);
-	else if (sd->rule)
-		sd->rule(cpu_class, opcode, bytes, out);
-	else
+	return inst ? &inst->table : sd->default_table;
+}
+
+/*
+ * The entry in force for a command with features @f (its context leaf);
+ * false when the driver's own way is (no table, no rule). Sets *@write when
+ * the table calls the opcode a write. Caller holds rcu_read_lock().
+ */
+static bool spintune_entry_for(struct spintune_dev *sd, u8 cpu_class, u32 opcode,
+			       const struct spintune_features *f,
+			       struct spintune_entry *out, bool *write)
+{
+	const struct spintune_table *table = spintune_table_in_force(sd);
+
+	*write = false;
+	if (table) {
+		*out = *spintune_lookup_ctx(table, cpu_class, opcode, f);
+		*write = spintune_is_write(table, opcode);
+	} else if (sd->rule) {
+		sd->rule(cpu_class, opcode, f->value[SPINTUNE_FEATURE_BYTES], out);
+	} else {
 		return false;
+	}
 	return true;
 }
 
@@ -192,11 +208,21 @@ static u16 spintune_slot(struct spintune_dev *sd, u64 key)
 bool spintune_begin(struct spintune_dev *sd, u8 cpu_class, u32 opcode,
 		    u64 bytes, struct spintune_wait *w)
 {
+	/* Without context leaves in force: the features of no history. */
+	struct spintune_features f = { { 0, SPINTUNE_NO_WRITE_YET, 0, bytes } };
+	const struct spintune_table *table;
 	bool found;
 
 	memset(w, 0, sizeof(*w));
 	rcu_read_lock();
-	found = spintune_entry_for(sd, cpu_class, opcode, bytes, &w->entry);
+	table = spintune_table_in_force(sd);
+	if (table && table->node_count) {
+		/* Only tables with context pay for the clock read and the state. */
+		w->context = true;
+		w->issue_ns = ktime_get_ns();
+		spintune_ctx_issue(&sd->ctx, w->issue_ns, bytes, &f);
+	}
+	found = spintune_entry_for(sd, cpu_class, opcode, &f, &w->entry, &w->write);
 	rcu_read_unlock();
 	w->slot = spintune_slot(sd, spintune__entry_key(cpu_class, opcode,
 							spintune_size_class(bytes)));
@@ -207,6 +233,10 @@ EXPORT_SYMBOL_GPL(spintune_begin);
 void spintune_end(struct spintune_dev *sd, const struct spintune_wait *w)
 {
 	struct spintune_key_stats __percpu *s = sd->stats + w->slot;
+
+	if (w->context)
+		spintune_ctx_done(&sd->ctx, w->issue_ns,
+				  w->done_ns ? w->done_ns : ktime_get_ns(), w->write);
 
 	this_cpu_inc(s->waits);
 	this_cpu_add(s->spin_hits, w->stats.spin_hits);
@@ -255,21 +285,17 @@ static int spintune_install_locked(struct spintune_dev *sd, const u8 *blob,
 				   size_t len, const char *origin)
 {
 	struct spintune_installed *inst, *old;
+	/* Sized by the counts the blob declares; the parser checks them. */
+	const size_t storage = spintune_blob_storage_bytes(blob, len);
 	const char *why = "";
-	u32 capacity = 1;
 	size_t total;
 	int rc;
 
 	lockdep_assert_held(&sd->lock);
-	/* Size the storage by the declared count; the parser checks it. */
-	if (len >= SPINTUNE_BLOB_HEADER_BYTES)
-		capacity = clamp_t(u32, get_unaligned_le32(blob + 24), 1,
-				   SPINTUNE_MAX_ENTRIES);
-	inst = kzalloc(struct_size(inst, entries, capacity) + len, GFP_KERNEL);
+	inst = kzalloc(sizeof(*inst) + storage + len, GFP_KERNEL);
 	if (!inst)
 		return spintune_refuse(sd, origin, len, -ENOMEM, "out of memory");
-	rc = spintune_blob_parse_why(blob, len, inst->entries, capacity,
-				     &inst->table, &why);
+	rc = spintune_table_parse(blob, len, inst->storage, storage, &inst->table, &why);
 	if (rc)
 		goto refuse;
 	total = get_unaligned_le32(blob + 8);
@@ -283,7 +309,7 @@ static int spintune_install_locked(struct spintune_dev *sd, const u8 *blob,
 		why = "fitted for another device";
 		goto refuse;
 	}
-	inst->blob = (const u8 *)&inst->entries[capacity];
+	inst->blob = (const u8 *)inst->storage + storage;
 	memcpy((u8 *)inst->blob, blob, len);
 	inst->blob_bytes = len;
 
@@ -292,8 +318,9 @@ static int spintune_install_locked(struct spintune_dev *sd, const u8 *blob,
 	sd->source = origin;
 	if (old)
 		kfree_rcu(old, rcu);
-	spintune_log(sd, info, "table version %llu (%u entries) from %s in force\n",
-		     inst->table.version, inst->table.count, origin);
+	spintune_log(sd, info,
+		     "table version %llu (%u entries, %u context nodes) from %s in force\n",
+		     inst->table.version, inst->table.count, inst->table.node_count, origin);
 	return 0;
 
 refuse:
@@ -500,8 +527,16 @@ static int stats_show(struct seq_file *m, void *unused)
 		opcode = (u32)((tag - 1) >> 8);
 		size_class = (u8)(tag - 1);
 		rcu_read_lock();
-		spintune_entry_for(sd, cpu_class, opcode,
-				   size_class ? 1ull << (size_class - 1) : 0, &e);
+		{
+			/* A key's entry for a device with no history (its first
+			 * leaf's, for keys with context). */
+			const struct spintune_features f = { {
+				0, SPINTUNE_NO_WRITE_YET, 0,
+				size_class ? 1ull << (size_class - 1) : 0 } };
+			bool write;
+
+			spintune_entry_for(sd, cpu_class, opcode, &f, &e, &write);
+		}
 		rcu_read_unlock();
 		seq_printf(m, "%u %u %u %s %u %u %u %llu %llu %llu %llu %llu %llu\n",
 			   cpu_class, opcode, size_class,

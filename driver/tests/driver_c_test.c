@@ -1,7 +1,8 @@
 /*
  * The driver headers compiled and exercised as C (gnu11, -Wall -Wextra
- * -Werror): parse a blob, look entries up, wait with a fake clock, and
- * publish/snapshot through the shared-memory seqlock.
+ * -Werror): parse a (format 1) blob with both interfaces, look entries up
+ * with and without context, keep a device's context state, wait with a
+ * fake clock, and publish/snapshot through the shared-memory seqlock.
  */
 #include <stdio.h>
 #include <string.h>
@@ -87,6 +88,35 @@ int main(void)
 	e = spintune_lookup(&table, 0, 23, 0);
 	CHECK(e->strategy == SPINTUNE_SPIN_THEN_IRQ && e->spin_ns == 5000);
 	CHECK(spintune_lookup(&table, 0, 18, 4096)->flags == SPINTUNE_ENTRY_FALLBACK);
+
+	/* The same blob into a table with its key index, and the context helpers. */
+	{
+		static uint64_t words[SPINTUNE_TABLE_STORAGE_WORDS];
+		struct spintune_table indexed;
+		struct spintune_ctx ctx = {0};
+		struct spintune_features f;
+		const char *why = NULL;
+
+		CHECK(spintune_blob_storage_bytes(blob, len) <= sizeof(words));
+		CHECK(spintune_table_parse(blob, len, words, sizeof(words), &indexed, &why) == 0);
+		CHECK(indexed.index.multiplier != 0 && indexed.write_opcode_count == 0);
+		spintune_ctx_issue(&ctx, 1000, 0, &f);
+		CHECK(f.value[SPINTUNE_FEATURE_SINCE_WRITE_NS] == SPINTUNE_NO_WRITE_YET);
+		CHECK(spintune_lookup_ctx(&indexed, 0, 23, &f)->spin_ns == 5000);
+		spintune_ctx_done(&ctx, 1000, 1700, true);
+		spintune_ctx_issue(&ctx, 2000, 512, &f);
+		CHECK(f.value[SPINTUNE_FEATURE_PREV_WAIT_NS] == 700 &&
+		      f.value[SPINTUNE_FEATURE_SINCE_WRITE_NS] == 300 &&
+		      f.value[SPINTUNE_FEATURE_INFLIGHT] == 0 &&
+		      f.value[SPINTUNE_FEATURE_BYTES] == 512);
+		spintune_ctx_issue(&ctx, 2100, 0, &f);
+		CHECK(f.value[SPINTUNE_FEATURE_INFLIGHT] == 1);
+		CHECK(spintune_lookup_ctx(&indexed, 0, 18, &f)->flags == SPINTUNE_ENTRY_FALLBACK);
+		blob[4] = 9;
+		CHECK(spintune_table_parse(blob, len, words, sizeof(words), &indexed, &why) ==
+		      -EPROTONOSUPPORT && strcmp(why, "unknown format version") == 0);
+		blob[4] = 1;
+	}
 
 	blob[70] ^= 1; /* corrupt an entry: CRC mismatch, nothing written */
 	table.count = 99;

@@ -46,6 +46,27 @@ inline PolicyTable SampleTable() {
   return t;
 }
 
+// SampleTable() plus CMD25 of 4 KiB on the big class split by context three
+// ways: after a completion under 1 ms (SPIN_THEN_IRQ 300 us); after a longer
+// one with fewer than 2 commands in flight (IRQ); with 2 or more
+// (SLEEP_THEN_SPIN 2 ms, spin bound 100 us). Entries 3, 4, 5 of mmc0's blob.
+inline PolicyTable ContextTable() {
+  PolicyTable t = SampleTable();
+  ContextTree tree;
+  tree.Split(0, ContextFeature::kPrevWaitNs, 1'000'000);
+  tree.Split(1, ContextFeature::kInflight, 2);
+  const auto leaves = tree.LeafConditions();
+  const WaitParams waits[] = {WaitParams::SpinThenIrq(300'000), WaitParams::Irq(),
+                              WaitParams::SleepThenSpin(2'000'000, 100'000)};
+  for (size_t i = 0; i < leaves.size(); ++i) {
+    PolicyEntry e = Entry("big", "mmc0", 25, 13, waits[i]);
+    e.context = leaves[i];
+    t.entries.push_back(e);
+  }
+  SortEntries(&t.entries);
+  return t;
+}
+
 }  // namespace spintune::testing
 
 #endif  // SPINTUNE_TESTS_TESTING_POLICY_FIXTURES_H_

@@ -15,6 +15,13 @@
  *			    &w.stats, reg);
  *	spintune_end(host->st, &w);
  *
+ * While the table in force has context leaves (issue 16), each device
+ * keeps the context state of policy.h (previous completion time, last
+ * write, commands in flight): spintune_begin() picks the context leaf of
+ * keys that have one, spintune_end() records the completion. A driver that
+ * knows when the hardware completed (its IRQ handler ran) sets w.done_ns
+ * before spintune_end(). Tables without context cost no clock read.
+ *
  * A table arrives by a write of a blob to /sys/kernel/spintune/<name>/table,
  * by request_firmware("spintune/<name>.bin") at registration, or compiled in
  * (a header from `spintune header`, passed as @table). The blob is checked by
@@ -70,14 +77,26 @@ struct spintune_dev_info {
 
 /**
  * struct spintune_wait - one wait's state, on the caller's stack.
- * @entry: a copy of the entry in force for the command; stays valid however
- *	long the wait sleeps, whatever tables are swapped meanwhile.
+ * @entry: a copy of the entry in force for the command (its context leaf);
+ *	stays valid however long the wait sleeps, whatever tables are swapped
+ *	meanwhile.
  * @stats: what this wait did: pass &w.stats to the wait.h helpers.
+ * @issue_ns: when spintune_begin() ran (ktime_get_ns()), if @context.
+ * @done_ns: 0, or when the driver saw the hardware complete (ktime_get_ns()
+ *	in its IRQ handler): the completion time spintune_end() records for
+ *	the next command's context; 0 records the time of spintune_end().
+ * @context: the command counts in the device's context state (the table in
+ *	force at spintune_begin() had context leaves).
+ * @write: the command is a write for the table in force.
  * @slot: the key's statistics slot (internal).
  */
 struct spintune_wait {
 	struct spintune_entry entry;
 	struct spintune_wait_stats stats;
+	u64 issue_ns;
+	u64 done_ns;
+	bool context;
+	bool write;
 	u16 slot;
 };
 
@@ -110,10 +129,14 @@ void spintune_unregister(struct spintune_dev *sd);
  * @cpu_class: the CPU class the caller runs on (0 on a single-class SoC).
  * @opcode: the command's opcode.
  * @bytes: the command's transfer length in bytes.
- * @w: receives a copy of the entry and zeroed statistics.
+ * @w: receives a copy of the entry (the leaf of the command's context for
+ *	keys with one), the issue time and zeroed statistics.
  *
- * O(log n) in the table's size plus O(1) for the statistics slot; never
- * sleeps, never allocates: safe in atomic and hard-IRQ context.
+ * O(1): the table's key index, at most SPINTUNE_MAX_CONTEXT_DEPTH context
+ * comparisons (and one clock read) for a table with context, and the
+ * statistics slot; never sleeps, never allocates: safe in atomic and
+ * hard-IRQ context. Every call must be followed by one spintune_end() (it
+ * counts the command in flight).
  *
  * Return: true when @w->entry says how to wait; false when no table is in
  * force and the device has no rule: wait the driver's own way (and still
@@ -123,9 +146,11 @@ bool spintune_begin(struct spintune_dev *sd, u8 cpu_class, u32 opcode,
 		    u64 bytes, struct spintune_wait *w);
 
 /**
- * spintune_end() - account a finished wait in the key's statistics.
+ * spintune_end() - account a finished wait in the key's statistics and the
+ *	device's context state.
  * @sd: the device.
- * @w: the wait from spintune_begin(), after the wait.h helper returned.
+ * @w: the wait from spintune_begin(), after the wait.h helper returned
+ *	(with @w->done_ns set if the driver knows it).
  *
  * Never sleeps; safe in atomic context.
  */

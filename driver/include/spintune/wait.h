@@ -74,6 +74,9 @@ static inline struct spintune_wait_stats *spintune__stats(struct spintune_wait_s
  * @stats: struct spintune_wait_stats pointer or NULL.
  * @args: arguments of @op.
  *
+ * One clock read to start, then one per poll that fails: a condition that
+ * is already true costs one clock read and one @op. The deadline is noticed
+ * after a failed poll and the condition checked once more before giving up.
  * Never sleeps; safe in atomic context.
  *
  * Returns: 0 when @cond became true, else SPINTUNE_ARM_IRQ.
@@ -82,10 +85,9 @@ static inline struct spintune_wait_stats *spintune__stats(struct spintune_wait_s
 	({                                                                         \
 		const uint64_t __spintune_budget = (spin_ns);                     \
 		const uint64_t __spintune_start = SPINTUNE_NOW_NS();             \
+		int __spintune_late = __spintune_budget == 0;                      \
 		int __spintune_ret;                                                \
 		for (;;) {                                                         \
-			const int __spintune_late =                                \
-				SPINTUNE_NOW_NS() - __spintune_start >= __spintune_budget; \
 			(val) = op(args);                                          \
 			spintune__count(stats, polls);                             \
 			if (cond) {                                                \
@@ -97,13 +99,15 @@ static inline struct spintune_wait_stats *spintune__stats(struct spintune_wait_s
 				break;                                             \
 			}                                                          \
 			SPINTUNE_CPU_RELAX();                                      \
+			__spintune_late =                                          \
+				SPINTUNE_NOW_NS() - __spintune_start >= __spintune_budget; \
 		}                                                                  \
 		__spintune_ret;                                                    \
 	})
 
 /**
  * spintune_wait_atomic() - wait as @entry says, without ever sleeping.
- * @entry: the policy entry (from spintune_lookup()).
+ * @entry: the policy entry (from spintune_lookup() or spintune_lookup_ctx()).
  * @op, @val, @cond, @stats, @args: as for spintune_spin_ns_atomic().
  *
  * IRQ: arm at once. SPIN_THEN_IRQ: spin up to @entry->spin_ns, then arm.

@@ -7,7 +7,10 @@
  * closing "# totals: pass:P fail:F". Every way a blob can be refused is
  * tried through spintune_install_blob() on a registered device, and each
  * must leave the table in force (version and entries) untouched and name
- * its reason. Also covered: the RCU swap, the compiled-in default from a
+ * its reason: the checks of format 1 on a format 1 blob (still accepted),
+ * those of format 2 (context trees, write opcodes) on a format 2 blob. Also
+ * covered: the RCU swap, context leaves selected by the device's state
+ * (from a blob and from a generated header), the compiled-in default from a
  * generated header, the built-in rule, no default at all (the driver's
  * own waits), and
  * firmware loading from /lib/firmware/spintune/stfw0.bin (the virtual
@@ -71,22 +74,30 @@ static void st_fix_crc(u8 *b, size_t total)
 }
 
 /*
- * A valid three-entry blob for @device, version @version: opcode 17 of
- * 512 bytes spins up to @spin_ns, opcode 25 of 4 KiB takes the IRQ, the
+ * A valid three-entry format 1 blob for @device, version @version: opcode 17
+ * of 512 bytes spins up to @spin_ns, opcode 25 of 4 KiB takes the IRQ, the
  * fallback polls every 5 us.
  */
-static void st_build(u8 *b, const char *device, u64 version, u32 spin_ns)
+/* The header fields both formats share, in a zeroed @bytes-byte blob. */
+static void st_put_header(u8 *b, u8 format, u8 header_bytes, u32 bytes,
+			  const char *device, u64 version, u32 entries)
 {
-	memset(b, 0, ST_BLOB_BYTES);
+	memset(b, 0, bytes);
 	st_put32(b, SPINTUNE_BLOB_MAGIC);
-	b[4] = SPINTUNE_BLOB_VERSION;
-	b[6] = SPINTUNE_BLOB_HEADER_BYTES;
-	st_put32(b + 8, ST_BLOB_BYTES);
+	b[4] = format;
+	b[6] = header_bytes;
+	st_put32(b + 8, bytes);
 	st_put32(b + 16, (u32)version);
 	st_put32(b + 20, (u32)(version >> 32));
-	st_put32(b + 24, ST_ENTRIES);
+	st_put32(b + 24, entries);
 	b[28] = SPINTUNE_BLOB_ENTRY_BYTES;
 	strscpy((char *)b + 32, device, SPINTUNE_DEVICE_NAME_BYTES);
+}
+
+static void st_build(u8 *b, const char *device, u64 version, u32 spin_ns)
+{
+	st_put_header(b, SPINTUNE_BLOB_VERSION_1, SPINTUNE_BLOB_HEADER_BYTES, ST_BLOB_BYTES,
+		      device, version, ST_ENTRIES);
 	st_put_entry(b + 64, 0, 10, SPINTUNE_SPIN, 0, 17, spin_ns, 0, 0);
 	st_put_entry(b + 88, 0, 13, SPINTUNE_IRQ, 0, 25, 0, 0, 0);
 	st_put_entry(b + 112, SPINTUNE_ANY_CPU_CLASS, SPINTUNE_ANY_SIZE_CLASS,
@@ -130,8 +141,10 @@ struct st_case {
 
 static const struct st_case st_cases[] = {
 	ST_BYTE("refuses a bad magic", 0, 'X', false, -EINVAL, "bad magic"),
-	ST_BYTE("refuses an unknown format version", 4, 2, false, -EPROTONOSUPPORT,
+	ST_BYTE("refuses an unknown format version", 4, 3, false, -EPROTONOSUPPORT,
 		"unknown format version"),
+	ST_BYTE("refuses a format 1 header labelled format 2", 4, 2, false, -EINVAL,
+		"bad header size"),
 	ST_BYTE("refuses a bad header size", 6, 65, false, -EINVAL, "bad header size"),
 	ST_BYTE("refuses a bad entry size", 28, 25, false, -EINVAL, "bad entry size"),
 	ST_BYTE("refuses a set reserved header field", 30, 1, false, -EINVAL,
@@ -194,6 +207,90 @@ static const struct st_case st_cases[] = {
 		 0, 10, SPINTUNE_IRQ, 0, 17, 0, 0, 0),
 };
 
+/*
+ * A valid format 2 blob for @device, version @version: opcode 17 of 512
+ * bytes spins up to 40 us; opcode 25 of 4 KiB has two context leaves, after
+ * a completion under 983 us SPIN_THEN_IRQ(@spin_ns), else IRQ; the fallback
+ * polls every 5 us. Opcode 25 is the device's write.
+ */
+#define ST_V2_ENTRIES 4
+#define ST_V2_BYTES (SPINTUNE_BLOB_HEADER_V2_BYTES + ST_V2_ENTRIES * SPINTUNE_BLOB_ENTRY_BYTES + \
+		     SPINTUNE_BLOB_NODE_BYTES)
+#define ST_V2_ENTRY(i) (SPINTUNE_BLOB_HEADER_V2_BYTES + (i) * SPINTUNE_BLOB_ENTRY_BYTES)
+#define ST_V2_NODE (ST_V2_ENTRY(ST_V2_ENTRIES))
+
+static void st_build_v2(u8 *b, const char *device, u64 version, u32 spin_ns)
+{
+	st_put_header(b, SPINTUNE_BLOB_VERSION, SPINTUNE_BLOB_HEADER_V2_BYTES, ST_V2_BYTES,
+		      device, version, ST_V2_ENTRIES);
+	st_put32(b + 64, 1);
+	b[68] = SPINTUNE_BLOB_NODE_BYTES;
+	b[70] = 1;
+	st_put32(b + 72, 25);
+	st_put_entry(b + ST_V2_ENTRY(0), 0, 10, SPINTUNE_SPIN, 0, 17, 40000, 0, 0);
+	st_put_entry(b + ST_V2_ENTRY(1), 0, 13, SPINTUNE_SPIN_THEN_IRQ, 0, 25, spin_ns, 0, 0);
+	st_put_entry(b + ST_V2_ENTRY(2), 0, 13, SPINTUNE_IRQ, 0, 25, 0, 0, 0);
+	b[ST_V2_ENTRY(1) + 20] = 1;
+	b[ST_V2_ENTRY(2) + 20] = 1;
+	st_put_entry(b + ST_V2_ENTRY(3), SPINTUNE_ANY_CPU_CLASS, SPINTUNE_ANY_SIZE_CLASS,
+		     SPINTUNE_POLL_SLEEP, SPINTUNE_ENTRY_FALLBACK,
+		     SPINTUNE_ANY_OPCODE, 0, 0, 5000);
+	b[ST_V2_NODE] = SPINTUNE_FEATURE_PREV_WAIT_NS;
+	b[ST_V2_NODE + 2] = 1; /* left: leaf entry 1 */
+	b[ST_V2_NODE + 3] = SPINTUNE_CHILD_LEAF >> 8;
+	b[ST_V2_NODE + 4] = 2; /* right: leaf entry 2 */
+	b[ST_V2_NODE + 5] = SPINTUNE_CHILD_LEAF >> 8;
+	b[ST_V2_NODE + 10] = 0x0F; /* threshold 0x0F0000 ns (983 us): one byte */
+	st_fix_crc(b, ST_V2_BYTES);
+}
+
+/* Format 2's own checks: one byte each, the CRC fixed up. */
+static const struct st_case st_v2_cases[] = {
+	ST_BYTE("refuses a format 2 header labelled format 1", 4, 1, false, -EINVAL,
+		"bad header size"),
+	ST_BYTE("refuses a bad node size", 68, 12, true, -EINVAL, "bad node size"),
+	ST_BYTE("refuses a set reserved byte of the format 2 header", 71, 1, true, -EINVAL,
+		"reserved header field"),
+	ST_BYTE("refuses a set reserved word of the format 2 header", 88, 1, true, -EINVAL,
+		"reserved header field"),
+	ST_BYTE("refuses more than 4 write opcodes", 70, 5, true, -EINVAL,
+		"more than 4 write opcodes"),
+	ST_BYTE("refuses a set unused write opcode", 76, 9, true, -EINVAL, "write opcodes"),
+	ST_BYTE("refuses more nodes than SPINTUNE_MAX_NODES", 66, 1, false, -E2BIG,
+		"SPINTUNE_MAX_NODES"),
+	ST_BYTE("refuses a set reserved half-word of an entry", ST_V2_ENTRY(0) + 22, 1, true,
+		-EINVAL, "reserved entry field"),
+	ST_BYTE("refuses a tree on a key with one entry", ST_V2_ENTRY(0) + 20, 1, true,
+		-EINVAL, "context tree"),
+	ST_BYTE("refuses leaves of one key in different trees", ST_V2_ENTRY(2) + 20, 2, true,
+		-EINVAL, "strictly increasing"),
+	ST_BYTE("refuses a tree that does not start at the next node", ST_V2_ENTRY(1) + 20, 2,
+		true, -EINVAL, "does not start"),
+	ST_BYTE("refuses a fallback with a tree", ST_V2_ENTRY(3) + 20, 1, true, -EINVAL,
+		"breaks a bound"),
+	ST_BYTE("refuses an unknown context feature", ST_V2_NODE, SPINTUNE_FEATURE_COUNT, true,
+		-EINVAL, "context tree"),
+	ST_BYTE("refuses a set reserved byte of a node", ST_V2_NODE + 1, 1, true, -EINVAL,
+		"context tree"),
+	ST_BYTE("refuses leaves out of order", ST_V2_NODE + 2, 2, true, -EINVAL, "context tree"),
+	ST_BYTE("refuses a leaf of another key", ST_V2_NODE + 4, 0, true, -EINVAL,
+		"context tree"),
+	ST_BYTE("refuses a child node that is not the next", ST_V2_NODE + 5, 0, true, -EINVAL,
+		"context tree"),
+	ST_BYTE("refuses a threshold of 0", ST_V2_NODE + 10, 0, true, -EINVAL, "context tree"),
+};
+
+/* The entry the device's context state selects for opcode 25 of 4 KiB. */
+static struct spintune_entry st_entry_25(struct spintune_dev *sd)
+{
+	struct spintune_wait w;
+
+	spintune_begin(sd, 0, 25, 4096, &w);
+	w.done_ns = w.issue_ns + 1000; /* a 1 us completion: prev_wait stays short */
+	spintune_end(sd, &w);
+	return w.entry;
+}
+
 /* The first entry of the table in force: opcode 17, 512 bytes. */
 static struct spintune_entry st_entry_17(struct spintune_dev *sd)
 {
@@ -217,25 +314,32 @@ static void st_rule(u8 cpu_class, u32 opcode, u64 bytes, struct spintune_entry *
 		spintune_size_class(bytes), .strategy = SPINTUNE_IRQ, .opcode = opcode };
 }
 
-static void st_rejections(struct spintune_dev *sd, u8 *good)
+/*
+ * Tries every case of @cases on a copy of the valid blob @good (@len bytes,
+ * format 1 entries at SPINTUNE_BLOB_HEADER_BYTES): each must be refused for
+ * its reason and leave version @version and @probe's entry in force.
+ */
+static void st_rejections(struct spintune_dev *sd, const u8 *good, size_t len,
+			  const struct st_case *cases, size_t count, u64 version,
+			  struct spintune_entry (*probe)(struct spintune_dev *sd))
 {
-	const struct spintune_entry before = st_entry_17(sd);
-	u8 *b = kmalloc(ST_BLOB_BYTES + 1, GFP_KERNEL);
+	const struct spintune_entry before = probe(sd);
+	u8 *b = kmalloc(len + 1, GFP_KERNEL);
 	size_t i;
 
 	if (!b) {
 		st_report(false, "allocates a blob");
 		return;
 	}
-	for (i = 0; i < ARRAY_SIZE(st_cases); i++) {
-		const struct st_case *c = &st_cases[i];
+	for (i = 0; i < count; i++) {
+		const struct st_case *c = &cases[i];
 		char reason[160];
 		struct spintune_entry now;
 		bool ok;
 		int rc;
 
-		memcpy(b, good, ST_BLOB_BYTES);
-		b[ST_BLOB_BYTES] = 0;
+		memcpy(b, good, len);
+		b[len] = 0;
 		if (c->offset >= 0)
 			b[c->offset] = c->value;
 		if (c->entry >= 0)
@@ -245,17 +349,51 @@ static void st_rejections(struct spintune_dev *sd, u8 *good)
 				     c->e.flags, c->e.opcode, c->e.spin_ns,
 				     c->e.sleep_ns, c->e.poll_ns);
 		if (c->fix_crc)
-			st_fix_crc(b, ST_BLOB_BYTES);
-		rc = spintune_install_blob(sd, b, ST_BLOB_BYTES + c->len_delta, "selftest");
-		now = st_entry_17(sd);
+			st_fix_crc(b, len);
+		rc = spintune_install_blob(sd, b, len + c->len_delta, "selftest");
+		now = probe(sd);
 		spintune_last_error(sd, reason, sizeof(reason));
-		ok = rc == c->rc && spintune_version(sd) == 7 &&
+		ok = rc == c->rc && spintune_version(sd) == version &&
 		     st_same_entry(&before, &now) && strstr(reason, c->why);
 		if (!ok)
 			pr_info("# %s: rc %d (want %d), version %llu, reason '%s'\n",
 				c->name, rc, c->rc, spintune_version(sd), reason);
 		st_report(ok, c->name);
 	}
+	kfree(b);
+}
+
+/* A format 2 blob with a context tree: in force, leaves chosen by the
+ * device's state, and every format 2 refusal. */
+static void st_context(struct spintune_dev *sd)
+{
+	struct spintune_entry e;
+	struct spintune_wait w;
+	u8 *b = kmalloc(ST_V2_BYTES, GFP_KERNEL);
+	int rc;
+
+	if (!b) {
+		st_report(false, "allocates a format 2 blob");
+		return;
+	}
+	st_build_v2(b, "selftest0", 9, 60000);
+	rc = spintune_install_blob(sd, b, ST_V2_BYTES, "selftest");
+	e = st_entry_25(sd);
+	st_report(rc == 0 && spintune_version(sd) == 9 && e.strategy == SPINTUNE_SPIN_THEN_IRQ &&
+		  e.spin_ns == 60000,
+		  "a format 2 blob is put in force; after short completions opcode 25 spins");
+	/* A command that took 2 ms: the next opcode 25 takes the other leaf. */
+	spintune_begin(sd, 0, 17, 512, &w);
+	w.done_ns = w.issue_ns + 2000000;
+	spintune_end(sd, &w);
+	spintune_begin(sd, 0, 25, 4096, &w);
+	w.done_ns = w.issue_ns + 1000;
+	spintune_end(sd, &w);
+	st_report(w.entry.strategy == SPINTUNE_IRQ && w.write,
+		  "after a 2 ms completion opcode 25 (a write) takes the IRQ leaf");
+	st_report(st_entry_25(sd).strategy == SPINTUNE_SPIN_THEN_IRQ,
+		  "and after a short one it spins again");
+	st_rejections(sd, b, ST_V2_BYTES, st_v2_cases, ARRAY_SIZE(st_v2_cases), 9, st_entry_25);
 	kfree(b);
 }
 
@@ -295,12 +433,13 @@ static void st_loader(void)
 			  "a key not in the table gets the fallback");
 	}
 
-	st_rejections(sd, good);
+	st_rejections(sd, good, ST_BLOB_BYTES, st_cases, ARRAY_SIZE(st_cases), 7, st_entry_17);
+	st_context(sd);
 
-	st_build(newer, "selftest0", 8, 90000);
+	st_build(newer, "selftest0", 10, 90000);
 	rc = spintune_install_blob(sd, newer, ST_BLOB_BYTES, "selftest");
 	e = st_entry_17(sd);
-	st_report(rc == 0 && spintune_version(sd) == 8 && e.spin_ns == 90000,
+	st_report(rc == 0 && spintune_version(sd) == 10 && e.spin_ns == 90000,
 		  "a newer blob replaces the table (RCU swap)");
 out:
 	kfree(good);
@@ -323,6 +462,20 @@ static void st_header_default(void)
 	e = st_entry_17(sd);
 	st_report(spintune_version(sd) == 0 && e.strategy == SPINTUNE_SPIN &&
 		  e.spin_ns == 50000, "the generated header's table is the default");
+	{
+		/* Opcode 18 of 4 KiB has two leaves: spin while the last
+		 * completion was under 1 ms, else IRQ. */
+		struct spintune_wait w;
+
+		spintune_begin(sd, 0, 18, 4096, &w);
+		w.done_ns = w.issue_ns + 3000000;
+		spintune_end(sd, &w);
+		e = w.entry;
+		spintune_begin(sd, 0, 18, 4096, &w);
+		spintune_end(sd, &w);
+		st_report(e.strategy == SPINTUNE_SPIN_THEN_IRQ && w.entry.strategy == SPINTUNE_IRQ,
+			  "the generated header's context tree selects the leaf");
+	}
 	spintune_unregister(sd);
 }
 
@@ -398,7 +551,7 @@ static int __init st_init(void)
 	 */
 	memset(storage_blob, 0, sizeof(storage_blob));
 	st_put32(storage_blob, SPINTUNE_BLOB_MAGIC);
-	storage_blob[4] = SPINTUNE_BLOB_VERSION;
+	storage_blob[4] = SPINTUNE_BLOB_VERSION_1;
 	storage_blob[6] = SPINTUNE_BLOB_HEADER_BYTES;
 	st_put32(storage_blob + 8, ST_TWO_ENTRY_BYTES);
 	st_put32(storage_blob + 24, 2);
