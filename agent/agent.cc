@@ -98,7 +98,9 @@ class Agent::Impl {
   void StartKnobs(Stream* stream);
   void HandlePolicy(const v1::PolicyUpdate& update, Stream* stream);
   // Validates `table` for every device, then hands the blobs to the sink.
-  absl::Status ApplyTable(const v1::PolicyTable& table);
+  // Validates `table` against the bounds and writes it through the sink;
+  // `*write_failed` (optional) tells a failed write from a refusal.
+  absl::Status ApplyTable(const v1::PolicyTable& table, bool* write_failed = nullptr);
   std::string LastGoodPath() const;
   void ReapplyLastGood();
   bool Write(Stream* stream, const v1::AgentMessage& message);
@@ -344,7 +346,7 @@ bool Agent::Impl::Write(Stream* stream, const v1::AgentMessage& message) {
   return stream->Write(message);
 }
 
-absl::Status Agent::Impl::ApplyTable(const v1::PolicyTable& wire) {
+absl::Status Agent::Impl::ApplyTable(const v1::PolicyTable& wire, bool* write_failed) {
   auto table = PolicyTableFromProto(wire, hello_);
   if (!table.ok()) return table.status();
   if (absl::Status s = CheckPolicyBounds(*table, options_.bounds); !s.ok()) return s;
@@ -358,7 +360,10 @@ absl::Status Agent::Impl::ApplyTable(const v1::PolicyTable& wire) {
   }
   for (const auto& [device, blob] : blobs) {
     absl::Status s = sink_->Apply(device, blob);
-    if (!s.ok()) return s;
+    if (!s.ok()) {
+      if (write_failed != nullptr) *write_failed = true;
+      return s;
+    }
     Logger().info("applied policy version={} device={} sink={}", wire.version(), device,
                   sink_->Where(device));
   }
@@ -393,7 +398,8 @@ void Agent::Impl::HandlePolicy(const v1::PolicyUpdate& update, Stream* stream) {
   v1::AgentMessage reply;
   auto* applied = reply.mutable_applied();
   applied->set_version(update.table().version());
-  absl::Status status = ApplyTable(update.table());
+  bool write_failed = false;
+  absl::Status status = ApplyTable(update.table(), &write_failed);
   applied->set_ok(status.ok());
   if (status.ok()) {
     if (auto table = PolicyTableFromProto(update.table(), hello_); table.ok()) {
@@ -408,8 +414,17 @@ void Agent::Impl::HandlePolicy(const v1::PolicyUpdate& update, Stream* stream) {
     stats_.applied_version = update.table().version();
   } else {
     applied->set_error(std::string(status.message()));
-    Logger().error("refused policy version={}: {}", update.table().version(),
-                   status.message());
+    std::lock_guard<std::mutex> lock(mu_);
+    if (write_failed) {
+      ++stats_.table_write_failures;
+      Logger().error("could not write policy version={}: {}; version {} stays in force",
+                     update.table().version(), status.message(), stats_.applied_version);
+    } else {
+      ++stats_.tables_refused;
+      Logger().error("refused policy version={}: {}", update.table().version(),
+                     status.message());
+    }
+    stats_.last_table_error = std::string(status.message());
   }
   Write(stream, reply);
 }
@@ -669,9 +684,14 @@ absl::Status Agent::Impl::Run() {
     if (!source_->live() && generated_seq_ > 0) {
       // A deterministic source continues where this agent id left off: its
       // batches up to the spool's last seq are in the spool or acknowledged.
-      Logger().info("resuming after seq={}: skipping the source's first {} batches",
-                    generated_seq_, generated_seq_);
       SPINTUNE_RETURN_IF_ERROR(FastForward(generated_seq_));
+      Logger().info(
+          "resumed agent id {}: an earlier run sent the stream's first {} batches ({} samples; "
+          "{} of them still in the spool, resent now); this run skips them and sends the "
+          "stream from sample {}{}",
+          options_.agent_id, generated_seq_, stats_.samples_skipped, pending_.size(),
+          stats_.samples_skipped + 1,
+          options_.max_samples > 0 ? absl::StrCat(" to ", options_.max_samples) : "");
     }
   }
   if (!options_.record_csv.empty()) {

@@ -94,6 +94,11 @@ struct AgentStats {
   uint64_t samples_rejected = 0;
   uint64_t reconnects = 0;
   uint64_t applied_version = 0;
+  // Pushed tables this run did not apply: refused (bounds, validation) or
+  // written and failed (the sink), and the last reason.
+  uint64_t tables_refused = 0;
+  uint64_t table_write_failures = 0;
+  std::string last_table_error;
   uint64_t tuner_total_samples = 0;  // from Drained
   uint64_t reapplied_version = 0;    // the last good table applied at start
   uint64_t restored_batches = 0;     // found in the spool at start

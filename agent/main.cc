@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "CLI/CLI.hpp"
+#include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
 #include "agent/agent.h"
 #include "agent/board_model.h"
@@ -155,7 +156,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--max-samples", f.max_samples,
                  "Stop after this many completion samples, flush, wait for the final table "
-                 "(0: run until SIGINT/SIGTERM)")
+                 "(0: run until SIGINT/SIGTERM). Live sources: samples this run measures. "
+                 "sim:, csv:, replay: (the same stream every run): where the stream ends; a "
+                 "restarted agent id skips what it sent before and sends the rest")
       ->capture_default_str();
   app.add_option("--batch-size", f.batch_size, "Completion samples per batch")
       ->check(CLI::Range(1, 65536))
@@ -322,10 +325,17 @@ int main(int argc, char** argv) {
   spintune::Logger().info(
       "done samples={} skipped={} batches_acked={} duplicates={} rejected={} "
       "rejected_samples={} spool_dropped={} spool_dropped_samples={} reconnects={} "
-      "applied_version={}",
+      "applied_version={} tables_refused={} table_write_failures={}",
       st.samples_generated - st.samples_skipped, st.samples_skipped, st.batches_acked,
       st.duplicate_acks, st.batches_rejected, st.samples_rejected, st.spool_dropped_batches,
-      st.spool_dropped_samples, st.reconnects, st.applied_version);
+      st.spool_dropped_samples, st.reconnects, st.applied_version, st.tables_refused,
+      st.table_write_failures);
+  if (s.ok() && st.applied_version == 0 && st.tables_refused + st.table_write_failures > 0) {
+    // Tables came and none reached the driver: not a success.
+    s = absl::FailedPreconditionError(absl::StrCat(
+        "no table was applied: ", st.tables_refused, " refused, ", st.table_write_failures,
+        " failed to write (last: ", st.last_table_error, ")"));
+  }
   if (!s.ok()) {
     std::cerr << "spintune-agent: " << s.message() << "\n";
     if (absl::IsDataLoss(s)) return 3;

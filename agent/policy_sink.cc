@@ -185,6 +185,33 @@ absl::StatusOr<std::unique_ptr<PolicySink>> MakePolicySink(
         "sink path '", pattern, "' needs a {device} placeholder: the target has ",
         devices.size(), " devices"));
   }
+  // Checked now, not at the first table: a destination that cannot be
+  // written is a usage error, not a "refused policy" an hour later.
+  for (const auto& device : devices) {
+    const std::string path = absl::StrReplaceAll(pattern, {{"{device}", device}});
+    if (kind == "file") {
+      const size_t slash = path.rfind('/');
+      const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash + (slash == 0));
+      struct stat st;
+      if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+        return absl::FailedPreconditionError(
+            absl::StrCat("file:", path, ": directory ", dir, " does not exist"));
+      }
+      if (::access(dir.c_str(), W_OK) != 0) {
+        return absl::FailedPreconditionError(
+            absl::StrCat("file:", path, ": directory ", dir, " is not writable"));
+      }
+    } else if (kind == "attr") {
+      if (::access(path.c_str(), F_OK) != 0) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "attr:", path, " does not exist (is the driver, or spintune.ko, loaded?)"));
+      }
+      if (::access(path.c_str(), W_OK) != 0) {
+        return absl::FailedPreconditionError(
+            absl::StrCat("attr:", path, " is not writable: ", std::strerror(errno)));
+      }
+    }
+  }
   if (kind == "file") return std::unique_ptr<PolicySink>(new FileSink(pattern));
   if (kind == "attr") return std::unique_ptr<PolicySink>(new AttrSink(pattern));
   if (pattern.find('/', 1) != std::string::npos) {

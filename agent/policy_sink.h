@@ -35,7 +35,9 @@ class PolicySink {
 };
 
 // InvalidArgument for an unknown spec or a file path without {device} when
-// `devices` has more than one entry.
+// `devices` has more than one entry; FailedPrecondition when a device's
+// destination cannot be written now (file: its directory is missing or
+// read-only; attr: the attribute does not exist or is read-only).
 absl::StatusOr<std::unique_ptr<PolicySink>> MakePolicySink(
     const std::string& spec, const std::vector<std::string>& devices);
 

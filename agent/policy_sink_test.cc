@@ -46,9 +46,28 @@ TEST(PolicySink, FilePathNeedsDevicePlaceholderForSeveralDevices) {
   EXPECT_FALSE(MakePolicySink("bogus:x", {"a"}).ok());
 }
 
-TEST(PolicySink, UnwritableDirectoryIsAnError) {
-  auto sink = MakePolicySink("file:/nonexistent-dir/x.bin", {"mmc0"});
-  ASSERT_TRUE(sink.ok());
+// Refused when the sink is made (the agent's start), naming the path.
+TEST(PolicySink, DestinationsThatCannotBeWrittenAreRefusedAtOnce) {
+  auto missing_dir = MakePolicySink("file:/nonexistent-dir/x.bin", {"mmc0"});
+  EXPECT_EQ(missing_dir.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(missing_dir.status().message().find("/nonexistent-dir does not exist"),
+            std::string::npos)
+      << missing_dir.status();
+  auto missing_attr = MakePolicySink("attr:/nonexistent/{device}/table", {"mmc0"});
+  EXPECT_EQ(missing_attr.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(missing_attr.status().message().find("/nonexistent/mmc0/table does not exist"),
+            std::string::npos)
+      << missing_attr.status();
+  EXPECT_TRUE(MakePolicySink("file:x.bin", {"mmc0"}).ok()) << "the working directory";
+}
+
+// A destination that goes away after the start fails its write.
+TEST(PolicySink, AWriteToADirectoryRemovedSinceTheStartFails) {
+  const fs::path dir = fs::path(::testing::TempDir()) / ("gone_" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  auto sink = MakePolicySink("file:" + (dir / "x.bin").string(), {"mmc0"});
+  ASSERT_TRUE(sink.ok()) << sink.status();
+  fs::remove_all(dir);
   auto blob = EncodePolicyBlob(testing::SampleTable(), "mmc0");
   EXPECT_FALSE((*sink)->Apply("mmc0", *blob).ok());
 }
@@ -76,7 +95,6 @@ TEST(PolicySink, AttrSinkWritesTheBlobInOneWrite) {
   std::stringstream got;
   got << in.rdbuf();
   EXPECT_EQ(got.str(), *blob);
-  EXPECT_FALSE((*MakePolicySink("attr:/nonexistent/attr", {"mmc0"}))->Apply("mmc0", *blob).ok());
   fs::remove_all(dir);
 }
 
