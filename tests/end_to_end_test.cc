@@ -190,9 +190,19 @@ TEST(EndToEnd, AgentsOfSeveralBoardsGetTheirOwnTables) {
   for (auto& t : agents) t.join();
   Repository repo;
   repo.tuner = tuner->address();
-  std::ostringstream out;
-  ASSERT_TRUE(RunTargets(repo, "json", out).ok());
-  auto j = nlohmann::json::parse(out.str());
+  // An agent reports the table it applied on its way out; the tuner records
+  // it asynchronously, so the test waits (bounded) for every report.
+  nlohmann::json j;
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  do {
+    std::ostringstream out;
+    ASSERT_TRUE(RunTargets(repo, "json", out).ok());
+    j = nlohmann::json::parse(out.str());
+    bool all = j["targets"].size() == 3u;
+    for (const auto& t : j["targets"]) all = all && t["applied_version"] == t["current_version"];
+    if (all) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  } while (absl::Now() < deadline);
   ASSERT_EQ(j["targets"].size(), 3u);
   for (const auto& t : j["targets"]) {
     EXPECT_EQ(t["total_samples"], 12000);

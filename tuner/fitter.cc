@@ -42,13 +42,14 @@ Fitter::~Fitter() {
 uint64_t Fitter::Enqueue(Request request) {
   std::lock_guard<std::mutex> lock(mu_);
   if (request.kind != Kind::kPredict) {
-    // Merge into the target's waiting request of the same kind (a sync into
-    // any waiting request: it only has to come after).
-    for (auto& q : requests_) {
-      if (q.target_id != request.target_id) continue;
-      if (request.kind == Kind::kSync || q.kind == request.kind) {
-        q.force = q.force || request.force;
-        return q.ticket;
+    // Merge into the target's waiting request of the same kind, or a sync
+    // into the target's LAST waiting request: it has to come after all of
+    // them (a drain's answer after the refit queued behind a verification).
+    for (auto q = requests_.rbegin(); q != requests_.rend(); ++q) {
+      if (q->target_id != request.target_id) continue;
+      if (request.kind == Kind::kSync || q->kind == request.kind) {
+        q->force = q->force || request.force;
+        return q->ticket;
       }
     }
   }

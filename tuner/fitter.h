@@ -9,10 +9,12 @@
 // they produce, and hands each result back through `deliver` (the tuner
 // posts it to its worker, which pushes tables and answers drains).
 //
-// Requests for a target that is already waiting merge into that request (a
-// forced one stays forced); each request returns a ticket that the result
-// of the request covering it carries. Requests run in order, so a drain's
-// fit comes after the target's cold-start prediction.
+// A request for a target that already has one of the same kind waiting
+// merges into it (a forced one stays forced); a Sync merges into the
+// target's last waiting request of any kind, so its result comes after
+// everything queued for the target. Each request returns a ticket that the
+// result of the request covering it carries. Requests run in order, so a
+// drain's fit comes after the target's cold-start prediction.
 //
 // Cold start: the other targets' evidence is cached; a target is loaded
 // when it first has samples and reloaded when its sample count changed, at

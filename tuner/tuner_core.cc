@@ -613,9 +613,11 @@ void TunerCore::OnDrain(std::shared_ptr<SessionHandle> session, std::function<vo
     // A final fit, unless nothing was stored since the last one (then only
     // what is queued for the target, its cold-start table say, is awaited):
     // a stream of Drains costs a lookup each, and no fit holds up ingest.
-    const uint64_t ticket = stored_since_fit_.count(target_id) > 0
-                                ? RequestRefit(target_id, /*force=*/true)
-                                : fitter_->Sync(target_id);
+    // The answer waits for everything queued for the target (a refit may
+    // sit behind a verification that rolls a key back): a sync merges into
+    // the target's last waiting request.
+    if (stored_since_fit_.count(target_id) > 0) RequestRefit(target_id, /*force=*/true);
+    const uint64_t ticket = fitter_->Sync(target_id);
     after_fit_[ticket].push_back([this, session] {
       auto target = store_->FindTarget(session->hello.agent_id());
       v1::TunerMessage m;
