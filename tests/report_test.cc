@@ -40,21 +40,31 @@ LatencyHistogram Bimodal(uint64_t seed, double fast_ns, double slow_ns, int n) {
   return h;
 }
 
-Profile FittedProfile() {
+// A board of one CPU class "little" and device `name` whose driver's default
+// rule is `default_wait`, without keys yet.
+FitInputs LittleBoard(const std::string& board, const std::string& name,
+                      const WaitParams& default_wait) {
   FitInputs in;
-  in.board = "test-board <rev A>";
+  in.board = board;
   CpuClassInfo cpu;
   cpu.name = "little";
   cpu.cpu_khz = 600'000;
   cpu.costs = {20000, 30000, 150, 4000, 60000};
   in.cpu_classes = {cpu};
   DeviceInfo dev;
-  dev.name = "mmc<0>&";  // names come from agents: must be escaped
+  dev.name = name;
   dev.driver = "sdhci";
   DefaultRule rule;
-  rule.wait = WaitParams::SleepThenSpin(5000);
+  rule.wait = default_wait;
   dev.default_rules = {rule};
   in.devices = {dev};
+  return in;
+}
+
+Profile FittedProfile() {
+  // Names come from agents: must be escaped.
+  FitInputs in = LittleBoard("test-board <rev A>", "mmc<0>&", WaitParams::SleepThenSpin(5000));
+  const std::string device = in.devices[0].name;
   const struct {
     uint32_t opcode;
     double fast_ns, slow_ns;
@@ -63,7 +73,7 @@ Profile FittedProfile() {
               {25, 9000, 20000, 20}};
   for (const auto& k : keys) {
     KeyEvidence e;
-    e.key = {"little", dev.name, k.opcode, k.opcode == 13 ? 0u : 13u};
+    e.key = {"little", device, k.opcode, k.opcode == 13 ? 0u : 13u};
     e.histogram = Bimodal(k.opcode, k.fast_ns, k.slow_ns, k.n);
     in.keys.push_back(e);
   }
@@ -80,7 +90,7 @@ Profile FittedProfile() {
   p.keys = in.keys;
   DispatchRecord d;
   d.cpu_class = "little";
-  d.device = dev.name;
+  d.device = device;
   d.handler = Bimodal(7, 6000, 15000, 1000);
   d.wake = Bimodal(8, 25000, 80000, 1000);
   p.dispatch = {d};
@@ -89,7 +99,10 @@ Profile FittedProfile() {
 
 TEST(Report, OneChartPerKeySummarySortedBySavingAndEverythingEscaped) {
   const Profile p = FittedProfile();
-  const std::string html = RenderHtmlReport(p, {"", "2026-11-30T00:00:00Z", "test"});
+  ReportOptions options;
+  options.generated_at = "2026-11-30T00:00:00Z";
+  options.tool_version = "test";
+  const std::string html = RenderHtmlReport(p, options);
   EXPECT_EQ(Count(html, "<svg class=\"key-chart\""), 4u);
   EXPECT_EQ(Count(html, "<svg class=\"dispatch-chart\""), 1u);
   EXPECT_EQ(html.find("<script"), std::string::npos) << "hostile text is escaped, no scripts";
@@ -366,19 +379,7 @@ TEST_F(ReportOfAVersion, RolledBackVersionWithASavedProfileShowsItsOwnSamples) {
 TEST(Report, AFarCostlierDefaultDoesNotSetTheCostAxis) {
   // A fast device whose driver polls every 4 ms: its default costs about a
   // hundred times what the chosen wait does.
-  FitInputs in;
-  in.board = "slow-poll";
-  CpuClassInfo cpu;
-  cpu.name = "little";
-  cpu.cpu_khz = 600'000;
-  cpu.costs = {20000, 30000, 150, 4000, 60000};
-  in.cpu_classes = {cpu};
-  DeviceInfo dev;
-  dev.name = "mmc0";
-  DefaultRule rule;
-  rule.wait = WaitParams::PollSleep(4'000'000);
-  dev.default_rules = {rule};
-  in.devices = {dev};
+  FitInputs in = LittleBoard("slow-poll", "mmc0", WaitParams::PollSleep(4'000'000));
   KeyEvidence e;
   e.key = {"little", "mmc0", 17, 13};
   e.histogram = Bimodal(17, 8000, 40000, 3000);
