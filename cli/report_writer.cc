@@ -166,8 +166,8 @@ std::string KeyChart(const KeyEvidence& k, const PolicyEntry* entry, const Polic
     best = std::min(best, chosen);
     if (entry->default_wait) {
       const double j = cost(*entry->default_wait);
-      const std::string label =
-          absl::StrCat("driver default ", FormatWait(*entry->default_wait), ": ", FormatDurationNs(j));
+      const std::string label = absl::StrCat("driver default ", FormatWait(*entry->default_wait),
+                                             ": ", FormatDurationNs(j));
       if (best <= 0 || j <= std::max(y_top, kDefaultAxisFactor * best)) {
         y_top = std::max(y_top, j);
         curve.Add(SvgChart::Series{label, kGrey, {{c_lo, j}, {c_hi, j}}, true, false});
@@ -309,7 +309,8 @@ std::string RenderHtmlReport(const Profile& p, const ReportOptions& options) {
   if (!fit_evidence) {
     absl::StrAppend(
         &h, "<p class=\"evidence\"><b>Not this version's own samples.</b> The table of version ",
-        t.version, " (", EscapeHtml(t.origin), ") was fitted on ", fitted_total, " samples over ", fitted.size(),
+        t.version, " (", EscapeHtml(t.origin), ") was fitted on ", fitted_total,
+        " samples over ", fitted.size(),
         " keys (summary column <i>fitted on</i>); those samples are not stored. The counts, "
         "charts and curves below show ", EscapeHtml(source), ": ", shown_total,
         " samples over ", p.keys.size(),
