@@ -14,6 +14,8 @@
 #include "agent/host_probe.h"
 #include "agent/knobs/knob_controller.h"
 #include "agent/knobs/knob_only_source.h"
+#include "absl/strings/strip.h"
+#include "common/cli_checks.h"
 #include "common/file_util.h"
 #include "common/logging.h"
 #include "common/signal_waiter.h"
@@ -100,7 +102,8 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", spintune::Version());
   // Any long option may come from a TOML file (docs/configuration.md);
   // the command line overrides it.
-  app.set_config("--config", "", "Read options from this TOML file (flags override it)");
+  app.set_config("--config", "", "Read options from this TOML file (flags override it)")
+      ->check(spintune::NotADirectory());
   app.allow_config_extras(CLI::config_extras_mode::error);  // a typo is an error
   app.add_option("--tuner", f.tuner, "Tuner address host:port")->capture_default_str();
   app.add_option("--agent-id", f.agent_id,
@@ -113,9 +116,11 @@ int main(int argc, char** argv) {
                  "simulated ahci_sunxi board); without --source the agent only runs experiments");
   app.add_option("--platform", f.platform,
                  "Platform costs JSON (docs/csv-formats.md); required for csv: and replay:, "
-                 "tracefs probes the host without it");
+                 "tracefs probes the host without it")
+      ->check(spintune::NotADirectory());
   app.add_option("--pairs", f.pairs,
-                 "JSON file of user-defined start/end event pairs (replay:, tracefs)");
+                 "JSON file of user-defined start/end event pairs (replay:, tracefs)")
+      ->check(spintune::NotADirectory());
   app.add_option("--irq", f.irq, "DEVICE=IRQNAME: whose IRQ line it is (repeatable)");
   app.add_option("--block-dev", f.block_dev,
                  "MAJOR:MINOR=NAME: name the block devices of a replayed trace (repeatable)");
@@ -167,15 +172,20 @@ int main(int argc, char** argv) {
                  "Pace a simulated source to this many samples per second (0: unpaced)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  app.add_option("--record", f.record, "Append every sent completion sample to this CSV");
+  app.add_option("--record", f.record, "Append every sent completion sample to this CSV")
+      ->check(spintune::NotADirectory());
   app.add_option("--state-dir", f.state_dir,
                  "Keep the last good table here and re-apply it at start (empty: don't)")
       ->capture_default_str();
   app.add_option("--token-file", f.token_file,
-                 "File holding this agent's bearer token (spintune tokens add)");
-  app.add_option("--tls-ca", f.security.ca, "CA certificate that signed the tuner's (enables TLS)");
-  app.add_option("--tls-cert", f.security.cert, "Client certificate for mutual TLS");
-  app.add_option("--tls-key", f.security.key, "Key of the client certificate");
+                 "File holding this agent's bearer token (spintune tokens add)")
+      ->check(spintune::NotADirectory());
+  app.add_option("--tls-ca", f.security.ca, "CA certificate that signed the tuner's (enables TLS)")
+      ->check(spintune::NotADirectory());
+  app.add_option("--tls-cert", f.security.cert, "Client certificate for mutual TLS")
+      ->check(spintune::NotADirectory());
+  app.add_option("--tls-key", f.security.key, "Key of the client certificate")
+      ->check(spintune::NotADirectory());
   app.add_option("--spool-dir", f.spool_dir,
                  "Keep unacknowledged batches here across outages and restarts (default: "
                  "STATE-DIR/spool-AGENT-ID; empty: memory only)");
@@ -197,7 +207,7 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;
+    return spintune::ExitForParseError(app, e, "spintune-agent");
   }
   if (f.list_boards) return ListBoards(f.format);
   if (f.probe) {
@@ -219,6 +229,14 @@ int main(int argc, char** argv) {
   if (f.source.empty() && f.knobs.empty()) {
     std::cerr << "spintune-agent: --source is required (e.g. sim:microwatt-100mhz)\n";
     return 2;
+  }
+  for (const char* prefix : {"csv:", "replay:"}) {  // sources that read a file
+    absl::string_view path = f.source;
+    if (!absl::ConsumePrefix(&path, prefix)) continue;
+    if (absl::Status s = spintune::CheckNotDirectory(std::string(path)); !s.ok()) {
+      std::cerr << "spintune-agent: --source " << f.source << ": " << s.message() << "\n";
+      return 2;
+    }
   }
   std::optional<spintune::KnobDeclaration> knobs;
   if (!f.knobs.empty()) {

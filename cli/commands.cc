@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "policy/samples_csv.h"
 #include "cli/knob_header.h"
+#include "cli/report_evidence.h"
 #include "cli/report_writer.h"
 #include "cli/table_format.h"
 #include "cli/verification_format.h"
@@ -320,8 +321,10 @@ absl::Status RunReport(const Repository& repo, const ReportFlags& flags, std::os
   SPINTUNE_ASSIGN_OR_RETURN(auto store, Store::Open(repo.db, {}, OpenMode::kReadOnly));
   Profile profile;
   std::vector<VerificationRecord> verifications;
+  std::string evidence;  // where the page's samples come from
   if (!flags.profile.empty()) {
     SPINTUNE_ASSIGN_OR_RETURN(profile, store->LoadProfile(flags.profile));
+    evidence = absl::StrCat("the samples saved with profile '", flags.profile, "'");
   } else {
     SPINTUNE_ASSIGN_OR_RETURN(auto summary, store->FindTarget(flags.target));
     if (!summary) {
@@ -334,11 +337,12 @@ absl::Status RunReport(const Repository& repo, const ReportFlags& flags, std::os
           absl::StrCat("target '", flags.target, "': ", snapshot.status().message()));
     }
     SPINTUNE_RETURN_IF_ERROR(snapshot.status());
-    profile = std::move(*snapshot);
+    SPINTUNE_ASSIGN_OR_RETURN(profile, WithFitEvidence(*store, std::move(*snapshot), &evidence));
     SPINTUNE_ASSIGN_OR_RETURN(verifications, store->ListVerifications(summary->id));
   }
   ReportOptions options;
   options.verifications = std::move(verifications);
+  options.evidence_source = evidence;
   options.generated_at = NowRfc3339();
   options.tool_version = Version();
   options.max_key_charts = flags.max_charts;

@@ -14,6 +14,7 @@
 #include "cli/profiles_command.h"
 #include "cli/tokens_command.h"
 #include "cli/verify_command.h"
+#include "common/cli_checks.h"
 #include "common/version.h"
 
 namespace {
@@ -61,8 +62,12 @@ int main(int argc, char** argv) {
       "issue_ns (optional). Platform JSON: irq_cpu_ns, irq_wake_ns, poll_read_ns, timer_cpu_ns,\n"
       "timer_wake_ns. See docs/csv-formats.md.\n"
       "Example: spintune tune --samples s.csv --platform p.json --objective latency");
-  tune_cmd->add_option("--samples", tune.samples_csv, "Completion samples CSV")->required();
-  tune_cmd->add_option("--platform", tune.platform_json, "Platform costs JSON")->required();
+  tune_cmd->add_option("--samples", tune.samples_csv, "Completion samples CSV")
+      ->required()
+      ->check(spintune::NotADirectory());
+  tune_cmd->add_option("--platform", tune.platform_json, "Platform costs JSON")
+      ->required()
+      ->check(spintune::NotADirectory());
   spintune::AddFitFlags(tune_cmd, &tune.fit);
   tune_cmd->add_option("--incumbent", tune.incumbent,
                        "Policy JSON of the table in force: keys keep its wait unless the fit "
@@ -249,7 +254,7 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;
+    return spintune::ExitForParseError(app, e, "spintune");
   }
   if (absl::Status s = spintune::LoadTokenFile(token_file, &repo.security); !s.ok()) {
     return ExitCode(s);

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "cli/experiment_report.h"
+#include "cli/report_evidence.h"
 #include "cli/svg_chart.h"
 #include "cli/table_format.h"
 #include "models/wait_distribution.h"
@@ -143,6 +144,7 @@ std::string KeyChart(const KeyEvidence& k, const PolicyEntry* entry, const Polic
   }
   const double irq = cost(WaitParams::Irq());
   double y_top = irq;
+  double best = irq;  // the cheapest candidate drawn
   curve.Add(SvgChart::Series{absl::StrCat("irq: ", FormatDurationNs(irq)), kOrange,
                              {{c_lo, irq}, {c_hi, irq}}, false, false});
   curve.Add(std::move(spin_then_irq));
@@ -152,20 +154,29 @@ std::string KeyChart(const KeyEvidence& k, const PolicyEntry* entry, const Polic
       if (!f.feasible) continue;
       if (f.strategy == Strategy::kSpin || f.strategy == Strategy::kPollSleep) {
         const double j = cost(f.params);
+        best = std::min(best, j);
         curve.Add(SvgChart::Series{absl::StrCat("best ", FormatWait(f.params), ": ",
                                                 FormatDurationNs(j)),
                                    f.strategy == Strategy::kSpin ? kPurple : kBlack,
                                    {{c_lo, j}, {c_hi, j}}, true, false});
       }
     }
+    const double chosen = cost(entry->wait);
+    y_top = std::max(y_top, chosen);
+    best = std::min(best, chosen);
     if (entry->default_wait) {
       const double j = cost(*entry->default_wait);
-      y_top = std::max(y_top, j);
-      curve.Add(SvgChart::Series{absl::StrCat("driver default ", FormatWait(*entry->default_wait),
-                                              ": ", FormatDurationNs(j)),
-                                 kGrey, {{c_lo, j}, {c_hi, j}}, true, false});
+      const std::string label = absl::StrCat("driver default ", FormatWait(*entry->default_wait),
+                                             ": ", FormatDurationNs(j));
+      if (best <= 0 || j <= std::max(y_top, kDefaultAxisFactor * best)) {
+        y_top = std::max(y_top, j);
+        curve.Add(SvgChart::Series{label, kGrey, {{c_lo, j}, {c_hi, j}}, true, false});
+      } else {  // off the axis: its cost in words (legend and note)
+        curve.Add(SvgChart::Series{label + " (above the axis)", kGrey, {}, true, false});
+        curve.SetNote(absl::StrFormat("y axis clipped: the driver default costs %s, %.0fx the best",
+                                      FormatDurationNs(j), j / best));
+      }
     }
-    const double chosen = cost(entry->wait);
     // IRQ has no parameter: its dot sits mid-axis on the IRQ line.
     const double x = entry->wait.strategy == Strategy::kIrq ? std::sqrt(c_lo * c_hi)
                                                             : ThresholdOf(entry->wait);
@@ -249,6 +260,19 @@ void AppendKnobs(const Profile& p, const ReportOptions& options, std::string* h)
 
 std::string RenderHtmlReport(const Profile& p, const ReportOptions& options) {
   const PolicyTable& t = p.table;
+  // The samples shown and, per key, those the version was fitted on: every
+  // count on the page is one of these two, labelled.
+  const std::map<PolicyKey, uint64_t> fitted = FittedSamples(t);
+  const bool fit_evidence = IsFitEvidence(t, p.keys);
+  std::map<PolicyKey, uint64_t> shown;
+  uint64_t shown_total = 0, fitted_total = 0;
+  for (const auto& k : p.keys) {
+    shown[k.key] = k.histogram.total_count();
+    shown_total += k.histogram.total_count();
+  }
+  for (const auto& [key, n] : fitted) fitted_total += n;
+  const std::string source =
+      options.evidence_source.empty() ? "the profile's samples" : options.evidence_source;
   const std::string title =
       options.title.empty() ? absl::StrCat("spintune report: ", p.info.target) : options.title;
   std::string h = absl::StrCat(
@@ -264,6 +288,7 @@ std::string RenderHtmlReport(const Profile& p, const ReportOptions& options) {
       "th{background:#f3f3f3}section.key{border-top:1px solid #ccc;margin-top:24px}"
       "svg text{font-family:sans-serif;font-size:11px;fill:#222}"
       ".meta{color:#555;font-size:13px}code{background:#f5f5f5;padding:0 3px}"
+      ".evidence{background:#fff4e5;border:1px solid #e0a040;padding:6px 10px;font-size:13px}"
       "</style></head><body>\n<h1>",
       EscapeHtml(title), "</h1>\n<p class=\"meta\">");
   absl::StrAppend(&h, "target <code>", EscapeHtml(p.info.target), "</code>, board <code>",
@@ -275,10 +300,23 @@ std::string RenderHtmlReport(const Profile& p, const ReportOptions& options) {
   absl::StrAppend(&h, "<br>objective ", EscapeHtml(t.objective_name), ": cost = CPU + ",
                   absl::StrFormat("%g", t.latency_weight),
                   " x latency per request; max spin ", FormatDurationNs(static_cast<double>(t.max_spin_ns)),
-                  "; ", p.info.samples, " samples over ", p.keys.size(), " keys");
+                  "; ", shown_total, " samples over ", p.keys.size(), " keys",
+                  fit_evidence ? ": the samples this version was fitted on (" : " shown (",
+                  EscapeHtml(source), fit_evidence ? ")" : "; not this version's own, see below)");
   if (!p.info.note.empty()) absl::StrAppend(&h, "<br>note: ", EscapeHtml(p.info.note));
   absl::StrAppend(&h, "<br>generated ", EscapeHtml(options.generated_at), " by spintune ",
                   EscapeHtml(options.tool_version), "</p>\n");
+  if (!fit_evidence) {
+    absl::StrAppend(
+        &h, "<p class=\"evidence\"><b>Not this version's own samples.</b> The table of version ",
+        t.version, " (", EscapeHtml(t.origin), ") was fitted on ", fitted_total,
+        " samples over ", fitted.size(),
+        " keys (summary column <i>fitted on</i>); those samples are not stored. The counts, "
+        "charts and curves below show ", EscapeHtml(source), ": ", shown_total,
+        " samples over ", p.keys.size(),
+        " keys (column <i>shown</i>). To keep a version's own samples, save a profile of it "
+        "right after its fit (<code>spintune profiles save</code>).</p>\n");
+  }
   if (t.devices.empty()) {  // a target with knob experiments only
     AppendKnobs(p, options, &h);
     absl::StrAppend(&h, "</body></html>\n");
@@ -307,7 +345,9 @@ std::string RenderHtmlReport(const Profile& p, const ReportOptions& options) {
   std::stable_sort(entries.begin(), entries.end(),
                    [](const PolicyEntry* a, const PolicyEntry* b) { return a->gain_ns > b->gain_ns; });
   absl::StrAppend(&h, "<h2>Summary, by expected saving per request</h2>"
-                      "<table class=\"summary\"><tr><th>key</th><th>samples</th><th>chosen</th>"
+                      "<table class=\"summary\"><tr><th>key</th>",
+                  fit_evidence ? "<th>samples</th>" : "<th>fitted on</th><th>shown</th>",
+                  "<th>chosen</th>"
                       "<th>cost/req</th><th>baseline</th><th>baseline cost/req</th>"
                       "<th>saving/req</th><th>95% CI</th><th>saving</th></tr>");
   for (const PolicyEntry* e : entries) {
@@ -326,7 +366,11 @@ std::string RenderHtmlReport(const Profile& p, const ReportOptions& options) {
       absl::StrAppend(&h, EscapeHtml(key));
     }
     absl::StrAppend(
-        &h, "</td>", Cell(absl::StrCat(e->samples), true), Cell(FormatWait(e->wait)),
+        &h, "</td>", Cell(absl::StrCat(e->samples), true),
+        fit_evidence ? ""
+        : e->fallback ? Cell("-", true)
+                      : Cell(absl::StrCat(shown.count(e->key) ? shown.at(e->key) : 0), true),
+        Cell(FormatWait(e->wait)),
         Cell(FormatDurationNs(e->expected_cost_ns), true), Cell(baseline),
         Cell(e->gain_baseline.empty() ? "-" : FormatDurationNs(base_cost), true),
         Cell(e->gain_baseline.empty() ? "-" : FormatSigned(e->gain_ns), true),
@@ -399,7 +443,12 @@ std::string RenderHtmlReport(const Profile& p, const ReportOptions& options) {
     const PolicyEntry* e = it == by_key.end() ? nullptr : it->second;
     absl::StrAppend(&h, "<section class=\"key\" id=\"", KeyAnchor(k->key), "\"><h3>",
                     EscapeHtml(KeyLabel(k->key)), "</h3><p class=\"meta\">",
-                    k->histogram.total_count(), " samples, p50 ",
+                    k->histogram.total_count(), " samples",
+                    fit_evidence || !fitted.count(k->key)
+                        ? ""
+                        : absl::StrCat(" shown (this version was fitted on ", fitted.at(k->key),
+                                       ")"),
+                    ", p50 ",
                     FormatDurationNs(k->histogram.QuantileNs(0.5)), ", p99 ",
                     FormatDurationNs(k->histogram.QuantileNs(0.99)));
     if (k->errors || k->irq_timeouts || k->spin_timeouts) {
@@ -407,7 +456,8 @@ std::string RenderHtmlReport(const Profile& p, const ReportOptions& options) {
                       k->spin_timeouts, " polling timeouts");
     }
     if (e) {
-      absl::StrAppend(&h, "<br>chosen <b>", EscapeHtml(FormatWait(e->wait)), "</b>: ",
+      absl::StrAppend(&h, "<br>chosen <b>", EscapeHtml(FormatWait(e->wait)), "</b>",
+                      fit_evidence ? "" : " (priced on the samples it was fitted on)", ": ",
                       FormatDurationNs(e->expected.cpu_ns), " CPU + ",
                       FormatDurationNs(e->expected.latency_ns), " latency per request");
       if (e->default_wait) {

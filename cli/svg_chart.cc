@@ -89,7 +89,9 @@ std::string SvgChart::RenderPanel(double x0, double y0, double width, double hei
   const double pw = right - left, ph = bottom - top;
   auto fx = x_format_ ? x_format_ : [](double v) { return absl::StrFormat("%g", v); };
   auto fy = y_format_ ? y_format_ : [](double v) { return absl::StrFormat("%g", v); };
-  std::string s = absl::StrCat("<g class=\"panel\">");
+  // The y range as data, so tests (and readers of the SVG) need not parse ticks.
+  std::string s = absl::StrCat("<g class=\"panel\" data-y-min=\"", Num(min_y_),
+                               "\" data-y-max=\"", Num(max_y_), "\">");
   absl::StrAppend(&s, Text(x0 + width / 2, y0 + 16, title_,
                            "text-anchor=\"middle\" font-weight=\"bold\""));
   if (!note_.empty()) {

@@ -70,7 +70,16 @@ bool PathExists(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0;
 }
 
+absl::Status CheckNotDirectory(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+    return absl::InvalidArgumentError(absl::StrCat(path, " is a directory, expected a file"));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::string> ReadFileToString(const std::string& path, uint64_t max_bytes) {
+  if (absl::Status s = CheckNotDirectory(path); !s.ok()) return s;
   std::ifstream in(path, std::ios::binary);
   if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open: ", std::strerror(errno)));
   std::string text;

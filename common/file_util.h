@@ -21,11 +21,15 @@ absl::Status WriteFileAtomically(const std::string& path, const std::string& byt
 // safe as one path component ("host/sim:x" -> "host_sim_x").
 std::string SafeFileName(const std::string& name);
 
-// The whole file. NotFound when it cannot be opened, InvalidArgument when it
-// is larger than `max_bytes`.
 // True when `path` exists (any kind of file).
 bool PathExists(const std::string& path);
 
+// InvalidArgument "PATH is a directory, expected a file" when `path` is a
+// directory; OK otherwise (also when it does not exist).
+absl::Status CheckNotDirectory(const std::string& path);
+
+// The whole file. NotFound when it cannot be opened, InvalidArgument when it
+// is a directory or larger than `max_bytes`.
 absl::StatusOr<std::string> ReadFileToString(const std::string& path,
                                              uint64_t max_bytes = uint64_t{1} << 40);
 

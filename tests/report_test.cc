@@ -3,6 +3,7 @@
 // headless Chromium (Debian's chromium, installed by the Makefile): no
 // console messages, one chart per key in the rendered DOM, and a screenshot
 // kept as a build artifact (build/artifacts/report.png).
+#include <signal.h>
 #include <sys/stat.h>
 
 #include <cstdlib>
@@ -13,6 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "cli/report_writer.h"
+#include "nlohmann/json.hpp"
 #include "gtest/gtest.h"
 #include "policy/policy_builder.h"
 #include "storage/store.h"
@@ -38,21 +40,31 @@ LatencyHistogram Bimodal(uint64_t seed, double fast_ns, double slow_ns, int n) {
   return h;
 }
 
-Profile FittedProfile() {
+// A board of one CPU class "little" and device `name` whose driver's default
+// rule is `default_wait`, without keys yet.
+FitInputs LittleBoard(const std::string& board, const std::string& name,
+                      const WaitParams& default_wait) {
   FitInputs in;
-  in.board = "test-board <rev A>";
+  in.board = board;
   CpuClassInfo cpu;
   cpu.name = "little";
   cpu.cpu_khz = 600'000;
   cpu.costs = {20000, 30000, 150, 4000, 60000};
   in.cpu_classes = {cpu};
   DeviceInfo dev;
-  dev.name = "mmc<0>&";  // names come from agents: must be escaped
+  dev.name = name;
   dev.driver = "sdhci";
   DefaultRule rule;
-  rule.wait = WaitParams::SleepThenSpin(5000);
+  rule.wait = default_wait;
   dev.default_rules = {rule};
   in.devices = {dev};
+  return in;
+}
+
+Profile FittedProfile() {
+  // Names come from agents: must be escaped.
+  FitInputs in = LittleBoard("test-board <rev A>", "mmc<0>&", WaitParams::SleepThenSpin(5000));
+  const std::string device = in.devices[0].name;
   const struct {
     uint32_t opcode;
     double fast_ns, slow_ns;
@@ -61,7 +73,7 @@ Profile FittedProfile() {
               {25, 9000, 20000, 20}};
   for (const auto& k : keys) {
     KeyEvidence e;
-    e.key = {"little", dev.name, k.opcode, k.opcode == 13 ? 0u : 13u};
+    e.key = {"little", device, k.opcode, k.opcode == 13 ? 0u : 13u};
     e.histogram = Bimodal(k.opcode, k.fast_ns, k.slow_ns, k.n);
     in.keys.push_back(e);
   }
@@ -78,7 +90,7 @@ Profile FittedProfile() {
   p.keys = in.keys;
   DispatchRecord d;
   d.cpu_class = "little";
-  d.device = dev.name;
+  d.device = device;
   d.handler = Bimodal(7, 6000, 15000, 1000);
   d.wake = Bimodal(8, 25000, 80000, 1000);
   p.dispatch = {d};
@@ -87,7 +99,10 @@ Profile FittedProfile() {
 
 TEST(Report, OneChartPerKeySummarySortedBySavingAndEverythingEscaped) {
   const Profile p = FittedProfile();
-  const std::string html = RenderHtmlReport(p, {"", "2026-11-30T00:00:00Z", "test"});
+  ReportOptions options;
+  options.generated_at = "2026-11-30T00:00:00Z";
+  options.tool_version = "test";
+  const std::string html = RenderHtmlReport(p, options);
   EXPECT_EQ(Count(html, "<svg class=\"key-chart\""), 4u);
   EXPECT_EQ(Count(html, "<svg class=\"dispatch-chart\""), 1u);
   EXPECT_EQ(html.find("<script"), std::string::npos) << "hostile text is escaped, no scripts";
@@ -248,6 +263,166 @@ TEST(Report, BadRequestsAreClearErrors) {
   EXPECT_EQ(run({"--target", "nope", "-o", dir.File("x.html")}).exit_code, 2);
   EXPECT_EQ(run({"--target", "a", "--profile", "b", "-o", dir.File("x.html")}).exit_code, 2);
   EXPECT_EQ(run({"--target", "a"}).exit_code, 2);
+}
+
+// Every integer captured by `re` (first group) in `text`, in order.
+std::vector<uint64_t> All(const std::string& text, const std::string& re) {
+  std::vector<uint64_t> out;
+  const std::regex r(re);
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), r); it != std::sregex_iterator();
+       ++it) {
+    out.push_back(std::stoull((*it)[1].str()));
+  }
+  return out;
+}
+
+uint64_t Sum(const std::vector<uint64_t>& v) {
+  uint64_t n = 0;
+  for (uint64_t x : v) n += x;
+  return n;
+}
+
+// A running tuner on a fresh database and the CLI and agent against it.
+class ReportOfAVersion : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    tuner_ = testing::Spawn({SPINTUNE_TUNER_BIN, "--db", db_, "--listen", "127.0.0.1:0",
+                             "--log-level", "warn"},
+                            dir_.File("tuner.out"), dir_.File("tuner.err"));
+    address_ = testing::WaitForLine(dir_.File("tuner.out"), "listening on ");
+    ASSERT_NE(address_, "") << testing::Slurp(dir_.File("tuner.err"));
+  }
+  void TearDown() override {
+    kill(tuner_, SIGTERM);
+    testing::WaitExit(tuner_);
+  }
+  testing::RunResult Cli(std::vector<std::string> args) {
+    args.insert(args.begin(), {SPINTUNE_CLI_BIN, "--db", db_});
+    return testing::Run(args, dir_.path().string());
+  }
+  // Runs the simulated agent `id` until it reached `max_samples` and got its
+  // final table (the spool in its state directory carries it across runs).
+  void Measure(const std::string& id, const std::string& max_samples) {
+    auto r = testing::Run({SPINTUNE_AGENT_BIN, "--tuner", address_, "--source",
+                           "sim:microwatt-100mhz", "--agent-id", id, "--max-samples", max_samples,
+                           "--state-dir", dir_.File("state-" + id), "--log-level", "warn"},
+                          dir_.path().string());
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+  // The report of `target`'s latest (pinned) version, and the samples its
+  // table's keyed entries were fitted on (from `spintune policy`).
+  std::string Report(const std::string& target, uint64_t* fitted) {
+    auto r = Cli({"report", "--target", target, "-o", dir_.File(target + ".html")});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    auto policy = Cli({"policy", target, "--format", "json"});
+    EXPECT_EQ(policy.exit_code, 0) << policy.err;
+    *fitted = 0;
+    const nlohmann::json table = nlohmann::json::parse(policy.out);
+    for (const auto& e : table["entries"]) {
+      if (!e.value("fallback", false)) *fitted += e["samples"].get<uint64_t>();
+    }
+    return testing::Slurp(dir_.File(target + ".html"));
+  }
+
+  testing::TempDir dir_;
+  const std::string db_ = dir_.File("tuner.db");
+  pid_t tuner_ = -1;
+  std::string address_;
+};
+
+TEST_F(ReportOfAVersion, RolledBackVersionWithTodaysSamplesSaysSoWithOneSetOfCounts) {
+  Measure("b", "3000");  // fit
+  Measure("b", "6000");  // ingest more (and refit)
+  auto rolled = Cli({"profiles", "rollback", "b", "--to", "1"});
+  ASSERT_EQ(rolled.exit_code, 0) << rolled.err;
+  Measure("b", "9000");  // pinned: stored, not fitted
+  uint64_t fitted = 0;
+  const std::string html = Report("b", &fitted);
+
+  // The header, the notice, the summary's "shown" column, the key sections
+  // and the charts state one count: today's samples.
+  const auto header = All(html, R"(; (\d+) samples over \d+ keys shown \(today&#39;s samples)");
+  ASSERT_EQ(header.size(), 1u) << html.substr(0, 3000);
+  const uint64_t shown = header[0];
+  EXPECT_NE(html.find("Not this version's own samples."), std::string::npos);
+  EXPECT_EQ(All(html, R"(below show today&#39;s samples of target &#39;b&#39;: (\d+) samples)"),
+            std::vector<uint64_t>{shown});
+  EXPECT_EQ(All(html, R"(was fitted on (\d+) samples over)"), std::vector<uint64_t>{fitted});
+  EXPECT_NE(fitted, shown) << "the pinned version was fitted before the last samples came";
+  const auto rows = All(html, R"(</a></td><td class="n">\d+</td><td class="n">(\d+)</td>)");
+  EXPECT_EQ(rows.size(), 4u);
+  EXPECT_EQ(Sum(rows), shown) << "summary column 'shown'";
+  EXPECT_EQ(Sum(All(html, R"(</a></td><td class="n">(\d+)</td><td class="n">\d+</td>)")), fitted)
+      << "summary column 'fitted on'";
+  EXPECT_EQ(Sum(All(html, R"((\d+) samples shown \(this version was fitted on \d+\))")), shown);
+  EXPECT_EQ(Sum(All(html, R"(samples shown \(this version was fitted on (\d+)\))")), fitted);
+  EXPECT_EQ(Sum(All(html, R"(CDF of (\d+) samples)")), shown) << "the charts";
+}
+
+TEST_F(ReportOfAVersion, RolledBackVersionWithASavedProfileShowsItsOwnSamples) {
+  Measure("p", "3000");  // fit, and keep its evidence in a profile
+  ASSERT_EQ(Cli({"profiles", "save", "at-fit", "--target", "p"}).exit_code, 0);
+  Measure("p", "6000");
+  ASSERT_EQ(Cli({"profiles", "rollback", "p", "--to", "at-fit"}).exit_code, 0);
+  Measure("p", "9000");
+  uint64_t fitted = 0;
+  const std::string html = Report("p", &fitted);
+  EXPECT_EQ(html.find("Not this version's own samples."), std::string::npos);
+  EXPECT_EQ(All(html, R"(; (\d+) samples over \d+ keys: the samples this version was fitted on )"
+                      R"(\(the samples saved with profile &#39;at-fit&#39;\))"),
+            std::vector<uint64_t>{fitted})
+      << html.substr(0, 3000);
+  EXPECT_EQ(Sum(All(html, R"(</a></td><td class="n">(\d+)</td>)")), fitted) << "summary";
+  EXPECT_EQ(Sum(All(html, R"(CDF of (\d+) samples)")), fitted) << "the charts";
+}
+
+TEST(Report, AFarCostlierDefaultDoesNotSetTheCostAxis) {
+  // A fast device whose driver polls every 4 ms: its default costs about a
+  // hundred times what the chosen wait does.
+  FitInputs in = LittleBoard("slow-poll", "mmc0", WaitParams::PollSleep(4'000'000));
+  KeyEvidence e;
+  e.key = {"little", "mmc0", 17, 13};
+  e.histogram = Bimodal(17, 8000, 40000, 3000);
+  in.keys = {e};
+  FitConfig config;
+  config.bootstrap_resamples = 20;
+  auto table = BuildPolicyTable(in, config);
+  ASSERT_TRUE(table.ok()) << table.status();
+  Profile p;
+  p.info.name = "slow-poll";
+  p.info.target = "board-1";
+  p.table = *table;
+  p.table.version = 1;
+  p.keys = in.keys;
+  const PolicyEntry* entry = nullptr;
+  for (const auto& x : p.table.entries) {
+    if (!x.fallback) entry = &x;
+  }
+  ASSERT_NE(entry, nullptr);
+  ASSERT_TRUE(entry->default_wait.has_value());
+  const double default_cost = entry->default_expected.Cost(p.table.latency_weight);
+  ASSERT_GT(default_cost, 10 * entry->expected.Cost(p.table.latency_weight));
+
+  testing::TempDir dir;
+  const std::string db = dir.File("tuner.db");
+  {
+    auto store = Store::Open(db);
+    ASSERT_TRUE(store.ok());
+    ASSERT_TRUE((*store)->SaveProfile(p).ok());
+  }
+  auto r = testing::Run({SPINTUNE_CLI_BIN, "--db", db, "report", "--profile", "slow-poll", "-o",
+                         dir.File("r.html")},
+                        dir.path().string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string html = testing::Slurp(dir.File("r.html"));
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(
+      html, m, std::regex(R"re(data-y-max="([0-9.]+)"><text[^>]*>Expected cost per request)re")));
+  const double y_max = std::stod(m[1].str());
+  EXPECT_LT(y_max, default_cost / 2) << "the axis is set by the candidates, not the default";
+  EXPECT_NE(html.find("driver default poll_sleep I=4.00ms: "), std::string::npos);
+  EXPECT_NE(html.find("(above the axis)"), std::string::npos) << "the default's cost in the legend";
+  EXPECT_NE(html.find("y axis clipped: the driver default costs"), std::string::npos);
 }
 
 }  // namespace

@@ -1,13 +1,20 @@
 // spintune-tuner: the tuning server. Receives samples from agents over gRPC,
 // keeps per-key histograms in SQLite, fits policy tables and pushes them.
-#include <condition_variable>
+#include <netdb.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include <malloc.h>
+
+#include <cerrno>
+#include <condition_variable>
 
 #include <iostream>
 #include <mutex>
 
 #include "CLI/CLI.hpp"
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include "absl/strings/str_cat.h"
+#include "common/cli_checks.h"
 #include "common/logging.h"
 #include "common/signal_waiter.h"
 #include "proto/channel_security.h"
@@ -15,6 +22,45 @@
 #include "models/cost_model.h"
 #include "policy/fit_flags.h"
 #include "tuner/tuner_server.h"
+
+namespace {
+
+// InvalidArgument "FLAG ADDRESS: address already in use" when another
+// process listens on HOST:PORT (gRPC would otherwise fail with a dump of its
+// internal error tree). Port 0, a unix: address and anything this check
+// cannot resolve are left to the server, which reports them itself.
+absl::Status CheckAddressFree(const std::string& flag, const std::string& address) {
+  const size_t colon = address.rfind(':');
+  if (colon == std::string::npos || address.rfind("unix:", 0) == 0) return absl::OkStatus();
+  std::string host = address.substr(0, colon);
+  const std::string port = address.substr(colon + 1);
+  if (port == "0") return absl::OkStatus();
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+  addrinfo* found = nullptr;
+  if (getaddrinfo(host.empty() ? nullptr : host.c_str(), port.c_str(), &hints, &found) != 0) {
+    return absl::OkStatus();
+  }
+  bool in_use = false;
+  for (addrinfo* a = found; a != nullptr && !in_use; a = a->ai_next) {
+    const int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+    if (fd < 0) continue;
+    const int one = 1;  // as a server sets it: a port in TIME_WAIT is free
+    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    in_use = ::bind(fd, a->ai_addr, a->ai_addrlen) != 0 && errno == EADDRINUSE;
+    ::close(fd);
+  }
+  freeaddrinfo(found);
+  if (!in_use) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat(flag, " ", address, ": address already in use (another process listens there)"));
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   // Batches are large, short-lived allocations made on gRPC's threads and
@@ -58,11 +104,14 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", spintune::Version());
   // Any long option may come from a TOML file (docs/configuration.md);
   // the command line overrides it.
-  app.set_config("--config", "", "Read options from this TOML file (flags override it)");
+  app.set_config("--config", "", "Read options from this TOML file (flags override it)")
+      ->check(spintune::NotADirectory());
   app.allow_config_extras(CLI::config_extras_mode::error);  // a typo is an error
   app.add_option("--listen", listen, "Address to listen on (port 0: any free port)")
       ->capture_default_str();
-  app.add_option("--db", db, "SQLite database file (created if missing)")->capture_default_str();
+  app.add_option("--db", db, "SQLite database file (created if missing)")
+      ->check(spintune::NotADirectory())
+      ->capture_default_str();
   spintune::AddFitFlags(&app, &fit);
   app.add_option("--window-samples", window_samples,
                  "Samples per drift-detection window of a target")
@@ -110,10 +159,12 @@ int main(int argc, char** argv) {
                  "Seconds a new stream has to send its Hello before it is closed")
       ->check(CLI::Range(0.1, 3600.0))
       ->capture_default_str();
-  app.add_option("--tls-cert", tls.cert, "Server certificate (PEM; enables TLS)");
-  app.add_option("--tls-key", tls.key, "Server private key (PEM)");
+  app.add_option("--tls-cert", tls.cert, "Server certificate (PEM; enables TLS)")
+      ->check(spintune::NotADirectory());
+  app.add_option("--tls-key", tls.key, "Server private key (PEM)")->check(spintune::NotADirectory());
   app.add_option("--tls-client-ca", tls.client_ca,
-                 "Require client certificates signed by this CA (mutual TLS)");
+                 "Require client certificates signed by this CA (mutual TLS)")
+      ->check(spintune::NotADirectory());
   app.add_flag("--require-tokens", require_tokens,
                "Every call needs a bearer token from `spintune tokens add` (agents: their "
                "target's; admin RPCs: an admin token)");
@@ -131,12 +182,20 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;
+    return spintune::ExitForParseError(app, e, "spintune-tuner");
   }
   absl::Status s = spintune::InitLogging("tuner", log_level, log_format);
   if (!s.ok()) {
     std::cerr << "spintune-tuner: " << s.message() << "\n";
     return 2;
+  }
+  for (const auto& [flag, address] : {std::make_pair("--listen", listen),
+                                      std::make_pair("--metrics-listen", metrics_listen)}) {
+    if (address.empty()) continue;
+    if (absl::Status s = CheckAddressFree(flag, address); !s.ok()) {
+      std::cerr << "spintune-tuner: " << s.message() << "\n";
+      return 2;
+    }
   }
   spintune::TunerOptions options;
   options.db_path = db;

@@ -1,0 +1,116 @@
+// Bad input to the binaries reads well: a directory where a file is
+// expected, a typo in a --config file, a port another process listens on.
+// Each runs the built binary and expects exit code 2 and one stderr line
+// that names the path, the key and file, or the address.
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "gtest/gtest.h"
+#include "tests/testing/subprocess.h"
+#include "tests/testing/temp_dir.h"
+
+namespace spintune {
+namespace {
+
+class InputErrors : public ::testing::Test {
+ protected:
+  testing::RunResult Run(std::vector<std::string> argv) {
+    return testing::Run(argv, dir_.path().string());
+  }
+  // Exit code 2 and exactly one stderr line holding every one of `needles`.
+  void ExpectOneLineError(const std::vector<std::string>& argv,
+                          const std::vector<std::string>& needles) {
+    const testing::RunResult r = Run(argv);
+    const std::string cmd = absl::StrJoin(argv, " ");
+    EXPECT_EQ(r.exit_code, 2) << cmd << "\n" << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << cmd << "\n" << r.err;
+    for (const auto& n : needles) EXPECT_NE(r.err.find(n), std::string::npos) << cmd << "\n" << r.err;
+  }
+  std::string Write(const std::string& name, const std::string& text) {
+    std::ofstream(dir_.File(name)) << text;
+    return dir_.File(name);
+  }
+
+  testing::TempDir dir_;
+};
+
+TEST_F(InputErrors, ADirectoryWhereAFileIsExpectedIsNamed) {
+  const std::string d = dir_.File("adir");
+  std::filesystem::create_directory(d);
+  const std::string platform = Write("p.json", "{}");
+  const std::string csv = Write("s.csv", "cpu_class,device,opcode,size_class,latency_ns\n");
+  const std::string is_dir = d + " is a directory, expected a file";
+  const std::vector<std::vector<std::string>> commands = {
+      {SPINTUNE_CLI_BIN, "tune", "--samples", d, "--platform", platform},
+      {SPINTUNE_CLI_BIN, "tune", "--samples", csv, "--platform", d},
+      {SPINTUNE_AGENT_BIN, "--source", "csv:" + csv, "--platform", d},
+      {SPINTUNE_AGENT_BIN, "--source", "replay:" + d, "--platform", platform},
+      {SPINTUNE_AGENT_BIN, "--source", "sim:microwatt-100mhz", "--token-file", d},
+      {SPINTUNE_AGENT_BIN, "--config", d},
+      {SPINTUNE_TUNER_BIN, "--db", d, "--listen", "127.0.0.1:0"},
+      {SPINTUNE_TUNER_BIN, "--config", d},
+      {SPINTUNE_TUNER_BIN, "--tls-cert", d, "--tls-key", d, "--listen", "127.0.0.1:0"},
+  };
+  for (const auto& argv : commands) ExpectOneLineError(argv, {is_dir});
+}
+
+TEST_F(InputErrors, AConfigKeyTypoNamesTheKeyAndTheFile) {
+  // Without the mapping CLI11 says "INI was not able to parse lisen".
+  const std::string tuner = Write("tuner.toml", "listen = \"127.0.0.1:0\"\nlisen = \"x\"\n");
+  ExpectOneLineError({SPINTUNE_TUNER_BIN, "--config", tuner},
+                     {tuner + ": unknown key 'lisen'"});
+  const std::string agent = Write("agent.toml", "tuner = \"127.0.0.1:1\"\nsorce = \"sim:x\"\n");
+  ExpectOneLineError({SPINTUNE_AGENT_BIN, "--config", agent},
+                     {agent + ": unknown key 'sorce'"});
+  const std::string section = Write("section.toml", "[tuner]\nlisten = \"127.0.0.1:0\"\n");
+  ExpectOneLineError({SPINTUNE_TUNER_BIN, "--config", section},
+                     {section + ": unknown section [tuner]"});
+  ExpectOneLineError({SPINTUNE_AGENT_BIN, "--config", dir_.File("missing.toml")},
+                     {"--config " + dir_.File("missing.toml") + ": cannot read"});
+}
+
+// A loopback socket that listens on a kernel-chosen port until destroyed.
+class TakenPort {
+ public:
+  TakenPort() {
+    fd_ = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    EXPECT_EQ(bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+    EXPECT_EQ(listen(fd_, 1), 0);
+    socklen_t len = sizeof(addr);
+    getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len);
+    address_ = absl::StrCat("127.0.0.1:", ntohs(addr.sin_port));
+  }
+  ~TakenPort() { close(fd_); }
+  const std::string& address() const { return address_; }
+
+ private:
+  int fd_ = -1;
+  std::string address_;
+};
+
+TEST_F(InputErrors, APortInUseIsOneLineWithoutGrpcDump) {
+  TakenPort taken;
+  const std::string db = dir_.File("tuner.db");
+  for (const std::string flag : {"--listen", "--metrics-listen"}) {
+    std::vector<std::string> argv = {SPINTUNE_TUNER_BIN, "--db", db, flag, taken.address()};
+    if (flag != "--listen") argv.insert(argv.end(), {"--listen", "127.0.0.1:0"});
+    const testing::RunResult r = Run(argv);
+    ExpectOneLineError(argv, {flag + " " + taken.address() + ": address already in use"});
+    EXPECT_EQ(r.err.find("chttp2"), std::string::npos) << r.err;
+    EXPECT_EQ(r.out, "") << "nothing started";
+  }
+  EXPECT_FALSE(std::filesystem::exists(db)) << "refused before the database is created";
+}
+
+}  // namespace
+}  // namespace spintune
