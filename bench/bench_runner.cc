@@ -129,7 +129,7 @@ ScenarioResult RunScenario(const Scenario& s, const RunOptions& r) {
                             options);
     if (fit.ok()) {
       best += fit->cost_ns * static_cast<double>(to - from);
-      out.best_static += (k ? " | " : "") + FormatWait(fit->params);
+      out.best_static += (k ? " | " : "") + DescribeWait(fit->params);
     }
     seg_from = to;
   }
@@ -175,7 +175,7 @@ ScenarioResult RunScenario(const Scenario& s, const RunOptions& r) {
     PolicyResult p;
     p.name = "spintune";
     const WaitParams w = fit.ok() ? fit->params : WaitParams::Irq();
-    out.spintune_choice = FormatWait(w);
+    out.spintune_choice = DescribeWait(w);
     if (!out.shifting) {
       p.samples_to_2pct = -1;
       for (size_t count : r.learning_grid) {

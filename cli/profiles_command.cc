@@ -179,8 +179,8 @@ absl::Status Diff(Store& store, const ProfilesFlags& f, std::ostream& out) {
   std::vector<std::vector<std::string>> rows = {
       {"KEY", "A: " + f.name, "B: " + f.other, "COST A", "COST B", "DELTA", "A ON B", "CHANGE"}};
   for (const KeyDiff& d : diff.keys) {
-    rows.push_back({KeyName(d), d.a ? FormatWait(d.a->wait) : "-",
-                    d.b ? FormatWait(d.b->wait) : "-",
+    rows.push_back({KeyName(d), d.a ? DescribeWait(d.a->wait) : "-",
+                    d.b ? DescribeWait(d.b->wait) : "-",
                     d.a ? FormatDurationNs(d.a->expected_cost_ns) : "-",
                     d.b ? FormatDurationNs(d.b->expected_cost_ns) : "-",
                     d.a && d.b ? FormatSigned(d.cost_delta_ns) : "-",

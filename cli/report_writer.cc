@@ -103,11 +103,11 @@ std::string KeyChart(const KeyEvidence& k, const PolicyEntry* entry, const Polic
                            CdfPoints(k.histogram), false, true});
   if (entry && ThresholdOf(entry->wait) > 0) {
     cdf.Add(SvgChart::Marker{ThresholdOf(entry->wait),
-                             absl::StrCat("chosen: ", FormatWait(entry->wait)), kRed});
+                             absl::StrCat("chosen: ", DescribeWait(entry->wait)), kRed});
   }
   if (entry && entry->default_wait && ThresholdOf(*entry->default_wait) > 0) {
     cdf.Add(SvgChart::Marker{ThresholdOf(*entry->default_wait),
-                             absl::StrCat("driver default: ", FormatWait(*entry->default_wait)),
+                             absl::StrCat("driver default: ", DescribeWait(*entry->default_wait)),
                              kGrey});
   }
 
@@ -155,7 +155,7 @@ std::string KeyChart(const KeyEvidence& k, const PolicyEntry* entry, const Polic
       if (f.strategy == Strategy::kSpin || f.strategy == Strategy::kPollSleep) {
         const double j = cost(f.params);
         best = std::min(best, j);
-        curve.Add(SvgChart::Series{absl::StrCat("best ", FormatWait(f.params), ": ",
+        curve.Add(SvgChart::Series{absl::StrCat("best ", DescribeWait(f.params), ": ",
                                                 FormatDurationNs(j)),
                                    f.strategy == Strategy::kSpin ? kPurple : kBlack,
                                    {{c_lo, j}, {c_hi, j}}, true, false});
@@ -166,7 +166,7 @@ std::string KeyChart(const KeyEvidence& k, const PolicyEntry* entry, const Polic
     best = std::min(best, chosen);
     if (entry->default_wait) {
       const double j = cost(*entry->default_wait);
-      const std::string label = absl::StrCat("driver default ", FormatWait(*entry->default_wait),
+      const std::string label = absl::StrCat("driver default ", DescribeWait(*entry->default_wait),
                                              ": ", FormatDurationNs(j));
       if (best <= 0 || j <= std::max(y_top, kDefaultAxisFactor * best)) {
         y_top = std::max(y_top, j);
@@ -181,7 +181,7 @@ std::string KeyChart(const KeyEvidence& k, const PolicyEntry* entry, const Polic
     const double x = entry->wait.strategy == Strategy::kIrq ? std::sqrt(c_lo * c_hi)
                                                             : ThresholdOf(entry->wait);
     curve.Add(SvgChart::Dot{std::max(x, c_lo), chosen,
-                            absl::StrCat("chosen ", FormatWait(entry->wait), ": ",
+                            absl::StrCat("chosen ", DescribeWait(entry->wait), ": ",
                                          FormatDurationNs(chosen)),
                             kRed});
   } else {
@@ -354,7 +354,7 @@ std::string RenderHtmlReport(const Profile& p, const ReportOptions& options) {
     const bool has_default = e->gain_baseline == "default" && e->default_wait;
     const std::string baseline =
         e->gain_baseline.empty() ? "-"
-        : has_default            ? "default " + FormatWait(*e->default_wait)
+        : has_default            ? "default " + DescribeWait(*e->default_wait)
                                  : "irq";
     const double base_cost = e->expected_cost_ns + e->gain_ns;
     std::string key = e->fallback ? absl::StrCat(e->key.device, " / * (fallback)")
@@ -370,7 +370,7 @@ std::string RenderHtmlReport(const Profile& p, const ReportOptions& options) {
         fit_evidence ? ""
         : e->fallback ? Cell("-", true)
                       : Cell(absl::StrCat(shown.count(e->key) ? shown.at(e->key) : 0), true),
-        Cell(FormatWait(e->wait)),
+        Cell(DescribeWait(e->wait)),
         Cell(FormatDurationNs(e->expected_cost_ns), true), Cell(baseline),
         Cell(e->gain_baseline.empty() ? "-" : FormatDurationNs(base_cost), true),
         Cell(e->gain_baseline.empty() ? "-" : FormatSigned(e->gain_ns), true),
@@ -456,12 +456,12 @@ std::string RenderHtmlReport(const Profile& p, const ReportOptions& options) {
                       k->spin_timeouts, " polling timeouts");
     }
     if (e) {
-      absl::StrAppend(&h, "<br>chosen <b>", EscapeHtml(FormatWait(e->wait)), "</b>",
+      absl::StrAppend(&h, "<br>chosen <b>", EscapeHtml(DescribeWait(e->wait)), "</b>",
                       fit_evidence ? "" : " (priced on the samples it was fitted on)", ": ",
                       FormatDurationNs(e->expected.cpu_ns), " CPU + ",
                       FormatDurationNs(e->expected.latency_ns), " latency per request");
       if (e->default_wait) {
-        absl::StrAppend(&h, "; driver default ", EscapeHtml(FormatWait(*e->default_wait)), ": ",
+        absl::StrAppend(&h, "; driver default ", EscapeHtml(DescribeWait(*e->default_wait)), ": ",
                         FormatDurationNs(e->default_expected.cpu_ns), " CPU + ",
                         FormatDurationNs(e->default_expected.latency_ns), " latency");
       }

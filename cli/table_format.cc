@@ -9,13 +9,6 @@
 
 namespace spintune {
 
-std::string FormatDurationNs(double ns) {
-  if (ns >= 1e9) return absl::StrFormat("%.2fs", ns / 1e9);
-  if (ns >= 1e6) return absl::StrFormat("%.2fms", ns / 1e6);
-  if (ns >= 1e3) return absl::StrFormat("%.1fus", ns / 1e3);
-  return absl::StrFormat("%.0fns", ns);
-}
-
 std::string FormatSigned(double ns) {
   return ns < 0 ? "-" + FormatDurationNs(-ns) : FormatDurationNs(ns);
 }
@@ -28,24 +21,6 @@ std::string FormatSizeClass(uint32_t size_class) {
   }
   if (bytes >= 1024 && bytes % 1024 == 0) return absl::StrCat(bytes >> 10, "KiB");
   return absl::StrCat(bytes, "B");
-}
-
-std::string FormatWait(const WaitParams& w) {
-  switch (w.strategy) {
-    case Strategy::kIrq:
-      return "irq";
-    case Strategy::kSpin:
-      return absl::StrCat("spin timeout=", FormatDurationNs(static_cast<double>(w.spin_ns)));
-    case Strategy::kSpinThenIrq:
-      return absl::StrCat("spin_then_irq T=", FormatDurationNs(static_cast<double>(w.spin_ns)));
-    case Strategy::kSleepThenSpin:
-      return absl::StrCat("sleep_then_spin S=",
-                          FormatDurationNs(static_cast<double>(w.sleep_ns)));
-    case Strategy::kPollSleep:
-      return absl::StrCat("poll_sleep I=",
-                          FormatDurationNs(static_cast<double>(w.poll_interval_ns)));
-  }
-  return "?";
 }
 
 std::string RenderColumns(const std::vector<std::vector<std::string>>& rows) {
@@ -84,11 +59,11 @@ std::string RenderPolicyTable(const PolicyTable& t) {
         absl::StrCat(e.samples),
         e.samples ? FormatDurationNs(e.p50_ns) : "-",
         e.samples ? FormatDurationNs(e.p99_ns) : "-",
-        FormatWait(e.wait),
+        DescribeWait(e.wait),
         e.families.empty() ? "-" : FormatDurationNs(e.expected.cpu_ns),
         e.families.empty() ? "-" : FormatDurationNs(e.expected.latency_ns)});
     if (e.default_wait) {
-      r.push_back(FormatWait(*e.default_wait));
+      r.push_back(DescribeWait(*e.default_wait));
       r.push_back(FormatDurationNs(e.default_expected.cpu_ns));
       r.push_back(FormatDurationNs(e.default_expected.latency_ns));
       double saving = e.default_cost_ns > 0
@@ -140,7 +115,7 @@ std::string RenderFamilies(const PolicyTable& t) {
         continue;
       }
       std::string cell = FormatDurationNs(f.cost_ns);
-      const std::string param = FormatWait(f.params);
+      const std::string param = DescribeWait(f.params);
       const size_t eq = param.find('=');
       if (eq != std::string::npos) absl::StrAppend(&cell, " (", param.substr(eq + 1), ")");
       if (f.params == e.wait || (f.strategy == e.wait.strategy && f.cost_ns == e.expected_cost_ns)) {

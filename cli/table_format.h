@@ -5,16 +5,13 @@
 #include <string>
 #include <vector>
 
+#include "models/cost_model.h"  // DescribeWait, FormatDurationNs
 #include "policy/policy_table.h"
 
 namespace spintune {
 
-// "12.5us", "3.20ms", "850ns".
-std::string FormatDurationNs(double ns);
 // Size class as its smallest length: "0", "512B", "4KiB".
 std::string FormatSizeClass(uint32_t size_class);
-// The wait with its parameter: "spin_then_irq T=12.5us".
-std::string FormatWait(const WaitParams& wait);
 
 // One line per entry: key, samples, p50/p99, chosen wait, expected CPU and
 // latency, the driver default's, and the saving in cost J.

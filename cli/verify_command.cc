@@ -134,7 +134,7 @@ absl::Status RunVerify(const Repository& repo, const VerifyFlags& flags, std::os
     json k = {{"opcode", key.opcode},
               {"bytes", bytes_moments.first},
               {"size_class", key.size_class},
-              {"strategy", FormatWait(entry->wait)},
+              {"strategy", DescribeWait(entry->wait)},
               {"predicted",
                {{"cpu_ns", entry->expected.cpu_ns},
                 {"latency_ns", entry->expected.latency_ns},
@@ -146,7 +146,7 @@ absl::Status RunVerify(const Repository& repo, const VerifyFlags& flags, std::os
       k["table_over_best_fixed"] = meas / best_fixed;
     }
     rows.push_back({absl::StrCat(key.opcode), absl::StrCat(bytes_moments.first),
-                    FormatWait(entry->wait), FormatDurationNs(pred),
+                    DescribeWait(entry->wait), FormatDurationNs(pred),
                     absl::StrCat(FormatDurationNs(meas), " [",
                                  FormatDurationNs(bytes_moments.second.Interval(lambda).low_ns),
                                  ", ",

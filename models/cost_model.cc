@@ -56,30 +56,28 @@ absl::Status PlatformCosts::Validate() const {
   return absl::OkStatus();
 }
 
-namespace {
-
-std::string FormatNs(uint64_t ns) {
-  if (ns >= 1000000) return absl::StrFormat("%.3gms", ns / 1e6);
-  if (ns >= 1000) return absl::StrFormat("%.3gus", ns / 1e3);
-  return absl::StrCat(ns, "ns");
+std::string FormatDurationNs(double ns) {
+  if (ns >= 1e9) return absl::StrFormat("%.2fs", ns / 1e9);
+  if (ns >= 1e6) return absl::StrFormat("%.2fms", ns / 1e6);
+  if (ns >= 1e3) return absl::StrFormat("%.1fus", ns / 1e3);
+  return absl::StrFormat("%.0fns", ns);
 }
-
-}  // namespace
 
 std::string DescribeWait(const WaitParams& p) {
   switch (p.strategy) {
     case Strategy::kIrq:
       return "irq";
     case Strategy::kSpin:
-      return absl::StrCat("spin(timeout=", FormatNs(p.spin_ns), ")");
+      return absl::StrCat("spin timeout=", FormatDurationNs(static_cast<double>(p.spin_ns)));
     case Strategy::kSpinThenIrq:
-      return absl::StrCat("spin_then_irq(T=", FormatNs(p.spin_ns), ")");
+      return absl::StrCat("spin_then_irq T=", FormatDurationNs(static_cast<double>(p.spin_ns)));
     case Strategy::kSleepThenSpin:
-      return absl::StrCat("sleep_then_spin(S=", FormatNs(p.sleep_ns), ")");
+      return absl::StrCat("sleep_then_spin S=", FormatDurationNs(static_cast<double>(p.sleep_ns)));
     case Strategy::kPollSleep:
-      return absl::StrCat("poll_sleep(I=", FormatNs(p.poll_interval_ns), ")");
+      return absl::StrCat("poll_sleep I=",
+                          FormatDurationNs(static_cast<double>(p.poll_interval_ns)));
   }
-  return "invalid";
+  return "?";
 }
 
 RequestCost CostOfRequest(double x, const WaitParams& p, const PlatformCosts& c) {

@@ -94,8 +94,11 @@ struct WaitParams {
   }
 };
 
-// "spin_then_irq(T=12.5us)" style description for humans.
+// The wait with its parameter, for people: "spin_then_irq T=12.5us",
+// "sleep_then_spin S=3.20ms", "irq". One rendering for every tool.
 std::string DescribeWait(const WaitParams& params);
+// A duration for people: "850ns", "12.5us", "3.20ms", "1.50s".
+std::string FormatDurationNs(double ns);
 
 // POLL_SLEEP's k: the number of sleeps before the first poll at or after
 // `x_ns`, i.e. ceil(x_ns / period_ns): the smallest k >= 0 with

@@ -353,6 +353,12 @@ TEST_F(LiveProfiles, HeaderAndBlobFromAProfileAndRollbackReachesTheAgent) {
   // Unpinned: the next refit stores a fitted version again.
   ASSERT_EQ(Cli({"profiles", "rollback", "board-1", "--unpin"}).exit_code, 0);
   WaitForSamples(10000);
+  // The refit those samples call for runs on the fitter's thread, behind
+  // ingest: wait for it (bounded) rather than for a fixed sample count.
+  const absl::Time deadline = absl::Now() + absl::Seconds(20);
+  while (Target().current_version <= pinned.pinned_version && absl::Now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
   EXPECT_GT(Target().current_version, pinned.pinned_version);
   EXPECT_EQ(Target().pinned_version, 0u);
 
