@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "policy/samples_csv.h"
+#include "cli/dispatch_csv.h"
 #include "cli/knob_header.h"
 #include "cli/report_writer.h"
 #include "cli/table_format.h"
@@ -21,6 +22,7 @@
 #include "policy/policy_json.h"
 #include "spintune/v1/spintune.grpc.pb.h"
 #include "storage/store.h"
+#include "tuner/fit_inputs.h"
 
 namespace spintune {
 namespace {
@@ -36,17 +38,24 @@ absl::Status CheckFormat(const std::string& format) {
 }
 
 // Platform JSON (docs/csv-formats.md) applied to the classes and devices
-// the samples name.
-absl::StatusOr<FitInputs> ReadPlatform(const std::string& path, const SampleSet& samples) {
+// the samples name, as the tuner holds a target of an agent replaying them
+// (declared costs, no irq overhead), and the dispatch samples merged in by
+// the tuner's own BuildFitInputs.
+absl::StatusOr<FitInputs> ReadPlatform(const std::string& path, const SampleSet& samples,
+                                       const std::vector<DispatchRecord>& dispatch) {
   SPINTUNE_ASSIGN_OR_RETURN(PlatformFile platform, ReadPlatformFile(path));
-  FitInputs in;
-  in.board = platform.board;
+  TargetRecord target;
+  target.board = platform.board;
   for (const auto& name : samples.cpu_classes) {
     SPINTUNE_ASSIGN_OR_RETURN(CpuClassInfo cpu, platform.CpuClass(name));
-    in.cpu_classes.push_back(std::move(cpu));
+    CpuClassRecord c;
+    c.name = cpu.name;
+    c.cpu_khz = cpu.cpu_khz;
+    c.declared = cpu.costs;
+    target.cpu_classes.push_back(std::move(c));
   }
-  for (const auto& name : samples.devices) in.devices.push_back(platform.Device(name));
-  in.keys = samples.keys;
+  for (const auto& name : samples.devices) target.devices.push_back(platform.Device(name));
+  FitInputs in = BuildFitInputs(target, samples.keys, dispatch);
   in.requests = samples.requests;  // same key and device order
   return in;
 }
@@ -136,7 +145,13 @@ absl::Status RunTune(const TuneFlags& flags, std::ostream& out, std::ostream& er
   }
   SPINTUNE_ASSIGN_OR_RETURN(FitConfig config, FitConfigFromFlags(flags.fit));
   SPINTUNE_ASSIGN_OR_RETURN(SampleSet samples, ReadSamplesCsv(flags.samples_csv));
-  SPINTUNE_ASSIGN_OR_RETURN(FitInputs inputs, ReadPlatform(flags.platform_json, samples));
+  std::vector<DispatchRecord> dispatch;
+  if (!flags.dispatch_csv.empty()) {
+    SPINTUNE_ASSIGN_OR_RETURN(dispatch, ReadDispatchCsv(flags.dispatch_csv));
+  }
+  SPINTUNE_ASSIGN_OR_RETURN(FitInputs inputs,
+                            ReadPlatform(flags.platform_json, samples, dispatch));
+  if (!flags.board.empty()) inputs.board = flags.board;
   config.context = flags.context == "auto";
   if (config.context && inputs.requests.empty()) {
     err << "spintune tune: " << flags.samples_csv

@@ -20,6 +20,11 @@ namespace spintune {
 struct TuneFlags {
   std::string samples_csv;
   std::string platform_json;
+  // IRQ dispatch CSV (`spintune extract --dispatch`): its handler and wake
+  // times refine the platform's irq costs exactly as the tuner refines them
+  // for a replayed trace (tuner/fit_inputs.h). Empty: the declared costs.
+  std::string dispatch_csv;
+  std::string board;  // names the board in the table (default: the platform's)
   FitFlags fit;
   std::string incumbent;  // policy JSON of the table in force (hysteresis)
   bool families = false;  // table format: also the family comparison

@@ -58,11 +58,19 @@ int main(int argc, char** argv) {
       "tune", "Fit a policy table offline from a samples CSV and a platform JSON");
   tune_cmd->footer(
       "CSV columns: device,opcode,bytes,wait_ns (required); cpu_class,path,error,timeout,\n"
-      "issue_ns (optional). Platform JSON: irq_cpu_ns, irq_wake_ns, poll_read_ns, timer_cpu_ns,\n"
-      "timer_wake_ns. See docs/csv-formats.md.\n"
-      "Example: spintune tune --samples s.csv --platform p.json --objective latency");
+      "issue_ns,cpu (optional). Platform JSON: irq_cpu_ns, irq_wake_ns, poll_read_ns,\n"
+      "timer_cpu_ns, timer_wake_ns. --dispatch: the IRQ dispatch CSV of `spintune extract`;\n"
+      "its handler and wake times refine the irq costs as the tuner does for a replayed\n"
+      "trace. See docs/csv-formats.md.\n"
+      "Examples:\n"
+      "  spintune tune --samples s.csv --platform p.json --objective latency\n"
+      "  spintune tune --samples c.csv --dispatch d.csv --platform p.json --board my-board");
   tune_cmd->add_option("--samples", tune.samples_csv, "Completion samples CSV")->required();
   tune_cmd->add_option("--platform", tune.platform_json, "Platform costs JSON")->required();
+  tune_cmd->add_option("--dispatch", tune.dispatch_csv,
+                       "IRQ dispatch samples CSV (spintune extract --dispatch)");
+  tune_cmd->add_option("--board", tune.board, "Board name of the table and header "
+                                              "(default: the platform JSON's board)");
   spintune::AddFitFlags(tune_cmd, &tune.fit);
   tune_cmd->add_option("--incumbent", tune.incumbent,
                        "Policy JSON of the table in force: keys keep its wait unless the fit "
