@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "policy/samples_csv.h"
 #include "cli/dispatch_csv.h"
 #include "cli/knob_header.h"
@@ -15,6 +16,7 @@
 #include "common/file_util.h"
 #include "common/status_macros.h"
 #include "common/version.h"
+#include "models/context_features.h"
 #include "policy/header_writer.h"
 #include "policy/policy_blob.h"
 #include "policy/policy_builder.h"
@@ -321,6 +323,62 @@ absl::Status RunBlob(const Repository& repo, const BlobFlags& flags, std::ostrea
   SPINTUNE_RETURN_IF_ERROR(WriteFileAtomically(flags.output, blob));
   out << "wrote " << blob.size() << " bytes for device " << device << " (table version "
       << table.version << ") to " << flags.output << "\n";
+  return absl::OkStatus();
+}
+
+absl::Status RunBlobDecode(const std::string& path, std::ostream& out) {
+  SPINTUNE_ASSIGN_OR_RETURN(std::string blob, ReadFileToString(path));
+  auto decoded = DecodePolicyBlob(blob);
+  if (!decoded.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": ", decoded.status().message()));
+  }
+  const spintune_table& t = (*decoded)->table;
+  const auto le16 = [&](size_t at) {
+    return static_cast<uint32_t>(static_cast<uint8_t>(blob[at]) |
+                                 static_cast<uint8_t>(blob[at + 1]) << 8);
+  };
+  const auto le32 = [&](size_t at) { return le16(at) | le16(at + 2) << 16; };
+  std::string writes;
+  for (uint32_t i = 0; i < t.write_opcode_count; ++i) {
+    absl::StrAppend(&writes, i ? "," : "", t.write_opcodes[i]);
+  }
+  out << path << ": valid policy blob, format " << le16(4) << ", " << le32(8) << " bytes, CRC-32 "
+      << absl::StrFormat("0x%08x", le32(12)) << "\n"
+      << "device " << t.device << ", table version " << t.version << ", " << t.count
+      << " entries, " << t.node_count << " context nodes, write opcodes "
+      << (writes.empty() ? "-" : writes) << "\n";
+  const auto any = [](uint64_t v, uint64_t wildcard, std::string shown) {
+    return v == wildcard ? std::string("*") : shown;
+  };
+  std::vector<std::vector<std::string>> rows = {
+      {"#", "CPU", "OPCODE", "SIZE", "STRATEGY", "SPIN", "SLEEP", "POLL", "TREE", "FLAGS"}};
+  for (uint32_t i = 0; i < t.count; ++i) {
+    const spintune_entry& e = t.entries[i];
+    rows.push_back({absl::StrCat(i),
+                    any(e.cpu_class, SPINTUNE_ANY_CPU_CLASS, absl::StrCat(e.cpu_class)),
+                    any(e.opcode, SPINTUNE_ANY_OPCODE, absl::StrCat(e.opcode)),
+                    any(e.size_class, SPINTUNE_ANY_SIZE_CLASS, FormatSizeClass(e.size_class)),
+                    std::string(StrategyName(static_cast<Strategy>(e.strategy))),
+                    e.spin_ns ? FormatDurationNs(e.spin_ns) : "-",
+                    e.sleep_ns ? FormatDurationNs(e.sleep_ns) : "-",
+                    e.poll_interval_ns ? FormatDurationNs(e.poll_interval_ns) : "-",
+                    e.tree ? absl::StrCat("node ", e.tree - 1) : "-",
+                    e.flags & SPINTUNE_ENTRY_FALLBACK ? "fallback" : "-"});
+  }
+  out << RenderColumns(rows);
+  if (t.node_count == 0) return absl::OkStatus();
+  const auto child = [](uint16_t c) {
+    return c & SPINTUNE_CHILD_LEAF ? absl::StrCat("entry ", c & ~SPINTUNE_CHILD_LEAF)
+                                   : absl::StrCat("node ", c);
+  };
+  std::vector<std::vector<std::string>> nodes = {{"NODE", "FEATURE", "THRESHOLD", "BELOW", "ELSE"}};
+  for (uint32_t i = 0; i < t.node_count; ++i) {
+    const spintune_node& n = t.nodes[i];
+    nodes.push_back({absl::StrCat(i),
+                     std::string(ContextFeatureName(static_cast<ContextFeature>(n.feature))),
+                     absl::StrCat(n.threshold), child(n.left), child(n.right)});
+  }
+  out << "\n" << RenderColumns(nodes);
   return absl::OkStatus();
 }
 

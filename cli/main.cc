@@ -118,10 +118,18 @@ int main(int argc, char** argv) {
   blob_cmd->footer(
       "Examples:\n"
       "  spintune --db spintune.db blob board-1 --device mmc0 -o mmc0.spt\n"
-      "  spintune --db spintune.db blob --profile rocket-v2 --device mmc0 -o mmc0.spt");
+      "  spintune --db spintune.db blob --profile rocket-v2 --device mmc0 -o mmc0.spt\n"
+      "  spintune blob --decode mmc0.spt   (check a blob as a driver does and print it)");
   AddTableSource(blob_cmd, &blob.source);
   blob_cmd->add_option("--device", blob.device, "Device (default: the table's only device)");
-  blob_cmd->add_option("-o,--output", blob.output, "Output file")->required();
+  blob_cmd->add_option("-o,--output", blob.output, "Output file");
+  std::string blob_decode;
+  blob_cmd
+      ->add_option("--decode", blob_decode,
+                   "Check FILE as a driver parses it and print its header and every entry "
+                   "(exit 2 with the reason for a bad blob)")
+      ->excludes("--device")
+      ->excludes("--output");
 
   spintune::ProfilesFlags profiles;
   CLI::App* profiles_cmd = app.add_subcommand(
@@ -278,6 +286,13 @@ int main(int argc, char** argv) {
   if (*header_cmd) return ExitCode(spintune::RunHeader(repo, header, std::cout));
   if (*verify_cmd) return ExitCode(spintune::RunVerify(repo, verify, std::cout));
   if (*report_cmd) return ExitCode(spintune::RunReport(repo, report, std::cout));
+  if (*blob_cmd && !blob_decode.empty()) {
+    if (!blob.source.target.empty() || !blob.source.json_file.empty() ||
+        !blob.source.profile.empty()) {
+      return ExitCode(absl::InvalidArgumentError("blob --decode FILE takes no table source"));
+    }
+    return ExitCode(spintune::RunBlobDecode(blob_decode, std::cout));
+  }
   if (*blob_cmd) return ExitCode(spintune::RunBlob(repo, blob, std::cout));
   if (*profiles_cmd) {
     if (!repo.tuner.empty()) {
