@@ -190,8 +190,10 @@ int main(int argc, char** argv) {
       "extract", "Completion and IRQ dispatch samples from a kernel trace capture");
   extract_cmd->footer(
       "Reads /sys/kernel/tracing/trace or trace_pipe dumps and trace-cmd report output.\n"
-      "Completions CSV: device,opcode,bytes,wait_ns,path,error,cpu,issue_ns; dispatch CSV:\n"
-      "cpu,irq,device,handler_ns,wake_ns. Lines that cannot be used are counted on stderr.\n"
+      "Completions CSV: device,opcode,bytes,wait_ns,cpu_class,path,error,timeout,issue_ns,cpu;\n"
+      "dispatch CSV: "
+      "cpu,irq,device,handler_ns,wake_ns (docs/csv-formats.md). Lines that cannot be used are\n"
+      "counted on stderr.\n"
       "Example: spintune extract --trace trace.txt --completions c.csv --dispatch d.csv --summary");
   extract_cmd->add_option("--trace", extract.trace, "Trace text file ('-' for stdin)")->required();
   extract_cmd->add_option("--pairs", extract.pairs, "JSON file of user-defined event pairs");

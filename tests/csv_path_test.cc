@@ -9,6 +9,7 @@
 #include "cli/commands.h"
 #include "cli/extract_command.h"
 #include "gtest/gtest.h"
+#include "policy/header_writer.h"
 #include "policy/policy_json.h"
 #include "policy/samples_csv.h"
 #include "storage/store.h"
@@ -256,7 +257,11 @@ TEST(CsvPath, TuneBoardNamesTheTable) {
   flags.platform_json = dir.File("platform.json");
   EXPECT_EQ(OfflineTable(flags).board, "this-vm");
   flags.board = "imx28-evk";
-  EXPECT_EQ(OfflineTable(flags).board, "imx28-evk");
+  const PolicyTable named = OfflineTable(flags);
+  EXPECT_EQ(named.board, "imx28-evk");
+  auto header = GenerateCHeader(named, HeaderOptions());
+  ASSERT_TRUE(header.ok()) << header.status();
+  EXPECT_NE(header->find("SPINTUNE_TABLE_IMX28_EVK_H"), std::string::npos) << *header;
 }
 
 }  // namespace
