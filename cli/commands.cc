@@ -2,6 +2,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -57,6 +58,15 @@ absl::StatusOr<FitInputs> ReadPlatform(const std::string& path, const SampleSet&
     target.cpu_classes.push_back(std::move(c));
   }
   for (const auto& name : samples.devices) target.devices.push_back(platform.Device(name));
+  // A device with dispatch samples alone is one of the replaying agent's
+  // devices too (after the samples' ones: their indexes stay).
+  for (const auto& d : dispatch) {
+    const auto& ds = target.devices;
+    const auto named = [&](const DeviceInfo& x) { return x.name == d.device; };
+    if (std::none_of(ds.begin(), ds.end(), named)) {
+      target.devices.push_back(platform.Device(d.device));
+    }
+  }
   FitInputs in = BuildFitInputs(target, samples.keys, dispatch);
   in.requests = samples.requests;  // same key and device order
   return in;
