@@ -20,6 +20,7 @@
 #include "common/version.h"
 #include "policy/policy_blob.h"
 #include "policy/policy_proto.h"
+#include "policy/samples_csv.h"
 #include "proto/sample_batch_util.h"
 #include "spintune/v1/spintune.grpc.pb.h"
 
@@ -129,7 +130,7 @@ class Agent::Impl {
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::Tuner::Stub> stub_;
   bool reconnect_ = false;
-  std::ofstream record_;
+  std::unique_ptr<CompletionsCsvWriter> record_;
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
@@ -176,7 +177,7 @@ absl::StatusOr<bool> Agent::Impl::Produce() {
   ++source_batches_;
   batch->set_seq(++generated_seq_);
   stats_.samples_generated += *got;
-  if (record_.is_open()) {
+  if (record_) {
     absl::Status s = Record(*batch);
     if (!s.ok()) return s;
   }
@@ -328,17 +329,21 @@ uint64_t Agent::Impl::Forget(uint64_t seq, bool spool) {
 
 absl::Status Agent::Impl::Record(const v1::SampleBatch& batch) {
   const auto& c = batch.completions();
+  CompletionRow row;
   for (int i = 0; i < c.wait_ns_size(); ++i) {
-    const char* path = c.path(i) == v1::WAIT_PATH_IRQ    ? "irq"
-                       : c.path(i) == v1::WAIT_PATH_SPIN ? "spin"
-                                                         : "unknown";
-    record_ << hello_.devices(c.device_index(i)).name() << ',' << c.opcode(i) << ','
-            << c.bytes(i) << ',' << c.wait_ns(i) << ',' << path << ',' << (c.flags(i) & 1)
-            << ',' << hello_.target().cpu_classes(c.cpu_class_index(i)).name() << '\n';
+    row.device = hello_.devices(c.device_index(i)).name();
+    row.opcode = c.opcode(i);
+    row.bytes = c.bytes(i);
+    row.wait_ns = c.wait_ns(i);
+    row.cpu_class = hello_.target().cpu_classes(c.cpu_class_index(i)).name();
+    row.path = c.path(i) == v1::WAIT_PATH_IRQ    ? "irq"
+               : c.path(i) == v1::WAIT_PATH_SPIN ? "spin"
+                                                 : "unknown";
+    row.error = c.flags(i) & 1;
+    row.timeout = c.flags(i) & 2;
+    record_->Write(row);
   }
-  record_.flush();
-  if (!record_) return absl::UnavailableError("cannot write " + options_.record_csv);
-  return absl::OkStatus();
+  return record_->Flush();
 }
 
 bool Agent::Impl::Write(Stream* stream, const v1::AgentMessage& message) {
@@ -695,10 +700,8 @@ absl::Status Agent::Impl::Run() {
     }
   }
   if (!options_.record_csv.empty()) {
-    const bool existed = std::ifstream(options_.record_csv).good();
-    record_.open(options_.record_csv, std::ios::app);
-    if (!record_) return absl::UnavailableError("cannot open " + options_.record_csv);
-    if (!existed) record_ << "device,opcode,bytes,wait_ns,path,error,cpu_class\n";
+    SPINTUNE_ASSIGN_OR_RETURN(
+        record_, CompletionsCsvWriter::Open(options_.record_csv, {}, /*append=*/true));
   }
   SPINTUNE_RETURN_IF_ERROR(Connect());
 

@@ -25,45 +25,31 @@ absl::StatusOr<std::unique_ptr<CsvSource>> CsvSource::Open(const std::string& cs
     DeviceToProto(platform.Device(name), s->hello_.add_devices());
     s->device_index_[name] = static_cast<uint32_t>(s->device_index_.size());
   }
-  SPINTUNE_ASSIGN_OR_RETURN(s->reader_, CsvReader::Open(csv_path));
-  s->c_device_ = s->reader_->ColumnIndex("device");
-  s->c_opcode_ = s->reader_->ColumnIndex("opcode");
-  s->c_bytes_ = s->reader_->ColumnIndex("bytes");
-  s->c_wait_ = s->reader_->ColumnIndex("wait_ns");
-  s->c_cpu_ = s->reader_->ColumnIndex("cpu_class");
-  s->c_path_ = s->reader_->ColumnIndex("path");
-  s->c_error_ = s->reader_->ColumnIndex("error");
-  s->c_issue_ = s->reader_->ColumnIndex("issue_ns");
+  SPINTUNE_ASSIGN_OR_RETURN(s->reader_, CompletionsCsvReader::Open(csv_path));
   return s;
 }
 
 absl::StatusOr<size_t> CsvSource::Fill(size_t max_completions, v1::SampleBatch* batch) {
   auto* c = batch->mutable_completions();
-  std::vector<std::string> f;
+  CompletionRow row;
   size_t n = 0;
   while (n < max_completions) {
-    SPINTUNE_ASSIGN_OR_RETURN(bool more, reader_->Next(&f));
+    SPINTUNE_ASSIGN_OR_RETURN(bool more, reader_->Next(&row));
     if (!more) {
       exhausted_ = true;
       break;
     }
-    const std::string cpu = c_cpu_ >= 0 && !f[c_cpu_].empty() ? f[c_cpu_] : "default";
-    SPINTUNE_ASSIGN_OR_RETURN(uint64_t opcode, reader_->ParseUint(f[c_opcode_], "opcode"));
-    SPINTUNE_ASSIGN_OR_RETURN(uint64_t bytes, reader_->ParseUint(f[c_bytes_], "bytes"));
-    SPINTUNE_ASSIGN_OR_RETURN(uint64_t wait, reader_->ParseUint(f[c_wait_], "wait_ns"));
-    const std::string path = c_path_ >= 0 ? f[c_path_] : "";
-    c->add_device_index(device_index_.at(f[c_device_]));
-    c->add_cpu_class_index(class_index_.at(cpu));
-    c->add_opcode(static_cast<uint32_t>(opcode));
-    c->add_bytes(bytes);
-    c->add_wait_ns(wait);
-    c->add_path(path == "irq" ? v1::WAIT_PATH_IRQ
-                              : path == "spin" ? v1::WAIT_PATH_SPIN : v1::WAIT_PATH_UNKNOWN);
-    c->add_flags(c_error_ >= 0 && f[c_error_] == "1" ? 1u : 0u);
-    if (c_issue_ >= 0) {  // ReadSamplesCsv checked: in every row or in none
-      SPINTUNE_ASSIGN_OR_RETURN(uint64_t issue, reader_->ParseUint(f[c_issue_], "issue_ns"));
-      c->add_issue_ns(issue);
-    }
+    c->add_device_index(device_index_.at(row.device));
+    c->add_cpu_class_index(class_index_.at(row.cpu_class));
+    c->add_opcode(row.opcode);
+    c->add_bytes(row.bytes);
+    c->add_wait_ns(row.wait_ns);
+    c->add_path(row.path == "irq"    ? v1::WAIT_PATH_IRQ
+                : row.path == "spin" ? v1::WAIT_PATH_SPIN
+                                     : v1::WAIT_PATH_UNKNOWN);
+    // SampleBatch flags: bit 0 error, bit 1 timeout.
+    c->add_flags((row.error ? 1u : 0u) | (row.timeout ? 2u : 0u));
+    if (row.issue_ns) c->add_issue_ns(*row.issue_ns);  // in every row or in none
     ++n;
   }
   return n;

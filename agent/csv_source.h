@@ -12,8 +12,8 @@
 #include <string>
 
 #include "agent/sample_source.h"
-#include "common/csv_reader.h"
 #include "policy/platform_json.h"
+#include "policy/samples_csv.h"
 
 namespace spintune {
 
@@ -34,9 +34,7 @@ class CsvSource : public SampleSource {
   std::string path_;
   v1::Hello hello_;
   std::map<std::string, uint32_t> device_index_, class_index_;
-  std::unique_ptr<CsvReader> reader_;
-  int c_device_ = -1, c_opcode_ = -1, c_bytes_ = -1, c_wait_ = -1, c_cpu_ = -1, c_path_ = -1,
-      c_error_ = -1, c_issue_ = -1;
+  std::unique_ptr<CompletionsCsvReader> reader_;
 };
 
 }  // namespace spintune

@@ -2,11 +2,14 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "policy/samples_csv.h"
+#include "cli/dispatch_csv.h"
 #include "cli/knob_header.h"
 #include "cli/report_evidence.h"
 #include "cli/report_writer.h"
@@ -15,6 +18,7 @@
 #include "common/file_util.h"
 #include "common/status_macros.h"
 #include "common/version.h"
+#include "models/context_features.h"
 #include "policy/header_writer.h"
 #include "policy/policy_blob.h"
 #include "policy/policy_builder.h"
@@ -22,6 +26,7 @@
 #include "policy/policy_json.h"
 #include "spintune/v1/spintune.grpc.pb.h"
 #include "storage/store.h"
+#include "tuner/fit_inputs.h"
 
 namespace spintune {
 namespace {
@@ -37,17 +42,33 @@ absl::Status CheckFormat(const std::string& format) {
 }
 
 // Platform JSON (docs/csv-formats.md) applied to the classes and devices
-// the samples name.
-absl::StatusOr<FitInputs> ReadPlatform(const std::string& path, const SampleSet& samples) {
+// the samples name, as the tuner holds a target of an agent replaying them
+// (declared costs, no irq overhead), and the dispatch samples merged in by
+// the tuner's own BuildFitInputs.
+absl::StatusOr<FitInputs> ReadPlatform(const std::string& path, const SampleSet& samples,
+                                       const std::vector<DispatchRecord>& dispatch) {
   SPINTUNE_ASSIGN_OR_RETURN(PlatformFile platform, ReadPlatformFile(path));
-  FitInputs in;
-  in.board = platform.board;
+  TargetRecord target;
+  target.board = platform.board;
   for (const auto& name : samples.cpu_classes) {
     SPINTUNE_ASSIGN_OR_RETURN(CpuClassInfo cpu, platform.CpuClass(name));
-    in.cpu_classes.push_back(std::move(cpu));
+    CpuClassRecord c;
+    c.name = cpu.name;
+    c.cpu_khz = cpu.cpu_khz;
+    c.declared = cpu.costs;
+    target.cpu_classes.push_back(std::move(c));
   }
-  for (const auto& name : samples.devices) in.devices.push_back(platform.Device(name));
-  in.keys = samples.keys;
+  for (const auto& name : samples.devices) target.devices.push_back(platform.Device(name));
+  // A device with dispatch samples alone is one of the replaying agent's
+  // devices too (after the samples' ones: their indexes stay).
+  for (const auto& d : dispatch) {
+    const auto& ds = target.devices;
+    const auto named = [&](const DeviceInfo& x) { return x.name == d.device; };
+    if (std::none_of(ds.begin(), ds.end(), named)) {
+      target.devices.push_back(platform.Device(d.device));
+    }
+  }
+  FitInputs in = BuildFitInputs(target, samples.keys, dispatch);
   in.requests = samples.requests;  // same key and device order
   return in;
 }
@@ -137,7 +158,13 @@ absl::Status RunTune(const TuneFlags& flags, std::ostream& out, std::ostream& er
   }
   SPINTUNE_ASSIGN_OR_RETURN(FitConfig config, FitConfigFromFlags(flags.fit));
   SPINTUNE_ASSIGN_OR_RETURN(SampleSet samples, ReadSamplesCsv(flags.samples_csv));
-  SPINTUNE_ASSIGN_OR_RETURN(FitInputs inputs, ReadPlatform(flags.platform_json, samples));
+  std::vector<DispatchRecord> dispatch;
+  if (!flags.dispatch_csv.empty()) {
+    SPINTUNE_ASSIGN_OR_RETURN(dispatch, ReadDispatchCsv(flags.dispatch_csv));
+  }
+  SPINTUNE_ASSIGN_OR_RETURN(FitInputs inputs,
+                            ReadPlatform(flags.platform_json, samples, dispatch));
+  if (!flags.board.empty()) inputs.board = flags.board;
   config.context = flags.context == "auto";
   if (config.context && inputs.requests.empty()) {
     err << "spintune tune: " << flags.samples_csv
@@ -307,6 +334,62 @@ absl::Status RunBlob(const Repository& repo, const BlobFlags& flags, std::ostrea
   SPINTUNE_RETURN_IF_ERROR(WriteFileAtomically(flags.output, blob));
   out << "wrote " << blob.size() << " bytes for device " << device << " (table version "
       << table.version << ") to " << flags.output << "\n";
+  return absl::OkStatus();
+}
+
+absl::Status RunBlobDecode(const std::string& path, std::ostream& out) {
+  SPINTUNE_ASSIGN_OR_RETURN(std::string blob, ReadFileToString(path));
+  auto decoded = DecodePolicyBlob(blob);
+  if (!decoded.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": ", decoded.status().message()));
+  }
+  const spintune_table& t = (*decoded)->table;
+  const auto le16 = [&](size_t at) {
+    return static_cast<uint32_t>(static_cast<uint8_t>(blob[at]) |
+                                 static_cast<uint8_t>(blob[at + 1]) << 8);
+  };
+  const auto le32 = [&](size_t at) { return le16(at) | le16(at + 2) << 16; };
+  std::string writes;
+  for (uint32_t i = 0; i < t.write_opcode_count; ++i) {
+    absl::StrAppend(&writes, i ? "," : "", t.write_opcodes[i]);
+  }
+  out << path << ": valid policy blob, format " << le16(4) << ", " << le32(8) << " bytes, CRC-32 "
+      << absl::StrFormat("0x%08x", le32(12)) << "\n"
+      << "device " << t.device << ", table version " << t.version << ", " << t.count
+      << " entries, " << t.node_count << " context nodes, write opcodes "
+      << (writes.empty() ? "-" : writes) << "\n";
+  const auto any = [](uint64_t v, uint64_t wildcard, std::string shown) {
+    return v == wildcard ? std::string("*") : shown;
+  };
+  std::vector<std::vector<std::string>> rows = {
+      {"#", "CPU", "OPCODE", "SIZE", "STRATEGY", "SPIN", "SLEEP", "POLL", "TREE", "FLAGS"}};
+  for (uint32_t i = 0; i < t.count; ++i) {
+    const spintune_entry& e = t.entries[i];
+    rows.push_back({absl::StrCat(i),
+                    any(e.cpu_class, SPINTUNE_ANY_CPU_CLASS, absl::StrCat(e.cpu_class)),
+                    any(e.opcode, SPINTUNE_ANY_OPCODE, absl::StrCat(e.opcode)),
+                    any(e.size_class, SPINTUNE_ANY_SIZE_CLASS, FormatSizeClass(e.size_class)),
+                    std::string(StrategyName(static_cast<Strategy>(e.strategy))),
+                    e.spin_ns ? FormatDurationNs(e.spin_ns) : "-",
+                    e.sleep_ns ? FormatDurationNs(e.sleep_ns) : "-",
+                    e.poll_interval_ns ? FormatDurationNs(e.poll_interval_ns) : "-",
+                    e.tree ? absl::StrCat("node ", e.tree - 1) : "-",
+                    e.flags & SPINTUNE_ENTRY_FALLBACK ? "fallback" : "-"});
+  }
+  out << RenderColumns(rows);
+  if (t.node_count == 0) return absl::OkStatus();
+  const auto child = [](uint16_t c) {
+    return c & SPINTUNE_CHILD_LEAF ? absl::StrCat("entry ", c & ~SPINTUNE_CHILD_LEAF)
+                                   : absl::StrCat("node ", c);
+  };
+  std::vector<std::vector<std::string>> nodes = {{"NODE", "FEATURE", "THRESHOLD", "BELOW", "ELSE"}};
+  for (uint32_t i = 0; i < t.node_count; ++i) {
+    const spintune_node& n = t.nodes[i];
+    nodes.push_back({absl::StrCat(i),
+                     std::string(ContextFeatureName(static_cast<ContextFeature>(n.feature))),
+                     absl::StrCat(n.threshold), child(n.left), child(n.right)});
+  }
+  out << "\n" << RenderColumns(nodes);
   return absl::OkStatus();
 }
 

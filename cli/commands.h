@@ -20,6 +20,11 @@ namespace spintune {
 struct TuneFlags {
   std::string samples_csv;
   std::string platform_json;
+  // IRQ dispatch CSV (`spintune extract --dispatch`): its handler and wake
+  // times refine the platform's irq costs exactly as the tuner refines them
+  // for a replayed trace (tuner/fit_inputs.h). Empty: the declared costs.
+  std::string dispatch_csv;
+  std::string board;  // names the board in the table (default: the platform's)
   FitFlags fit;
   std::string incumbent;  // policy JSON of the table in force (hysteresis)
   bool families = false;  // table format: also the family comparison
@@ -66,6 +71,11 @@ struct BlobFlags {
   std::string output;  // required: the blob is binary
 };
 absl::Status RunBlob(const Repository& repo, const BlobFlags& flags, std::ostream& out);
+// `spintune blob --decode FILE`: checks a blob as a driver does
+// (spintune_table_parse) and prints its header and every entry and context
+// node. InvalidArgument with the driver's reason for a bad blob; NotFound
+// when the file cannot be read.
+absl::Status RunBlobDecode(const std::string& path, std::ostream& out);
 
 // `spintune report`: the HTML report (cli/report_writer.h) of a stored
 // target's table (with its current evidence) or of a profile.

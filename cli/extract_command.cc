@@ -9,11 +9,13 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "agent/trace/trace_reader.h"
+#include "cli/dispatch_csv.h"
 #include "cli/table_format.h"
 #include "common/file_util.h"
 #include "common/status_macros.h"
 #include "models/latency_histogram.h"
 #include "policy/default_rule.h"
+#include "policy/samples_csv.h"
 
 namespace spintune {
 namespace {
@@ -37,29 +39,38 @@ absl::Status RunExtract(const ExtractFlags& flags, std::ostream& out, std::ostre
                             CorrelatorOptionsFromFlags(flags.pairs, flags.irq, flags.block_dev));
   SPINTUNE_ASSIGN_OR_RETURN(auto reader, TraceReader::Open(flags.trace, options));
 
-  std::ofstream completions, dispatch;
+  std::unique_ptr<CompletionsCsvWriter> completions;
   if (!flags.completions_csv.empty()) {
-    completions.open(flags.completions_csv);
-    if (!completions) return absl::NotFoundError(absl::StrCat(flags.completions_csv, ": cannot create"));
-    completions << "device,opcode,bytes,wait_ns,path,error,cpu,issue_ns\n";
+    SPINTUNE_ASSIGN_OR_RETURN(completions,
+                              CompletionsCsvWriter::Open(flags.completions_csv,
+                                                         {/*issue_ns=*/true, /*cpu=*/true}));
   }
+  std::ofstream dispatch;
   if (!flags.dispatch_csv.empty()) {
     dispatch.open(flags.dispatch_csv);
     if (!dispatch) return absl::NotFoundError(absl::StrCat(flags.dispatch_csv, ": cannot create"));
-    dispatch << "cpu,irq,device,handler_ns,wake_ns\n";
+    dispatch << kDispatchCsvHeader << '\n';
   }
   using Key = std::tuple<std::string, uint32_t, uint32_t>;
   std::map<Key, LatencyHistogram> keys;
   std::map<std::string, std::pair<LatencyHistogram, LatencyHistogram>> irqs;
   uint64_t next_progress = 1'000'000;
+  CompletionRow row;  // cpu_class "default", as a replay sends it
   while (true) {
     SPINTUNE_ASSIGN_OR_RETURN(bool more, reader->ReadMore(4096));
     auto& cs = reader->correlator().completions();
     for (const auto& c : cs) {
-      if (completions.is_open()) {
-        completions << c.device << ',' << c.opcode << ',' << c.bytes << ',' << c.wait_ns << ','
-                    << PathName(c.path) << ',' << (c.error ? 1 : 0) << ',' << c.cpu << ','
-                    << c.issue_ns << '\n';
+      if (completions) {
+        row.device = c.device;
+        row.opcode = c.opcode;
+        row.bytes = c.bytes;
+        row.wait_ns = c.wait_ns;
+        row.path = PathName(c.path);
+        row.error = c.error;
+        row.issue_ns = c.issue_ns;
+        row.cpu.reset();
+        if (c.cpu >= 0) row.cpu = static_cast<uint64_t>(c.cpu);
+        completions->Write(row);
       }
       if (flags.summary) keys[{c.device, c.opcode, SizeClassOf(c.bytes)}].Record(c.wait_ns);
     }
@@ -86,9 +97,7 @@ absl::Status RunExtract(const ExtractFlags& flags, std::ostream& out, std::ostre
     if (!more) break;
   }
   if (flags.progress) err << "\r\033[K";
-  if (completions.is_open() && !completions.flush()) {
-    return absl::UnavailableError(absl::StrCat(flags.completions_csv, ": write failed"));
-  }
+  if (completions) SPINTUNE_RETURN_IF_ERROR(completions->Flush());
   if (dispatch.is_open() && !dispatch.flush()) {
     return absl::UnavailableError(absl::StrCat(flags.dispatch_csv, ": write failed"));
   }

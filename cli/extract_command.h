@@ -15,8 +15,8 @@ struct ExtractFlags {
   std::string pairs;               // JSON file of user-defined event pairs
   std::vector<std::string> irq;    // DEVICE=IRQNAME
   std::vector<std::string> block_dev;  // MAJOR:MINOR=NAME
-  std::string completions_csv;     // device,opcode,bytes,wait_ns,path,error,cpu,issue_ns
-  std::string dispatch_csv;        // cpu,irq,device,handler_ns,wake_ns
+  std::string completions_csv;     // policy/samples_csv.h, with issue_ns and cpu
+  std::string dispatch_csv;        // cli/dispatch_csv.h
   bool summary = false;
   std::string format = "table";    // of the summary: table | json
   bool progress = false;           // progress lines on stderr

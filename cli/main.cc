@@ -59,15 +59,24 @@ int main(int argc, char** argv) {
       "tune", "Fit a policy table offline from a samples CSV and a platform JSON");
   tune_cmd->footer(
       "CSV columns: device,opcode,bytes,wait_ns (required); cpu_class,path,error,timeout,\n"
-      "issue_ns (optional). Platform JSON: irq_cpu_ns, irq_wake_ns, poll_read_ns, timer_cpu_ns,\n"
-      "timer_wake_ns. See docs/csv-formats.md.\n"
-      "Example: spintune tune --samples s.csv --platform p.json --objective latency");
+      "issue_ns,cpu (optional). Platform JSON: irq_cpu_ns, irq_wake_ns, poll_read_ns,\n"
+      "timer_cpu_ns, timer_wake_ns. --dispatch: the IRQ dispatch CSV of `spintune extract`;\n"
+      "its handler and wake times refine the irq costs as the tuner does for a replayed\n"
+      "trace. See docs/csv-formats.md.\n"
+      "Examples:\n"
+      "  spintune tune --samples s.csv --platform p.json --objective latency\n"
+      "  spintune tune --samples c.csv --dispatch d.csv --platform p.json --board my-board");
   tune_cmd->add_option("--samples", tune.samples_csv, "Completion samples CSV")
       ->required()
       ->check(spintune::NotADirectory());
   tune_cmd->add_option("--platform", tune.platform_json, "Platform costs JSON")
       ->required()
       ->check(spintune::NotADirectory());
+  tune_cmd->add_option("--dispatch", tune.dispatch_csv,
+                       "IRQ dispatch samples CSV (spintune extract --dispatch)")
+      ->check(spintune::NotADirectory());
+  tune_cmd->add_option("--board", tune.board, "Board name of the table and header "
+                                              "(default: the platform JSON's board)");
   spintune::AddFitFlags(tune_cmd, &tune.fit);
   tune_cmd->add_option("--incumbent", tune.incumbent,
                        "Policy JSON of the table in force: keys keep its wait unless the fit "
@@ -115,10 +124,18 @@ int main(int argc, char** argv) {
   blob_cmd->footer(
       "Examples:\n"
       "  spintune --db spintune.db blob board-1 --device mmc0 -o mmc0.spt\n"
-      "  spintune --db spintune.db blob --profile rocket-v2 --device mmc0 -o mmc0.spt");
+      "  spintune --db spintune.db blob --profile rocket-v2 --device mmc0 -o mmc0.spt\n"
+      "  spintune blob --decode mmc0.spt   (check a blob as a driver does and print it)");
   AddTableSource(blob_cmd, &blob.source);
   blob_cmd->add_option("--device", blob.device, "Device (default: the table's only device)");
-  blob_cmd->add_option("-o,--output", blob.output, "Output file")->required();
+  blob_cmd->add_option("-o,--output", blob.output, "Output file");
+  std::string blob_decode;
+  blob_cmd
+      ->add_option("--decode", blob_decode,
+                   "Check FILE as a driver parses it and print its header and every entry "
+                   "(exit 2 with the reason for a bad blob)")
+      ->excludes("--device")
+      ->excludes("--output");
 
   spintune::ProfilesFlags profiles;
   CLI::App* profiles_cmd = app.add_subcommand(
@@ -179,8 +196,10 @@ int main(int argc, char** argv) {
       "extract", "Completion and IRQ dispatch samples from a kernel trace capture");
   extract_cmd->footer(
       "Reads /sys/kernel/tracing/trace or trace_pipe dumps and trace-cmd report output.\n"
-      "Completions CSV: device,opcode,bytes,wait_ns,path,error,cpu,issue_ns; dispatch CSV:\n"
-      "cpu,irq,device,handler_ns,wake_ns. Lines that cannot be used are counted on stderr.\n"
+      "Completions CSV: device,opcode,bytes,wait_ns,cpu_class,path,error,timeout,issue_ns,cpu;\n"
+      "dispatch CSV: "
+      "cpu,irq,device,handler_ns,wake_ns (docs/csv-formats.md). Lines that cannot be used are\n"
+      "counted on stderr.\n"
       "Example: spintune extract --trace trace.txt --completions c.csv --dispatch d.csv --summary");
   extract_cmd->add_option("--trace", extract.trace, "Trace text file ('-' for stdin)")->required();
   extract_cmd->add_option("--pairs", extract.pairs, "JSON file of user-defined event pairs");
@@ -275,6 +294,13 @@ int main(int argc, char** argv) {
   if (*header_cmd) return ExitCode(spintune::RunHeader(repo, header, std::cout));
   if (*verify_cmd) return ExitCode(spintune::RunVerify(repo, verify, std::cout));
   if (*report_cmd) return ExitCode(spintune::RunReport(repo, report, std::cout));
+  if (*blob_cmd && !blob_decode.empty()) {
+    if (!blob.source.target.empty() || !blob.source.json_file.empty() ||
+        !blob.source.profile.empty()) {
+      return ExitCode(absl::InvalidArgumentError("blob --decode FILE takes no table source"));
+    }
+    return ExitCode(spintune::RunBlobDecode(blob_decode, std::cout));
+  }
   if (*blob_cmd) return ExitCode(spintune::RunBlob(repo, blob, std::cout));
   if (*profiles_cmd) {
     if (!repo.tuner.empty()) {

@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -69,6 +70,9 @@ absl::StatusOr<bool> CsvReader::ReadRecord(std::vector<std::string>* fields) {
   while (true) {
     if (!std::getline(*in_, line)) return false;
     ++line_;
+    // A UTF-8 byte order mark (spreadsheets write one) opens the file, not
+    // the first column's name.
+    if (line_ == 1 && absl::StartsWith(line, "\xEF\xBB\xBF")) line.erase(0, 3);
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (!absl::StripAsciiWhitespace(line).empty()) break;
   }

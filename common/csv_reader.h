@@ -1,7 +1,7 @@
 // CsvReader: a streaming reader of comma-separated files with a header row.
 //
 // Accepts RFC 4180 quoting ("a,b" and "" inside quotes), CRLF or LF line
-// ends, and ignores blank lines. Every error names the file and line.
+// ends, a UTF-8 byte order mark before the header, and ignores blank lines. Every error names the file and line.
 // Memory is constant in the file size (one record at a time).
 //
 // Thread-safety: none; one reader per thread.

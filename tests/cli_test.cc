@@ -321,8 +321,8 @@ TEST_F(Cli, ExtractWritesBothCsvsAndASummary) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto c = Lines(dir_.File("c.csv"));
   ASSERT_EQ(c.size(), 84u);
-  EXPECT_EQ(c[0], "device,opcode,bytes,wait_ns,path,error,cpu,issue_ns");
-  EXPECT_EQ(c[1], "vda,0,4096,290000,irq,0,0,4690365178000");
+  EXPECT_EQ(c[0], "device,opcode,bytes,wait_ns,cpu_class,path,error,timeout,issue_ns,cpu");
+  EXPECT_EQ(c[1], "vda,0,4096,290000,default,irq,0,0,4690365178000,0");
   const auto d = Lines(dir_.File("d.csv"));
   ASSERT_EQ(d.size(), 84u);
   EXPECT_EQ(d[0], "cpu,irq,device,handler_ns,wake_ns");

@@ -355,8 +355,8 @@ TEST_F(LiveProfiles, HeaderAndBlobFromAProfileAndRollbackReachesTheAgent) {
   WaitForSamples(10000);
   // The refit those samples call for runs on the fitter's thread, behind
   // ingest: wait for it (bounded) rather than for a fixed sample count.
-  const absl::Time deadline = absl::Now() + absl::Seconds(20);
-  while (Target().current_version <= pinned.pinned_version && absl::Now() < deadline) {
+  const absl::Time refit_deadline = absl::Now() + absl::Seconds(20);
+  while (Target().current_version <= pinned.pinned_version && absl::Now() < refit_deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   EXPECT_GT(Target().current_version, pinned.pinned_version);
