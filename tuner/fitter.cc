@@ -238,8 +238,17 @@ FitResult Fitter::RunPredict(const Request& r) {
                    out.status.ToString());
     return out;
   }
-  // Only targets with samples are evidence, and the requester had none.
-  auto table = PredictPolicyTable(evidence_, BuildFitInputs(r.record, {}, {}), options_.fit);
+  // Only other targets with samples are evidence: the requester had none at
+  // its hello, but under load its first batches may be stored before this
+  // runs, and a "prediction" from its own samples is not one.
+  const std::vector<BoardEvidence>* others = &evidence_;
+  std::vector<BoardEvidence> without_self;
+  if (auto self = cache_.find(r.target_id); self != cache_.end()) {
+    without_self = evidence_;
+    without_self.erase(without_self.begin() + static_cast<std::ptrdiff_t>(self->second.index));
+    others = &without_self;
+  }
+  auto table = PredictPolicyTable(*others, BuildFitInputs(r.record, {}, {}), options_.fit);
   if (!table.ok()) {
     Logger().info("target={} board={}: no predicted table ({})", r.target_id, r.record.board,
                   table.status().message());
