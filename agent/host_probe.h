@@ -12,7 +12,7 @@
 //  - IRQ handler and wake-to-run latency (root): a live trace of O_DIRECT
 //    reads on the root disk, through the same correlator as everything else.
 //
-// Mapping to PlatformCosts (docs/trace-formats.md, "Host probe"):
+// Mapping to PlatformCosts (docs/traces.md, "Host probe"):
 //   poll_read_ns = uncached load; timer_cpu_ns / timer_wake_ns = the timer's;
 //   irq_overhead_cpu_ns = 2 context switches (out of the waiter and back);
 //   irq_cpu_ns = irq_overhead_cpu_ns + handler p50;

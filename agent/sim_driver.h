@@ -1,5 +1,5 @@
 // SimDriver: what a simulated board's driver pays for one request when it
-// waits by a given wait (the cost model of DESIGN.md section 3, drawn with
+// waits by a given wait (the cost model of models/cost_model.h, drawn with
 // the board's true costs instead of their expectations): CPU ns, latency ns,
 // the path it took, and the oversleep of every timer sleep it took. The
 // true timer oversleep may differ from what the board declares

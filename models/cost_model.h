@@ -1,4 +1,4 @@
-// The per-request cost model of DESIGN.md section 3.
+// The per-request cost model (summarised in README.md, "How it decides").
 //
 // A driver waits for a command whose completion time (issue -> hardware
 // completion) is X ns. Each strategy costs CPU ns and adds latency ns:

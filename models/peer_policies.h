@@ -1,4 +1,4 @@
-// The peers' wait mechanisms as baselines (DESIGN.md section 4), each
+// The peers' wait mechanisms as baselines (docs/benchmarks.md "Decision quality"), each
 // following its source; constants are cited at their definition in
 // peer_policies.cc, with the facts in ../shared/reference/peers.md.
 //

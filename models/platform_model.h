@@ -1,5 +1,5 @@
 // PlatformModel: the platform costs the optimizer prices waits with, as
-// constants or as measured distributions (DESIGN.md section 3; issue 12).
+// constants or as measured distributions (models/cost_model.h; issue 12).
 //
 // Timer oversleep and IRQ wake are distributions, not constants (timer
 // slack, idle states, virtualisation). How much of a distribution the

@@ -1,4 +1,4 @@
-// Reference costs every policy is compared with (DESIGN.md section 3).
+// Reference costs every policy is compared with (models/cost_model.h).
 //
 // Clairvoyant: per request, the cheapest wait knowing X in advance. Two
 // versions: the classic ski-rental one, min over spinning and blocking,

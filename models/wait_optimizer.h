@@ -1,5 +1,5 @@
-// WaitOptimizer: the exact optimum of DESIGN.md section 3 over an empirical
-// distribution of completion times.
+// WaitOptimizer: the exact optimum of the cost model (models/cost_model.h)
+// over an empirical distribution of completion times.
 //
 // For each strategy family the optimizer evaluates every candidate parameter
 // exactly with prefix sums (see wait_distribution.h) and keeps the cheapest:

@@ -103,7 +103,7 @@ TEST(WaitOptimizer, ThreePointMixturePicksTheMiddlePoint) {
 TEST(WaitOptimizer, ExponentialWaitsSpinToCompletionIffMeanBelowB) {
   // Constant hazard 1/m: dJ/dT = (1 - F(T)) (1 - B/m) has one sign, so the
   // optimum is an endpoint: spin everything when m < B, block at once when
-  // m > B (DESIGN.md section 3; Karlin et al. 1991).
+  // m > B (models/cost_model.h; Karlin et al. 1991).
   const PlatformCosts costs = Costs(30, 20);  // B = 50us at lambda = 1
   std::mt19937_64 rng(3);
   for (double mean_us : {25.0, 100.0}) {

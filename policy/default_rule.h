@@ -36,7 +36,7 @@ struct DefaultRule {
 // Smallest length of size class `size_class`: 0 for 0, else 2^(c-1).
 uint64_t SizeClassLowerBytes(uint32_t size_class);
 
-// Bit width of `bytes` (the size class of DESIGN.md: 0 for no data).
+// Bit width of `bytes` (the size class of docs/policy-format.md: 0 for no data).
 uint32_t SizeClassOf(uint64_t bytes);
 
 // The wait the first matching rule prescribes, if any rule matches.

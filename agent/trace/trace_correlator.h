@@ -3,7 +3,7 @@
 // IRQ dispatch samples (handler time, wake latency of the waiter), the same
 // samples the simulated boards produce. Shared by replay and live capture.
 //
-// Pairing (docs/trace-formats.md):
+// Pairing (docs/traces.md):
 //  - block_rq_issue -> block_rq_complete per (dev, sector), FIFO; flushes and
 //    passthrough per (dev, op); partial completions move the key forward;
 //    block_rq_requeue forgets the request; opcode = REQ_OP_* from rwbs;

@@ -1,6 +1,6 @@
 // Parsing one line of kernel trace text into its common fields.
 //
-// Accepted dialects (docs/trace-formats.md):
+// Accepted dialects (docs/traces.md):
 //  - the kernel's `trace` / `trace_pipe`: "COMM-PID [CPU] FLAGS TIME: EVENT: PAYLOAD"
 //    with 4- or 5-character irq-info flags or none, with or without the
 //    "(TGID)" column, PIDs of any width, task names with spaces;

@@ -1,4 +1,4 @@
-// Every documented line layout (docs/trace-formats.md), with the fields
+// Every documented line layout (docs/traces.md), with the fields
 // worked out by hand from the line.
 #include "agent/trace/trace_line.h"
 
