@@ -279,6 +279,40 @@ TEST(WaitOptimizer, SweepMatchesDirectEvaluationAndBeatsEveryCandidate) {
   }
 }
 
+// POLL_SLEEP's candidates are pruned by a lower bound against the other
+// families' best. The pruned search must return what the full search does:
+// the minimum over the other families (POLL_SLEEP disallowed) and over
+// every POLL_SLEEP interval evaluated directly. Costs are drawn so that
+// polling wins in part of the trials (cheap timers, an expensive wake-up).
+TEST(WaitOptimizer, PollSleepPruningKeepsTheFullSearchOptimum) {
+  std::mt19937_64 rng(11);
+  int poll_won = 0;
+  for (int trial = 0; trial < 40; ++trial) {
+    const auto x = RandomMixture(rng, 1500);
+    const auto dist = WaitDistribution::FromSamples(x);
+    const PlatformCosts costs =
+        Costs(20 + trial, 100 + 20 * trial, 0.05, 0.2 + 0.05 * (trial % 7), 1 + trial % 5);
+    OptimizerOptions o;
+    o.objective = ObjectiveOfTrial(trial);
+    o.max_spin_ns = 10'000'000;
+    const double lambda = o.objective.latency_weight;
+    auto pruned = OptimizeWait(dist, costs, o);
+    ASSERT_TRUE(pruned.ok()) << pruned.status();
+    OptimizerOptions others = o;
+    others.Disallow(Strategy::kPollSleep);
+    auto without_poll = OptimizeWait(dist, costs, others);
+    ASSERT_TRUE(without_poll.ok());
+    double full = without_poll->cost_ns;
+    for (uint64_t interval : DefaultPollIntervalsNs()) {
+      const ExpectedCost c = EvaluateWait(dist, WaitParams::PollSleep(interval), costs);
+      full = std::min(full, c.Cost(lambda));
+    }
+    EXPECT_NEAR(pruned->cost_ns, full, full * 1e-9) << "trial " << trial;
+    poll_won += pruned->params.strategy == Strategy::kPollSleep;
+  }
+  EXPECT_GT(poll_won, 0) << "no trial where polling wins: the pruning went untested";
+}
+
 TEST(WaitOptimizer, HistogramOptimumAgreesWithExactWithinBucketResolution) {
   // The histogram optimizer sees bucket midpoints; its policy, evaluated on
   // the raw samples, must cost within bucket resolution (1%) of the exact
