@@ -7,8 +7,8 @@
 #include <random>
 
 #include "cli/table_format.h"
-#include "models/online_tuner.h"
-#include "models/peer_policies.h"
+#include "bench/online_tuner.h"
+#include "bench/peer_policies.h"
 #include "models/references.h"
 #include "models/wait_optimizer.h"
 

@@ -15,13 +15,13 @@
 //        the current wait breaks the latency cap, or nothing was fitted yet
 //
 // Thread-safety: one instance per thread.
-#ifndef SPINTUNE_MODELS_ONLINE_TUNER_H_
-#define SPINTUNE_MODELS_ONLINE_TUNER_H_
+#ifndef SPINTUNE_BENCH_ONLINE_TUNER_H_
+#define SPINTUNE_BENCH_ONLINE_TUNER_H_
 
 #include <deque>
 
 #include "models/change_detector.h"
-#include "models/online_policy.h"
+#include "bench/online_policy.h"
 #include "models/wait_optimizer.h"
 
 namespace spintune {
@@ -63,4 +63,4 @@ class OnlineTuner : public OnlinePolicy {
 
 }  // namespace spintune
 
-#endif  // SPINTUNE_MODELS_ONLINE_TUNER_H_
+#endif  // SPINTUNE_BENCH_ONLINE_TUNER_H_

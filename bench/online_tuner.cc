@@ -1,4 +1,4 @@
-#include "models/online_tuner.h"
+#include "bench/online_tuner.h"
 
 #include <algorithm>
 #include <cmath>

@@ -8,13 +8,13 @@
 //   cpuidle-haltpoll, dpas-pas, litex-upstream, mxs-mmc-vendor.
 //
 // Thread-safety: one policy per thread.
-#ifndef SPINTUNE_MODELS_PEER_POLICIES_H_
-#define SPINTUNE_MODELS_PEER_POLICIES_H_
+#ifndef SPINTUNE_BENCH_PEER_POLICIES_H_
+#define SPINTUNE_BENCH_PEER_POLICIES_H_
 
 #include <memory>
 #include <vector>
 
-#include "models/online_policy.h"
+#include "bench/online_policy.h"
 
 namespace spintune {
 
@@ -29,4 +29,4 @@ std::vector<std::unique_ptr<OnlinePolicy>> MakePeerPolicies(const PeerContext& c
 
 }  // namespace spintune
 
-#endif  // SPINTUNE_MODELS_PEER_POLICIES_H_
+#endif  // SPINTUNE_BENCH_PEER_POLICIES_H_

@@ -1,4 +1,4 @@
-#include "models/peer_policies.h"
+#include "bench/peer_policies.h"
 
 #include <cmath>
 #include <map>

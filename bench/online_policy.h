@@ -4,8 +4,8 @@
 // run every mechanism on the same stream, in order.
 //
 // Thread-safety: one policy per thread.
-#ifndef SPINTUNE_MODELS_ONLINE_POLICY_H_
-#define SPINTUNE_MODELS_ONLINE_POLICY_H_
+#ifndef SPINTUNE_BENCH_ONLINE_POLICY_H_
+#define SPINTUNE_BENCH_ONLINE_POLICY_H_
 
 #include <cstdint>
 #include <string>
@@ -43,4 +43,4 @@ class StaticPolicy : public OnlinePolicy {
 
 }  // namespace spintune
 
-#endif  // SPINTUNE_MODELS_ONLINE_POLICY_H_
+#endif  // SPINTUNE_BENCH_ONLINE_POLICY_H_
