@@ -165,7 +165,8 @@ case $check in
         >/dev/null || fail "completions/$b does not complete $b"
     done
     # bash replaces only what follows the ':' of sim:BOARD.
-    expect "microwatt-100mhz" spintune-agent --source sim:micro
+    expect "imx28-mxs-mmc" spintune-agent --source sim:imx
+    expect "microwatt-100mhz microwatt-100mhz-gc" spintune-agent --source sim:microw
     ;;
 
   kernel)
