@@ -28,6 +28,7 @@
 #include "common/version.h"
 #include "nlohmann/json.hpp"
 #include "spintune/v1/spintune.grpc.pb.h"
+#include "tests/testing/wire_messages.h"
 #include "storage/store.h"
 #include "tests/testing/subprocess.h"
 
@@ -36,22 +37,12 @@ namespace {
 
 using Stream = grpc::ClientReaderWriter<v1::AgentMessage, v1::TunerMessage>;
 
+// The tests' well-formed Hello, as this benchmark's board.
 v1::Hello MakeHello(const std::string& agent_id) {
-  v1::Hello h;
-  h.set_agent_id(agent_id);
+  v1::Hello h = testing::GoodHello(agent_id);
   h.mutable_target()->set_board("fairness-board");
-  auto* c = h.mutable_target()->add_cpu_classes();
-  c->set_name("cpu");
-  c->set_cpu_khz(1'000'000);
-  c->mutable_costs()->set_irq_cpu_ns(20'000);
-  c->mutable_costs()->set_irq_wake_ns(30'000);
-  c->mutable_costs()->set_poll_read_ns(100);
-  c->mutable_costs()->set_timer_cpu_ns(2'000);
-  c->mutable_costs()->set_timer_wake_ns(50'000);
-  auto* d = h.add_devices();
-  d->set_name("mmc0");
-  d->set_driver("litex-mmc");
-  d->set_model("fairness-card");
+  h.mutable_devices(0)->set_driver("litex-mmc");
+  h.mutable_devices(0)->set_model("fairness-card");
   return h;
 }
 

@@ -16,26 +16,17 @@
 #include "common/status_macros.h"
 #include "models/latency_histogram.h"
 #include "spintune/v1/spintune.grpc.pb.h"
+#include "tests/testing/wire_messages.h"
 
 namespace spintune {
 namespace {
 
+// The tests' well-formed Hello, as this benchmark's board.
 v1::Hello FleetHello(const std::string& agent_id) {
-  v1::Hello h;
-  h.set_agent_id(agent_id);
+  v1::Hello h = testing::GoodHello(agent_id);
   h.mutable_target()->set_board("fleet-board");
-  auto* c = h.mutable_target()->add_cpu_classes();
-  c->set_name("cpu");
-  c->set_cpu_khz(1'000'000);
-  c->mutable_costs()->set_irq_cpu_ns(20'000);
-  c->mutable_costs()->set_irq_wake_ns(30'000);
-  c->mutable_costs()->set_poll_read_ns(100);
-  c->mutable_costs()->set_timer_cpu_ns(2'000);
-  c->mutable_costs()->set_timer_wake_ns(50'000);
-  auto* d = h.add_devices();
-  d->set_name("mmc0");
-  d->set_driver("fleet-mmc");
-  d->set_model("fleet-card");
+  h.mutable_devices(0)->set_driver("fleet-mmc");
+  h.mutable_devices(0)->set_model("fleet-card");
   return h;
 }
 

@@ -25,6 +25,13 @@ namespace {
 int64_t I(uint64_t v) { return static_cast<int64_t>(v); }
 uint64_t U(int64_t v) { return v < 0 ? 0 : static_cast<uint64_t>(v); }
 
+// The key in columns first..first+3 (cpu_class, device, opcode, size_class).
+PolicyKey KeyAt(const Statement& q, int first) {
+  return {q.ColumnText(first), q.ColumnText(first + 1),
+          static_cast<uint32_t>(q.ColumnInt(first + 2)),
+          static_cast<uint32_t>(q.ColumnInt(first + 3))};
+}
+
 }  // namespace
 
 std::string NowRfc3339() {
@@ -561,8 +568,7 @@ absl::StatusOr<std::vector<PolicyKey>> Store::ListKeys(int64_t target_id) {
   while (true) {
     SPINTUNE_ASSIGN_OR_RETURN(bool row, q->Step());
     if (!row) break;
-    out.push_back({q->ColumnText(0), q->ColumnText(1), static_cast<uint32_t>(q->ColumnInt(2)),
-                   static_cast<uint32_t>(q->ColumnInt(3))});
+    out.push_back(KeyAt(*q, 0));
   }
   std::set<PolicyKey> known(out.begin(), out.end());
   SPINTUNE_ASSIGN_OR_RETURN(auto staged, StagedDeltas(target_id, nullptr));
@@ -592,8 +598,7 @@ absl::StatusOr<std::vector<KeyEvidence>> Store::LoadKeys(int64_t target_id) {
     SPINTUNE_ASSIGN_OR_RETURN(bool row, q->Step());
     if (!row) break;
     KeyEvidence k;
-    k.key = {q->ColumnText(0), q->ColumnText(1), static_cast<uint32_t>(q->ColumnInt(2)),
-             static_cast<uint32_t>(q->ColumnInt(3))};
+    k.key = KeyAt(*q, 0);
     k.errors = U(q->ColumnInt(4));
     k.irq_timeouts = U(q->ColumnInt(5));
     k.spin_timeouts = U(q->ColumnInt(6));
@@ -761,9 +766,7 @@ absl::StatusOr<std::vector<OutcomeRecord>> Store::LoadOutcomes(int64_t target_id
   while (true) {
     SPINTUNE_ASSIGN_OR_RETURN(bool row, q->Step());
     if (!row) break;
-    const PolicyKey key{q->ColumnText(0), q->ColumnText(1),
-                        static_cast<uint32_t>(q->ColumnInt(2)),
-                        static_cast<uint32_t>(q->ColumnInt(3))};
+    const PolicyKey key = KeyAt(*q, 0);
     CostMoments& m = all[{key, U(q->ColumnInt(4))}];
     m.requests = U(q->ColumnInt(5));
     m.cpu_ns_sum = q->ColumnDouble(6);
@@ -832,8 +835,7 @@ absl::StatusOr<std::vector<VerificationRecord>> Store::ListVerifications(int64_t
     if (!row) break;
     VerificationRecord v;
     v.version = U(q->ColumnInt(0));
-    v.key = {q->ColumnText(1), q->ColumnText(2), static_cast<uint32_t>(q->ColumnInt(3)),
-             static_cast<uint32_t>(q->ColumnInt(4))};
+    v.key = KeyAt(*q, 1);
     v.verdict = q->ColumnText(5);
     v.predicted_cost_ns = q->ColumnDouble(6);
     v.measured = {q->ColumnDouble(7), q->ColumnDouble(8), q->ColumnDouble(9)};
@@ -883,8 +885,7 @@ absl::StatusOr<std::vector<HeldKey>> Store::ListHeldKeys(int64_t target_id) {
     SPINTUNE_ASSIGN_OR_RETURN(bool row, q->Step());
     if (!row) break;
     HeldKey h;
-    h.key = {q->ColumnText(0), q->ColumnText(1), static_cast<uint32_t>(q->ColumnInt(2)),
-             static_cast<uint32_t>(q->ColumnInt(3))};
+    h.key = KeyAt(*q, 0);
     const int64_t strategy = q->ColumnInt(4);
     if (strategy < 1 || strategy > 5) return absl::DataLossError("held_keys: bad strategy");
     h.wait = {static_cast<Strategy>(strategy), U(q->ColumnInt(5)), U(q->ColumnInt(6)),
