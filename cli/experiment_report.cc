@@ -10,9 +10,6 @@
 namespace spintune {
 namespace {
 
-constexpr char kBlue[] = "#1f77b4";
-constexpr char kOrange[] = "#ff7f0e";
-constexpr char kRed[] = "#d62728";
 constexpr char kGrey[] = "#777777";
 
 std::string Num(double v) { return absl::StrFormat("%.1f", v); }
@@ -78,7 +75,7 @@ std::string SettingsChart(const ExperimentRecord& r, const std::vector<SettingSu
   for (size_t i = 0; i < rows.size(); ++i) {
     const SettingSummary& row = rows[i];
     const double y = top + row_h * (static_cast<double>(i) + 0.5);
-    const char* color = row.is_applied || row.is_best ? kRed : row.is_start ? kGrey : kBlue;
+    const char* color = row.is_applied || row.is_best ? kChartRed : row.is_start ? kGrey : kChartBlue;
     absl::StrAppend(&s, Text(left - 6, y + 4, row.label, "text-anchor=\"end\""));
     if (row.is_start && row.measured) {
       absl::StrAppend(&s, "<line class=\"start\" x1=\"", Num(x(row.metric.mean)), "\" y1=\"",
@@ -86,7 +83,7 @@ std::string SettingsChart(const ExperimentRecord& r, const std::vector<SettingSu
                       Num(top + plot_h), "\" stroke=\"", kGrey, "\" stroke-dasharray=\"4 3\"/>");
     }
     if (!row.measured) {
-      absl::StrAppend(&s, Text(left + 4, y + 4, "failed", absl::StrCat("fill=\"", kRed, "\"")));
+      absl::StrAppend(&s, Text(left + 4, y + 4, "failed", absl::StrCat("fill=\"", kChartRed, "\"")));
       continue;
     }
     absl::StrAppend(&s, "<line x1=\"", Num(x(row.metric.low)), "\" y1=\"", Num(y), "\" x2=\"",
@@ -120,7 +117,7 @@ std::string TrialsChart(const ExperimentRecord& r, const std::vector<KnobTrialRe
     const double cx = left + plot_w * (static_cast<double>(i) + 0.5) / n;
     const bool ok = t.feasible && t.metric > 0;
     const double cy = top + plot_h * (1 - std::clamp(ok ? t.metric / axis : 0.0, 0.0, 1.0));
-    const char* color = !ok ? kRed : t.phase == "confirm" ? kOrange : kBlue;
+    const char* color = !ok ? kChartRed : t.phase == "confirm" ? kChartOrange : kChartBlue;
     absl::StrAppend(&s, "<circle class=\"trial\" cx=\"", Num(cx), "\" cy=\"", Num(cy),
                     "\" r=\"3\" fill=\"", color, "\"><title>",
                     EscapeHtml(absl::StrCat("trial ", t.trial, " (", t.phase, "): ",
@@ -131,9 +128,9 @@ std::string TrialsChart(const ExperimentRecord& r, const std::vector<KnobTrialRe
   absl::StrAppend(&s, Text(left + plot_w / 2, top + plot_h + 16,
                            absl::StrCat("trial 1 .. ", trials.size()), "text-anchor=\"middle\""));
   double lx = left;
-  for (auto [color, label] : {std::pair<const char*, const char*>{kBlue, "search"},
-                              {kOrange, "confirmation (start vs best, fresh trials)"},
-                              {kRed, "failed or broke a constraint"}}) {
+  for (auto [color, label] : {std::pair<const char*, const char*>{kChartBlue, "search"},
+                              {kChartOrange, "confirmation (start vs best, fresh trials)"},
+                              {kChartRed, "failed or broke a constraint"}}) {
     absl::StrAppend(&s, "<circle cx=\"", Num(lx + 5), "\" cy=\"", Num(top + plot_h + 40),
                     "\" r=\"4\" fill=\"", color, "\"/>",
                     Text(lx + 14, top + plot_h + 44, label));

@@ -17,11 +17,6 @@
 namespace spintune {
 namespace {
 
-constexpr char kBlue[] = "#1f77b4";
-constexpr char kOrange[] = "#ff7f0e";
-constexpr char kGreen[] = "#2ca02c";
-constexpr char kRed[] = "#d62728";
-constexpr char kPurple[] = "#9467bd";
 constexpr char kGrey[] = "#555555";
 constexpr char kBlack[] = "#000000";
 constexpr size_t kMaxDrawnPoints = 240;
@@ -99,11 +94,11 @@ std::string KeyChart(const KeyEvidence& k, const PolicyEntry* entry, const Polic
   if (entry) hi = std::max(hi, ThresholdOf(entry->wait));
   cdf.SetLogX(lo, Ceil10(hi * 1.2));
   cdf.SetY(0, 1);
-  cdf.Add(SvgChart::Series{absl::StrCat("CDF of ", k.histogram.total_count(), " samples"), kBlue,
+  cdf.Add(SvgChart::Series{absl::StrCat("CDF of ", k.histogram.total_count(), " samples"), kChartBlue,
                            CdfPoints(k.histogram), false, true});
   if (entry && ThresholdOf(entry->wait) > 0) {
     cdf.Add(SvgChart::Marker{ThresholdOf(entry->wait),
-                             absl::StrCat("chosen: ", DescribeWait(entry->wait)), kRed});
+                             absl::StrCat("chosen: ", DescribeWait(entry->wait)), kChartRed});
   }
   if (entry && entry->default_wait && ThresholdOf(*entry->default_wait) > 0) {
     cdf.Add(SvgChart::Marker{ThresholdOf(*entry->default_wait),
@@ -133,8 +128,8 @@ std::string KeyChart(const KeyEvidence& k, const PolicyEntry* entry, const Polic
   curve.SetXFormat([](double v) { return FormatDurationNs(v); });
   curve.SetYFormat([](double v) { return FormatDurationNs(v); });
   curve.SetLogX(c_lo, c_hi);
-  SvgChart::Series spin_then_irq{"spin_then_irq(T)", kBlue, {}, false, false};
-  SvgChart::Series sleep_then_spin{"sleep_then_spin(S)", kGreen, {}, false, false};
+  SvgChart::Series spin_then_irq{"spin_then_irq(T)", kChartBlue, {}, false, false};
+  SvgChart::Series sleep_then_spin{"sleep_then_spin(S)", kChartGreen, {}, false, false};
   for (double t : candidates) {
     const uint64_t x = static_cast<uint64_t>(t);
     if (t <= max_spin) {  // thresholds above the bound are not allowed
@@ -145,7 +140,7 @@ std::string KeyChart(const KeyEvidence& k, const PolicyEntry* entry, const Polic
   const double irq = cost(WaitParams::Irq());
   double y_top = irq;
   double best = irq;  // the cheapest candidate drawn
-  curve.Add(SvgChart::Series{absl::StrCat("irq: ", FormatDurationNs(irq)), kOrange,
+  curve.Add(SvgChart::Series{absl::StrCat("irq: ", FormatDurationNs(irq)), kChartOrange,
                              {{c_lo, irq}, {c_hi, irq}}, false, false});
   curve.Add(std::move(spin_then_irq));
   curve.Add(std::move(sleep_then_spin));
@@ -157,7 +152,7 @@ std::string KeyChart(const KeyEvidence& k, const PolicyEntry* entry, const Polic
         best = std::min(best, j);
         curve.Add(SvgChart::Series{absl::StrCat("best ", DescribeWait(f.params), ": ",
                                                 FormatDurationNs(j)),
-                                   f.strategy == Strategy::kSpin ? kPurple : kBlack,
+                                   f.strategy == Strategy::kSpin ? kChartPurple : kBlack,
                                    {{c_lo, j}, {c_hi, j}}, true, false});
       }
     }
@@ -183,7 +178,7 @@ std::string KeyChart(const KeyEvidence& k, const PolicyEntry* entry, const Polic
     curve.Add(SvgChart::Dot{std::max(x, c_lo), chosen,
                             absl::StrCat("chosen ", DescribeWait(entry->wait), ": ",
                                          FormatDurationNs(chosen)),
-                            kRed});
+                            kChartRed});
   } else {
     curve.SetNote("no entry: fewer samples than the table's minimum");
   }
@@ -213,21 +208,21 @@ std::string DispatchChart(const DispatchRecord& d, const PolicyTable& table) {
   }
   chart.SetLogX(Floor10(std::max(1.0, std::min(lo, hi) / 2)), Ceil10(hi * 1.2));
   chart.SetY(0, 1);
-  chart.Add(SvgChart::Series{absl::StrCat("handler (", d.handler.total_count(), " samples)"), kBlue,
+  chart.Add(SvgChart::Series{absl::StrCat("handler (", d.handler.total_count(), " samples)"), kChartBlue,
                              CdfPoints(d.handler), false, true});
-  chart.Add(SvgChart::Series{absl::StrCat("wake (", d.wake.total_count(), " samples)"), kGreen,
+  chart.Add(SvgChart::Series{absl::StrCat("wake (", d.wake.total_count(), " samples)"), kChartGreen,
                              CdfPoints(d.wake), false, true});
   if (cpu >= 0) {
     const PlatformCosts& c = table.cpu_classes[cpu].costs;
     if (c.irq_cpu_ns > 0) {
       chart.Add(SvgChart::Marker{c.irq_cpu_ns,
                                  absl::StrCat("irq_cpu_ns used: ", FormatDurationNs(c.irq_cpu_ns)),
-                                 kOrange});
+                                 kChartOrange});
     }
     if (c.irq_wake_ns > 0) {
       chart.Add(SvgChart::Marker{
           c.irq_wake_ns, absl::StrCat("irq_wake_ns used: ", FormatDurationNs(c.irq_wake_ns)),
-          kRed});
+          kChartRed});
     }
   }
   return absl::StrCat(

@@ -15,6 +15,13 @@
 
 namespace spintune {
 
+// The reports' series colours (matplotlib's first five).
+inline constexpr char kChartBlue[] = "#1f77b4";
+inline constexpr char kChartOrange[] = "#ff7f0e";
+inline constexpr char kChartGreen[] = "#2ca02c";
+inline constexpr char kChartRed[] = "#d62728";
+inline constexpr char kChartPurple[] = "#9467bd";
+
 // &, <, >, " and ' as entities.
 std::string EscapeHtml(const std::string& text);
 
