@@ -61,6 +61,22 @@ TEST_F(InputErrors, ADirectoryWhereAFileIsExpectedIsNamed) {
   for (const auto& argv : commands) ExpectOneLineError(argv, {is_dir});
 }
 
+// Issue 15 item 1: one fit-flag parser; both binaries refuse the same
+// latency weights with the same words, before they read or bind anything.
+TEST_F(InputErrors, BadLatencyWeightsAreRefusedByTuneAndTheTuner) {
+  const std::string platform = Write("p.json", "{}");
+  const std::string csv = Write("s.csv", "device,opcode,bytes,wait_ns\n");
+  for (const std::string w : {"-1", "nan", "inf", "1e9"}) {
+    ExpectOneLineError({SPINTUNE_CLI_BIN, "tune", "--samples", csv, "--platform", platform,
+                        "--latency-weight", w},
+                       {"--latency-weight", "[0, 1e6]"});
+    ExpectOneLineError({SPINTUNE_TUNER_BIN, "--db", dir_.File("t.db"), "--listen",
+                        "127.0.0.1:0", "--latency-weight", w},
+                       {"--latency-weight", "[0, 1e6]"});
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir_.File("t.db"))) << "refused before the database";
+}
+
 TEST_F(InputErrors, AConfigKeyTypoNamesTheKeyAndTheFile) {
   // Without the mapping CLI11 says "INI was not able to parse lisen".
   const std::string tuner = Write("tuner.toml", "listen = \"127.0.0.1:0\"\nlisen = \"x\"\n");
