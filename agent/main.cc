@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "CLI/CLI.hpp"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
 #include "agent/agent.h"
@@ -14,12 +15,14 @@
 #include "agent/host_probe.h"
 #include "agent/knobs/knob_controller.h"
 #include "agent/knobs/knob_only_source.h"
+#include "agent/outcome_report_source.h"
 #include "absl/strings/strip.h"
 #include "common/cli_checks.h"
 #include "common/file_util.h"
 #include "common/logging.h"
 #include "common/signal_waiter.h"
 #include "common/version.h"
+#include "policy/outcome_report.h"
 #include "policy/policy_json.h"
 #include "proto/channel_security.h"
 
@@ -41,6 +44,7 @@ struct Flags {
   std::string pairs;
   std::vector<std::string> irq;
   std::vector<std::string> block_dev;
+  std::vector<std::string> outcomes;
   std::string capture = "auto";
   std::string irq_costs = "trace";
   uint32_t capture_samples = 0;
@@ -120,6 +124,11 @@ int main(int argc, char** argv) {
       ->check(spintune::NotADirectory());
   app.add_option("--pairs", f.pairs,
                  "JSON file of user-defined start/end event pairs (replay:, tracefs)")
+      ->check(spintune::NotADirectory());
+  app.add_option("--outcomes", f.outcomes,
+                 "An outcome report a driver wrote (docs/verification.md; repeatable): sent "
+                 "after the last batch of a csv: or replay: source, for the tuner to verify "
+                 "the version the driver waited by against the one before")
       ->check(spintune::NotADirectory());
   app.add_option("--irq", f.irq, "DEVICE=IRQNAME: whose IRQ line it is (repeatable)");
   app.add_option("--block-dev", f.block_dev,
@@ -274,6 +283,23 @@ int main(int argc, char** argv) {
   if (!source.ok()) {
     std::cerr << "spintune-agent: --source: " << source.status().message() << "\n";
     return absl::IsInvalidArgument(source.status()) || absl::IsNotFound(source.status()) ? 2 : 1;
+  }
+  if (!f.outcomes.empty()) {
+    std::vector<spintune::OutcomeReport> reports;
+    for (const auto& path : f.outcomes) {
+      auto report = spintune::ReadOutcomeReport(path);
+      if (!report.ok()) {
+        std::cerr << "spintune-agent: --outcomes: " << report.status().message() << "\n";
+        return 2;
+      }
+      reports.push_back(std::move(*report));
+    }
+    const bool ends = absl::StartsWith(f.source, "csv:") || absl::StartsWith(f.source, "replay:");
+    source = spintune::OutcomeReportSource::Wrap(std::move(*source), ends, std::move(reports));
+    if (!source.ok()) {
+      std::cerr << "spintune-agent: --outcomes: " << source.status().message() << "\n";
+      return 2;
+    }
   }
   spintune::v1::Hello described;
   (*source)->Describe(&described);

@@ -9,6 +9,7 @@
 #include "common/status_macros.h"
 #include "models/cost_moments.h"
 #include "nlohmann/json.hpp"
+#include "policy/outcome_report.h"
 
 namespace spintune {
 namespace {
@@ -26,53 +27,15 @@ struct ReportKey {
 };
 
 struct Report {
-  std::string device;
+  OutcomeReport file;
   std::map<ReportKey, std::pair<uint64_t, CostMoments>> keys;  // key -> (bytes, moments)
 };
 
-absl::StatusOr<double> Number(const json& j, const std::string& field, const std::string& where) {
-  if (!j.contains(field) || !j[field].is_number() || j[field].get<double>() < 0) {
-    return absl::InvalidArgumentError(absl::StrCat(where, ".", field, ": a number >= 0"));
-  }
-  return j[field].get<double>();
-}
-
 absl::StatusOr<Report> ReadReport(const std::string& path) {
-  SPINTUNE_ASSIGN_OR_RETURN(std::string text, ReadFileToString(path, 64 << 20));
-  const json j = json::parse(text, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ": not a JSON object"));
-  }
-  if (j.value("format", "") != "spintune-outcomes" || j.value("format_version", 0) != 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(path, ": not an outcome report (format spintune-outcomes, version 1)"));
-  }
   Report r;
-  r.device = j.value("device", "");
-  if (r.device.empty() || !j.contains("keys") || !j["keys"].is_array()) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ": needs device and keys"));
-  }
-  for (size_t i = 0; i < j["keys"].size(); ++i) {
-    const json& k = j["keys"][i];
-    const std::string where = absl::StrCat(path, ": keys[", i, "]");
-    if (!k.is_object()) return absl::InvalidArgumentError(where + ": not an object");
-    SPINTUNE_ASSIGN_OR_RETURN(double opcode, Number(k, "opcode", where));
-    SPINTUNE_ASSIGN_OR_RETURN(double size_class, Number(k, "size_class", where));
-    SPINTUNE_ASSIGN_OR_RETURN(double bytes, Number(k, "bytes", where));
-    SPINTUNE_ASSIGN_OR_RETURN(double requests, Number(k, "requests", where));
-    if (opcode > 0xFFFFFFFE || size_class > 64 || requests < 1) {
-      return absl::InvalidArgumentError(where + ": opcode, size_class or requests out of range");
-    }
-    CostMoments m;
-    m.requests = static_cast<uint64_t>(requests);
-    SPINTUNE_ASSIGN_OR_RETURN(m.cpu_ns_sum, Number(k, "cpu_ns_sum", where));
-    SPINTUNE_ASSIGN_OR_RETURN(m.latency_ns_sum, Number(k, "latency_ns_sum", where));
-    SPINTUNE_ASSIGN_OR_RETURN(m.cpu_ns_sq_sum, Number(k, "cpu_ns_sq_sum", where));
-    SPINTUNE_ASSIGN_OR_RETURN(m.latency_ns_sq_sum, Number(k, "latency_ns_sq_sum", where));
-    SPINTUNE_ASSIGN_OR_RETURN(m.cpu_latency_ns_sum, Number(k, "cpu_latency_ns_sum", where));
-    const ReportKey key{k.value("cpu_class", "default"), static_cast<uint32_t>(opcode),
-                        static_cast<uint32_t>(size_class)};
-    r.keys[key] = {static_cast<uint64_t>(bytes), m};
+  SPINTUNE_ASSIGN_OR_RETURN(r.file, ReadOutcomeReport(path));
+  for (const auto& k : r.file.keys) {
+    r.keys[{k.cpu_class, k.opcode, k.size_class}] = {k.bytes, k.moments};
   }
   return r;
 }
@@ -89,7 +52,6 @@ absl::Status RunVerify(const Repository& repo, const VerifyFlags& flags, std::os
   if (flags.format != "table" && flags.format != "json") {
     return absl::InvalidArgumentError("--format: table or json");
   }
-  SPINTUNE_ASSIGN_OR_RETURN(PolicyTable table, LoadTable(repo, flags.source));
   std::map<std::string, Report> reports;  // by mode
   for (const auto& spec : flags.reports) {
     const size_t eq = spec.find('=');
@@ -102,14 +64,25 @@ absl::Status RunVerify(const Repository& repo, const VerifyFlags& flags, std::os
   if (reports.count("table") == 0) {
     return absl::InvalidArgumentError("--report table=FILE is required (the table's own run)");
   }
-  const double lambda = table.latency_weight;
   const Report& mine = reports["table"];
+  // By default the version the table's run waited by.
+  TableSource source = flags.source;
+  const uint64_t waited_by = mine.file.policy_version;
+  if (!source.target.empty() && waited_by > 0) {
+    if (source.version == 0) source.version = waited_by;
+    if (source.version != waited_by) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "the table's run waited by version %d, not version %d", waited_by, source.version));
+    }
+  }
+  SPINTUNE_ASSIGN_OR_RETURN(PolicyTable table, LoadTable(repo, source));
+  const double lambda = table.latency_weight;
   json keys = json::array();
   std::vector<std::vector<std::string>> rows = {
       {"OPCODE", "BYTES", "WAIT", "PREDICTED J", "MEASURED J (95%)", "BEST FIXED J", "TABLE/FIXED",
        "|PRED-MEAS|/MEAS"}};
   for (const auto& [key, bytes_moments] : mine.keys) {
-    const PolicyKey pk{key.cpu_class, mine.device, key.opcode, key.size_class};
+    const PolicyKey pk{key.cpu_class, mine.file.device, key.opcode, key.size_class};
     const PolicyEntry* entry = nullptr;
     for (const auto& e : table.entries) {
       if (!e.fallback && e.key == pk) entry = &e;

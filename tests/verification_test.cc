@@ -17,13 +17,16 @@
 // So the first fit sleeps (43 < 53 < 72.5 predicted), the driver measures
 // ~110 us against the default's 72.5 (worse: rolled back to IRQ), and with
 // the measured oversleep the fit spins then blocks (53 us: better).
+#include <fstream>
 #include <thread>
 
+#include "absl/strings/str_format.h"
 #include "agent/agent.h"
 #include "agent/policy_sink.h"
 #include "agent/sim_source.h"
 #include "gtest/gtest.h"
 #include "storage/store.h"
+#include "tests/testing/subprocess.h"
 #include "tests/testing/temp_dir.h"
 #include "tuner/tuner_server.h"
 
@@ -134,6 +137,118 @@ TEST(Verification, AWrongModelIsRolledBackAndTheLearntFitVerifiedBetter) {
   auto timers = (*store)->LoadTimerOversleep(id);
   ASSERT_TRUE(timers.ok() && timers->size() == 1u);
   EXPECT_NEAR((*timers)[0].oversleep.MeanNs(), 100e3, 10e3) << "the learnt oversleep";
+}
+
+// A driver that measures itself (the io_uring reference, `make uring-ref`)
+// hands its outcome reports to `spintune-agent --outcomes`, which sends them
+// after the CSV's last batch. The board, by construction: completions of
+// 2-3 us, IRQ costs 20 us CPU + 30 us wake, so the fit spins (~2.5 us
+// predicted against ~52.5 us blocking). The driver reports the table
+// (version 1) at 350 us per request and blocking (its default rule, version
+// 0) at 55 us: the key is rolled back to the IRQ wait in version 2, priced as
+// the IRQ wait, and the agent applies version 2 before it exits. A re-run
+// with the same files resends the same batch: nothing is stored twice.
+TEST(Verification, ADriversOutcomeReportsRollBackAKeyTheyMeasuredWorse) {
+  testing::TempDir dir;
+  {
+    std::ofstream csv(dir.File("samples.csv"));
+    csv << "device,opcode,bytes,wait_ns,path,cpu_class\n";
+    for (int i = 0; i < 3000; ++i) csv << "uring0,0,4096," << 2000 + (i * 37) % 1000 << ",spin,default\n";
+    std::ofstream(dir.File("platform.json"))
+        << R"({"board": "outcome-board", "irq_cpu_ns": 20000, "irq_wake_ns": 30000,
+              "poll_read_ns": 10, "timer_cpu_ns": 15000, "timer_wake_ns": 60000,
+              "devices": [{"name": "uring0", "driver": "io_uring", "model": "test",
+                "default_rules": [{"opcode": null, "strategy": "irq", "note": "always block"}]}]})";
+  }
+  auto report = [&](const std::string& name, uint64_t version, double cpu_ns, double latency_ns) {
+    const double n = 2000;
+    std::ofstream(dir.File(name)) << absl::StrFormat(
+        R"({"format": "spintune-outcomes", "format_version": 1, "device": "uring0",
+            "mode": "%s", "policy_version": %d, "keys": [{"cpu_class": "default", "opcode": 0,
+            "bytes": 4096, "size_class": 13, "requests": 2000, "cpu_ns_sum": %.17g,
+            "latency_ns_sum": %.17g, "cpu_ns_sq_sum": %.17g, "latency_ns_sq_sum": %.17g,
+            "cpu_latency_ns_sum": %.17g}]})",
+        name, version, n * cpu_ns, n * latency_ns, n * cpu_ns * cpu_ns * 1.01,
+        n * latency_ns * latency_ns * 1.01, n * cpu_ns * latency_ns);
+    return dir.File(name);
+  };
+  const pid_t tuner = testing::Spawn(
+      {SPINTUNE_TUNER_BIN, "--listen", "127.0.0.1:0", "--db", dir.File("t.db"),
+       "--refit-samples", "1000", "--shutdown-deadline", "2"},
+      dir.File("tuner.out"), dir.File("tuner.err"));
+  const std::string address = testing::WaitForLine(dir.File("tuner.out"), "listening on ");
+  ASSERT_FALSE(address.empty()) << testing::Slurp(dir.File("tuner.err"));
+  const std::vector<std::string> agent = {
+      SPINTUNE_AGENT_BIN, "--tuner", address, "--agent-id", "uring-ref", "--source",
+      "csv:" + dir.File("samples.csv"), "--platform", dir.File("platform.json"), "--sink",
+      "file:" + dir.File("uring0.bin"), "--state-dir", dir.File("state"), "--give-up-after",
+      "20"};
+  auto first = testing::Run(agent, dir.path().string());
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  ASSERT_NE(first.err.find("applied policy version=1 "), std::string::npos) << first.err;
+
+  std::vector<std::string> with_outcomes = agent;
+  for (const auto& r : {report("table.json", 1, 150e3, 200e3), report("block.json", 0, 20e3, 35e3)}) {
+    with_outcomes.push_back("--outcomes");
+    with_outcomes.push_back(r);
+  }
+  auto second = testing::Run(with_outcomes, dir.path().string());
+  ASSERT_EQ(second.exit_code, 0) << second.err;
+  EXPECT_NE(second.err.find("applied policy version=2 "), std::string::npos) << second.err;
+  auto third = testing::Run(with_outcomes, dir.path().string());
+  ASSERT_EQ(third.exit_code, 0) << third.err;
+
+  // The offline comparison picks the version the table's run waited by.
+  auto verify = testing::Run({SPINTUNE_CLI_BIN, "--db", dir.File("t.db"), "verify", "uring-ref",
+                              "--report", "table=" + dir.File("table.json"), "--report",
+                              "block=" + dir.File("block.json"), "--format", "json"},
+                             dir.path().string());
+  EXPECT_EQ(verify.exit_code, 0) << verify.err;
+  EXPECT_NE(verify.out.find("\"table_version\": 1"), std::string::npos) << verify.out;
+  kill(tuner, SIGINT);
+  EXPECT_EQ(testing::WaitExit(tuner), 0);
+
+  auto store = Store::Open(dir.File("t.db"), {}, OpenMode::kReadOnly);
+  ASSERT_TRUE(store.ok()) << store.status();
+  auto target = (*store)->FindTarget("uring-ref");
+  ASSERT_TRUE(target.ok() && target->has_value());
+  const int64_t id = (*target)->id;
+  auto verdicts = (*store)->ListVerifications(id);
+  ASSERT_TRUE(verdicts.ok());
+  ASSERT_EQ(verdicts->size(), 1u);
+  const VerificationRecord& v = verdicts->front();
+  EXPECT_EQ(v.verdict, "worse") << v.reason;
+  EXPECT_EQ(v.version, 1u);
+  EXPECT_EQ(v.incumbent_version, 0u);
+  EXPECT_EQ(v.rollback_version, 2u);
+  EXPECT_NEAR(v.measured.mean_ns, 350e3, 1);
+  EXPECT_NEAR(v.incumbent.mean_ns, 55e3, 1);
+  auto pushed = (*store)->LoadPolicy(id, 1);
+  auto rolled = (*store)->LoadPolicy(id, 2);
+  ASSERT_TRUE(pushed.ok() && pushed->has_value() && rolled.ok() && rolled->has_value());
+  EXPECT_EQ((*rolled)->origin, "verify-rollback");
+  const PolicyKey key{"default", "uring0", 0, 13};
+  for (const auto& e : (*pushed)->entries) {
+    if (!e.fallback && e.key == key) {
+      EXPECT_NE(e.wait.strategy, Strategy::kIrq) << "the fit spins";
+    }
+  }
+  bool found = false;
+  for (const auto& e : (*rolled)->entries) {
+    if (e.fallback || !(e.key == key)) continue;
+    found = true;
+    EXPECT_EQ(e.wait.strategy, Strategy::kIrq);
+    // Priced as the wait it now has: 20 us CPU, ~2.5 us + 30 us latency.
+    EXPECT_NEAR(e.expected.cpu_ns, 20e3, 1e3);
+    EXPECT_NEAR(e.expected.latency_ns, 32.5e3, 1.5e3);
+  }
+  EXPECT_TRUE(found);
+  // The re-run resent the outcome batch: stored once.
+  auto outcomes = (*store)->LoadOutcomes(id);
+  ASSERT_TRUE(outcomes.ok());
+  uint64_t requests = 0;
+  for (const auto& o : *outcomes) requests += o.moments.requests;
+  EXPECT_EQ(requests, 4000u);
 }
 
 }  // namespace

@@ -2,7 +2,9 @@
 # The io_uring reference driver with a table from the tuner, on this machine:
 # measure its completion times, stream them through spintune-agent to a
 # tuner, let the agent publish the table to shared memory, run the driver
-# with that table and, for comparison, always blocking and always spinning.
+# with that table and, for comparison, always blocking and always spinning;
+# send what it measured back for the tuner to verify (and roll back keys
+# measured worse than blocking), then measure the verified table again.
 # Exit code 77 (skip) when io_uring or O_DIRECT is unavailable.
 set -euo pipefail
 BUILD=${1:-build}
@@ -34,10 +36,26 @@ trap cleanup EXIT
 echo
 # The table, always blocking and always spinning, taking turns request by
 # request (an interleaved comparison: the disk's drift biases none of them).
-"$REF" --mode compare --shm "$SHM-uring0" --ops $((3 * OPS)) --file "$OUT/data.dat" \
-  --file-mib 64 --report "$OUT/outcomes"
+compare() {
+  "$REF" --mode compare --shm "$SHM-uring0" --ops $((3 * OPS)) --file "$OUT/data.dat" \
+    --file-mib 64 --report "$1"
+}
+compare "$OUT/first"
 echo
-# The table's predictions against what the driver measured, per key.
+# What the driver measured under the table (and under its default rule,
+# always blocking) goes back to the tuner: the verifier compares each key
+# the table changed with the default and rolls back the keys measured worse
+# (a new version, which the agent publishes before it exits).
+"$BUILD/agent/spintune-agent" --tuner "$addr" --agent-id uring-ref \
+  --source "csv:$OUT/samples.csv" --platform "$OUT/platform.json" \
+  --outcomes "$OUT/first-table.json" --outcomes "$OUT/first-block.json" \
+  --sink "shm:$SHM-{device}" --state-dir "$OUT/state" --give-up-after 20 >"$OUT/agent-verify.log" 2>&1
+"$BUILD/cli/spintune" --db "$OUT/spintune.db" policy uring-ref --format table
+echo
+# The table in force after the verification, measured again.
+compare "$OUT/outcomes"
+echo
+# Its predictions against what the driver measured, per key.
 "$BUILD/cli/spintune" --db "$OUT/spintune.db" verify uring-ref \
   --report "table=$OUT/outcomes-table.json" --report "block=$OUT/outcomes-block.json" \
   --report "spin=$OUT/outcomes-spin.json" -o "$OUT/verification.json"

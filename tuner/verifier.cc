@@ -40,6 +40,19 @@ absl::StatusOr<WaitParams> WaitUnder(Store& store, int64_t target_id, uint64_t v
   return e ? e->wait : WaitParams::Irq();
 }
 
+// Sets `e`'s wait to `w`, priced on the key's evidence (when it has any)
+// with `table`'s platform costs, so the entry's prediction is the wait's.
+void SetWait(const WaitParams& w, const KeyEvidence* evidence, const PolicyTable& table,
+             PolicyEntry* e) {
+  e->wait = w;
+  const int cls = table.CpuClassIndex(e->key.cpu_class);
+  if (evidence != nullptr && !evidence->histogram.empty() && cls >= 0) {
+    e->expected = EvaluateWait(WaitDistribution::FromHistogram(evidence->histogram), w,
+                               table.cpu_classes[static_cast<size_t>(cls)].costs);
+    e->expected_cost_ns = e->expected.Cost(table.latency_weight);
+  }
+}
+
 std::string Us(const CostInterval& i) {
   return absl::StrFormat("%.1f us [%.1f, %.1f]", i.mean_ns / 1e3, i.low_ns / 1e3,
                          i.high_ns / 1e3);
@@ -120,16 +133,17 @@ absl::StatusOr<VerifyResult> VerifyTarget(Store& store, int64_t target_id,
   SPINTUNE_ASSIGN_OR_RETURN(auto latest, store.LoadPolicy(target_id, 0));
   PolicyTable rollback = latest ? *latest : *table;
   SPINTUNE_ASSIGN_OR_RETURN(auto keys, store.LoadKeys(target_id));
-  std::map<PolicyKey, uint64_t> samples;
-  for (const auto& k : keys) samples[k.key] = k.histogram.total_count();
+  std::map<PolicyKey, const KeyEvidence*> evidence;
+  for (const auto& k : keys) evidence[k.key] = &k;
   std::vector<HeldKey> held;
   for (const auto& v : worse) {
     SPINTUNE_ASSIGN_OR_RETURN(WaitParams w,
                               WaitUnder(store, target_id, v.incumbent_version, *table, v.key));
+    const KeyEvidence* ev = evidence.count(v.key) ? evidence[v.key] : nullptr;
     for (auto& e : rollback.entries) {
-      if (!e.fallback && e.key == v.key) e.wait = w;
+      if (!e.fallback && e.key == v.key) SetWait(w, ev, rollback, &e);
     }
-    held.push_back({v.key, w, samples[v.key]});
+    held.push_back({v.key, w, ev ? ev->histogram.total_count() : 0});
   }
   rollback.origin = "verify-rollback";
   auto version = store.AppendPolicyVersion(target_id, &rollback);
@@ -177,13 +191,7 @@ absl::StatusOr<std::vector<PolicyKey>> ApplyHeldKeys(Store& store, int64_t targe
     }
     for (auto& e : table->entries) {
       if (e.fallback || !(e.key == h.key) || e.wait == h.wait) continue;
-      e.wait = h.wait;
-      const int cls = table->CpuClassIndex(e.key.cpu_class);
-      if (evidence != keys.end() && !evidence->histogram.empty() && cls >= 0) {
-        e.expected = EvaluateWait(WaitDistribution::FromHistogram(evidence->histogram), h.wait,
-                                  table->cpu_classes[static_cast<size_t>(cls)].costs);
-        e.expected_cost_ns = e.expected.Cost(table->latency_weight);
-      }
+      SetWait(h.wait, evidence == keys.end() ? nullptr : &*evidence, *table, &e);
     }
   }
   return released;

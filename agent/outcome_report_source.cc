@@ -1,0 +1,67 @@
+#include "agent/outcome_report_source.h"
+
+#include "absl/strings/str_cat.h"
+#include "proto/sample_batch_util.h"
+
+namespace spintune {
+
+absl::StatusOr<std::unique_ptr<SampleSource>> OutcomeReportSource::Wrap(
+    std::unique_ptr<SampleSource> inner, bool inner_ends, std::vector<OutcomeReport> reports) {
+  if (!inner_ends) {
+    return absl::InvalidArgumentError(
+        "--outcomes needs a source that ends (csv: or replay:): the reports follow its last "
+        "batch");
+  }
+  v1::Hello hello;
+  inner->Describe(&hello);
+  std::unique_ptr<OutcomeReportSource> s(new OutcomeReportSource(std::move(inner)));
+  for (const auto& r : reports) {
+    int device = -1;
+    for (int i = 0; i < hello.devices_size(); ++i) {
+      if (hello.devices(i).name() == r.device) device = i;
+    }
+    if (device < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("outcome report of device '", r.device, "': the source has no such device"));
+    }
+    for (const auto& k : r.keys) {
+      int cpu = -1;
+      for (int i = 0; i < hello.target().cpu_classes_size(); ++i) {
+        if (hello.target().cpu_classes(i).name() == k.cpu_class) cpu = i;
+      }
+      if (cpu < 0) {
+        return absl::InvalidArgumentError(absl::StrCat("outcome report of device '", r.device,
+                                                       "': the source has no CPU class '",
+                                                       k.cpu_class, "'"));
+      }
+      v1::KeyOutcome o;
+      o.set_device_index(static_cast<uint32_t>(device));
+      o.set_cpu_class_index(static_cast<uint32_t>(cpu));
+      o.set_opcode(k.opcode);
+      o.set_size_class(k.size_class);
+      o.set_policy_version(r.policy_version);
+      o.set_requests(k.moments.requests);
+      o.set_cpu_ns_sum(k.moments.cpu_ns_sum);
+      o.set_latency_ns_sum(k.moments.latency_ns_sum);
+      o.set_cpu_ns_sq_sum(k.moments.cpu_ns_sq_sum);
+      o.set_latency_ns_sq_sum(k.moments.latency_ns_sq_sum);
+      o.set_cpu_latency_ns_sum(k.moments.cpu_latency_ns_sum);
+      s->outcomes_.push_back(std::move(o));
+    }
+  }
+  return std::unique_ptr<SampleSource>(std::move(s));
+}
+
+absl::StatusOr<size_t> OutcomeReportSource::Fill(size_t max_completions,
+                                                 v1::SampleBatch* batch) {
+  if (!inner_->exhausted()) {
+    auto n = inner_->Fill(max_completions, batch);
+    if (!n.ok() || *n > 0 || HasMeasurements(*batch) || !inner_->exhausted()) return n;
+  }
+  if (sent_) return 0;
+  sent_ = true;
+  for (const auto& o : outcomes_) *batch->add_outcomes() = o;
+  return 0;
+}
+
+}  // namespace spintune

@@ -1,0 +1,50 @@
+// OutcomeReportSource: a sample source that ends (csv:, replay:) followed by
+// the outcome reports a driver wrote (policy/outcome_report.h,
+// `spintune-agent --outcomes FILE`): once the wrapped source is exhausted,
+// one more batch carries every report's keys as KeyOutcome, so the tuner's
+// verifier (tuner/verifier.h) compares what the driver measured under a
+// pushed version with what it measured under the version before.
+//
+// Deterministic like the sources it wraps: the same files give the same
+// last batch, so an agent re-run with the same CSV and reports resends, not
+// duplicates, and a re-run with new reports appends them as a new batch.
+//
+// Thread-safety: one thread.
+#ifndef SPINTUNE_AGENT_OUTCOME_REPORT_SOURCE_H_
+#define SPINTUNE_AGENT_OUTCOME_REPORT_SOURCE_H_
+
+#include <memory>
+#include <vector>
+
+#include "agent/sample_source.h"
+#include "policy/outcome_report.h"
+
+namespace spintune {
+
+class OutcomeReportSource : public SampleSource {
+ public:
+  // InvalidArgument when `inner` never ends (a live or simulated source) or
+  // a report names a device or CPU class that `inner` does not describe.
+  // REQUIRES: inner != nullptr.
+  static absl::StatusOr<std::unique_ptr<SampleSource>> Wrap(std::unique_ptr<SampleSource> inner,
+                                                            bool inner_ends,
+                                                            std::vector<OutcomeReport> reports);
+
+  void Describe(v1::Hello* hello) const override { inner_->Describe(hello); }
+  absl::StatusOr<size_t> Fill(size_t max_completions, v1::SampleBatch* batch) override;
+  bool exhausted() const override { return inner_->exhausted() && sent_; }
+  bool live() const override { return inner_->live(); }
+  void OnTableApplied(const PolicyTable& table) override { inner_->OnTableApplied(table); }
+
+ private:
+  explicit OutcomeReportSource(std::unique_ptr<SampleSource> inner)
+      : inner_(std::move(inner)) {}
+
+  std::unique_ptr<SampleSource> inner_;
+  std::vector<v1::KeyOutcome> outcomes_;
+  bool sent_ = false;
+};
+
+}  // namespace spintune
+
+#endif  // SPINTUNE_AGENT_OUTCOME_REPORT_SOURCE_H_

@@ -1,0 +1,43 @@
+// OutcomeReport: a driver's own measurement of what its waits cost, per key,
+// under one policy version (docs/verification.md, "Outcome report files"):
+// the file `spintune-uring-ref --report` writes, `spintune verify` compares
+// with a table's predictions and `spintune-agent --outcomes` sends to the
+// tuner's verifier.
+//
+// Pure functions; thread-safe.
+#ifndef SPINTUNE_POLICY_OUTCOME_REPORT_H_
+#define SPINTUNE_POLICY_OUTCOME_REPORT_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "models/cost_moments.h"
+
+namespace spintune {
+
+struct OutcomeReportKey {
+  std::string cpu_class;  // "default" when the file names none
+  uint32_t opcode = 0;
+  uint32_t size_class = 0;
+  uint64_t bytes = 0;
+  CostMoments moments;
+};
+
+struct OutcomeReport {
+  std::string device;
+  std::string mode;             // "table", "block", ... (free text, may be empty)
+  uint64_t policy_version = 0;  // the version waited by; 0: the driver's default rule
+  std::vector<OutcomeReportKey> keys;  // each (cpu_class, opcode, size_class) at most once
+};
+
+// Reads and validates a `spintune-outcomes` version 1 file. InvalidArgument
+// naming the path and field for anything else: every number present,
+// finite and >= 0, requests >= 1, size_class <= 64, opcode < 2^32 - 1, no
+// key twice; NotFound / FailedPrecondition for unreadable files.
+absl::StatusOr<OutcomeReport> ReadOutcomeReport(const std::string& path);
+
+}  // namespace spintune
+
+#endif  // SPINTUNE_POLICY_OUTCOME_REPORT_H_
