@@ -63,6 +63,16 @@ class PlatformModel {
   // `measured` in place of the constant.
   static PlatformModel Measured(const PlatformCosts& declared, const MeasuredCosts& measured);
 
+  // This model with the IRQ path's costs replaced (a key whose IRQ path was
+  // measured on its own, tuner/verifier.h IrqPathOutcomes).
+  // REQUIRES: both finite and >= 0.
+  PlatformModel WithIrqPath(double irq_cpu_ns, double irq_wake_ns) const {
+    PlatformModel m = *this;
+    m.means_.irq_cpu_ns = irq_cpu_ns;
+    m.means_.irq_wake_ns = irq_wake_ns;
+    return m;
+  }
+
   // Mean of every cost; means().timer_wake_ns is the mean of the atoms.
   // What the linear terms use and what a fitted table records.
   const PlatformCosts& means() const { return means_; }

@@ -251,8 +251,15 @@ absl::StatusOr<PolicyTable> BuildPolicyTable(const FitInputs& inputs, const FitC
     }
     PolicyEntry entry;
     entry.key = k.key;
+    PlatformModel model = models[cpu];
+    auto irq = inputs.irq_outcomes.find(k.key);
+    if (irq != inputs.irq_outcomes.end() && irq->second.requests >= kMinIrqPathRequests) {
+      model = model.WithIrqPath(
+          irq->second.MeanCpuNs(),
+          std::max(0.0, irq->second.MeanLatencyNs() - k.histogram.MeanNs()));
+    }
     absl::Status fitted =
-        FitEntry(k.histogram, models[cpu], options, *dev->second, config, incumbent, &entry);
+        FitEntry(k.histogram, model, options, *dev->second, config, incumbent, &entry);
     // Every strategy excluded by timeouts: no entry, the fallback decides.
     if (absl::IsFailedPrecondition(fitted)) continue;
     SPINTUNE_RETURN_IF_ERROR(fitted);

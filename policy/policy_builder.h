@@ -35,6 +35,7 @@
 #include "models/context_tree.h"
 #include "models/latency_histogram.h"
 #include "models/platform_model.h"
+#include "models/cost_moments.h"
 #include "policy/policy_table.h"
 
 namespace spintune {
@@ -82,6 +83,8 @@ struct FitConfig {
   ContextOptions context_options;
 };
 
+inline constexpr uint64_t kMinIrqPathRequests = 100;
+
 struct FitInputs {
   std::string board;
   std::vector<CpuClassInfo> cpu_classes;  // declared (constant) costs
@@ -90,6 +93,14 @@ struct FitInputs {
   std::map<std::string, MeasuredCosts> measured_costs;
   std::vector<DeviceInfo> devices;
   std::vector<KeyEvidence> keys;
+  // Optional: what a driver measured for a key while it waited by the IRQ
+  // path (outcomes, docs/verification.md). A key with at least
+  // kMinIrqPathRequests of them is priced with its own IRQ path: irq_cpu =
+  // their mean CPU, irq_wake = their mean latency - the mean completion time
+  // of its evidence (>= 0), in place of its CPU class's. On a VM or with deep
+  // idle states the wake-up cost depends on how long the CPU slept, so one
+  // constant per class misprices some keys.
+  std::map<PolicyKey, CostMoments> irq_outcomes;
   // Optional: every request with its issue time (any order), for context.
   std::vector<TimedRequest> requests;
 };

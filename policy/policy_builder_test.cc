@@ -175,6 +175,53 @@ TEST(PolicyBuilder, MeasuredIrqCostsReplaceTheDeclaredOnes) {
   EXPECT_EQ(t->cpu_classes[0].costs.timer_wake_ns, 50'000);  // declared
 }
 
+// A key whose IRQ path the driver measured (outcomes under an IRQ wait) is
+// priced by it. One key, X = 10 us always; the class declares irq_cpu 2 us
+// and irq_wake 2 us, poll 0.1 us, and an expensive timer:
+//   declared:   IRQ J = 2 + (10 + 2)           = 14 us   (spin: ~10 + 10 = 20)
+//   measured:   mean CPU 6 us, mean latency 30 us -> irq_cpu 6, irq_wake 20:
+//               IRQ J = 6 + (10 + 20)          = 36 us   -> spinning (20 us)
+// 99 measured requests are too few (kMinIrqPathRequests = 100): declared.
+TEST(PolicyBuilder, AKeysMeasuredIrqPathPricesItsIrqWait) {
+  FitInputs in;
+  in.board = "test-board";
+  in.cpu_classes = {{"cpu", 1'000'000, PlatformCosts{2'000, 2'000, 100, 50'000, 500'000}}};
+  in.devices = {{"uring0", "io_uring", "file", {}}};
+  KeyEvidence k;
+  k.key = {"cpu", "uring0", 0, 13};
+  k.histogram.Record(10'000, 1000);
+  in.keys = {k};
+  FitConfig config;
+  config.min_samples = 50;
+  config.max_spin_ns = 1'000'000;
+  auto entry = [&](const FitInputs& inputs) {
+    auto t = BuildPolicyTable(inputs, config);
+    EXPECT_TRUE(t.ok()) << t.status();
+    return t.ok() ? t->entries[0] : PolicyEntry();
+  };
+  const double x_ns = k.histogram.MeanNs();
+  const PolicyEntry declared = entry(in);
+  EXPECT_EQ(declared.wait.strategy, Strategy::kIrq);
+  EXPECT_NEAR(declared.expected.cpu_ns, 2'000, kExact);
+  EXPECT_NEAR(declared.expected.latency_ns, x_ns + 2'000, kExact);
+
+  CostMoments irq;
+  for (int i = 0; i < 99; ++i) irq.Add(6'000, 30'000);
+  in.irq_outcomes[k.key] = irq;
+  EXPECT_EQ(entry(in).wait.strategy, Strategy::kIrq) << "99 requests: not enough";
+
+  irq.Add(6'000, 30'000);
+  in.irq_outcomes[k.key] = irq;
+  const PolicyEntry measured = entry(in);
+  EXPECT_NE(measured.wait.strategy, Strategy::kIrq) << StrategyName(measured.wait.strategy);
+  EXPECT_NEAR(measured.expected_cost_ns, 2 * x_ns, 0.02 * x_ns) << "spinning through X";
+  // The table's CPU class keeps its declared constants.
+  auto t = BuildPolicyTable(in, config);
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(t->cpu_classes[0].costs.irq_cpu_ns, 2'000);
+  EXPECT_EQ(t->cpu_classes[0].costs.irq_wake_ns, 2'000);
+}
+
 // A device whose reads (CMD18) issued within 300 us of a write's (CMD25)
 // completion take 1 ms, the others 20 us; writes take 100 us. Commands go
 // one at a time, 10 us apart, 30% writes.

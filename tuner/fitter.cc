@@ -147,8 +147,15 @@ FitResult Fitter::RunRefit(const Request& r) {
     out.status = latest.status();
     return out;
   }
-  auto table = BuildPolicyTable(BuildFitInputs(*target, *keys, *dispatch, *timers),
-                                options_.fit, latest->has_value() ? &**latest : nullptr);
+  auto irq = IrqPathOutcomes(*store_, target_id, target->devices);
+  if (!irq.ok()) {
+    Logger().error("refit target={}: {}", target_id, irq.status().ToString());
+    out.status = irq.status();
+    return out;
+  }
+  FitInputs inputs = BuildFitInputs(*target, *keys, *dispatch, *timers);
+  inputs.irq_outcomes = std::move(*irq);
+  auto table = BuildPolicyTable(inputs, options_.fit, latest->has_value() ? &**latest : nullptr);
   if (!table.ok()) {
     Logger().error("refit target={} failed: {}", target_id, table.status().ToString());
     return out;

@@ -23,17 +23,22 @@ const PolicyEntry* EntryFor(const PolicyTable& table, const PolicyKey& key) {
   return fallback;
 }
 
-// The wait of `key` under version `version` (0: the device's default rule;
-// IRQ when it has none).
-absl::StatusOr<WaitParams> WaitUnder(Store& store, int64_t target_id, uint64_t version,
-                                     const PolicyTable& any_version, const PolicyKey& key) {
-  if (version == 0) {
-    for (const auto& d : any_version.devices) {
-      if (d.name != key.device) continue;
-      if (auto w = MatchDefault(d.default_rules, key.opcode, key.size_class)) return *w;
-    }
-    return WaitParams::Irq();
+// The wait of `key` under its device's default rule among `devices` (IRQ
+// when it has none).
+WaitParams DefaultWait(const std::vector<DeviceInfo>& devices, const PolicyKey& key) {
+  for (const auto& d : devices) {
+    if (d.name != key.device) continue;
+    if (auto w = MatchDefault(d.default_rules, key.opcode, key.size_class)) return *w;
   }
+  return WaitParams::Irq();
+}
+
+// The wait of `key` under version `version` (0: the device's default rule
+// among `devices`; IRQ when it has none).
+absl::StatusOr<WaitParams> WaitUnder(Store& store, int64_t target_id, uint64_t version,
+                                     const std::vector<DeviceInfo>& devices,
+                                     const PolicyKey& key) {
+  if (version == 0) return DefaultWait(devices, key);
   SPINTUNE_ASSIGN_OR_RETURN(auto table, store.LoadPolicy(target_id, version));
   if (!table) return absl::NotFoundError(absl::StrCat("no version ", version));
   const PolicyEntry* e = EntryFor(*table, key);
@@ -41,16 +46,26 @@ absl::StatusOr<WaitParams> WaitUnder(Store& store, int64_t target_id, uint64_t v
 }
 
 // Sets `e`'s wait to `w`, priced on the key's evidence (when it has any)
-// with `table`'s platform costs, so the entry's prediction is the wait's.
-void SetWait(const WaitParams& w, const KeyEvidence* evidence, const PolicyTable& table,
-             PolicyEntry* e) {
+// with `table`'s platform costs and the key's own IRQ path when `irq` has
+// enough requests (as BuildPolicyTable prices it), so the entry's prediction
+// is the wait's.
+void SetWait(const WaitParams& w, const KeyEvidence* evidence, const CostMoments* irq,
+             const PolicyTable& table, PolicyEntry* e) {
   e->wait = w;
   const int cls = table.CpuClassIndex(e->key.cpu_class);
-  if (evidence != nullptr && !evidence->histogram.empty() && cls >= 0) {
-    e->expected = EvaluateWait(WaitDistribution::FromHistogram(evidence->histogram), w,
-                               table.cpu_classes[static_cast<size_t>(cls)].costs);
-    e->expected_cost_ns = e->expected.Cost(table.latency_weight);
+  if (evidence == nullptr || evidence->histogram.empty() || cls < 0) return;
+  PlatformCosts costs = table.cpu_classes[static_cast<size_t>(cls)].costs;
+  if (irq != nullptr && irq->requests >= kMinIrqPathRequests) {
+    costs.irq_cpu_ns = irq->MeanCpuNs();
+    costs.irq_wake_ns = std::max(0.0, irq->MeanLatencyNs() - evidence->histogram.MeanNs());
   }
+  e->expected = EvaluateWait(WaitDistribution::FromHistogram(evidence->histogram), w, costs);
+  e->expected_cost_ns = e->expected.Cost(table.latency_weight);
+}
+
+const CostMoments* Find(const std::map<PolicyKey, CostMoments>& m, const PolicyKey& key) {
+  auto it = m.find(key);
+  return it == m.end() ? nullptr : &it->second;
 }
 
 std::string Us(const CostInterval& i) {
@@ -97,7 +112,7 @@ absl::StatusOr<VerifyResult> VerifyTarget(Store& store, int64_t target_id,
     }
     if (before == nullptr) continue;  // nothing to compare with (yet)
     SPINTUNE_ASSIGN_OR_RETURN(WaitParams before_wait,
-                              WaitUnder(store, target_id, before_version, *table, e.key));
+                              WaitUnder(store, target_id, before_version, table->devices, e.key));
     if (before_wait == e.wait) continue;  // this version did not change the key
     VerificationRecord v;
     v.key = e.key;
@@ -135,13 +150,14 @@ absl::StatusOr<VerifyResult> VerifyTarget(Store& store, int64_t target_id,
   SPINTUNE_ASSIGN_OR_RETURN(auto keys, store.LoadKeys(target_id));
   std::map<PolicyKey, const KeyEvidence*> evidence;
   for (const auto& k : keys) evidence[k.key] = &k;
+  SPINTUNE_ASSIGN_OR_RETURN(auto irq, IrqPathOutcomes(store, target_id, rollback.devices));
   std::vector<HeldKey> held;
   for (const auto& v : worse) {
     SPINTUNE_ASSIGN_OR_RETURN(WaitParams w,
-                              WaitUnder(store, target_id, v.incumbent_version, *table, v.key));
+                              WaitUnder(store, target_id, v.incumbent_version, table->devices, v.key));
     const KeyEvidence* ev = evidence.count(v.key) ? evidence[v.key] : nullptr;
     for (auto& e : rollback.entries) {
-      if (!e.fallback && e.key == v.key) SetWait(w, ev, rollback, &e);
+      if (!e.fallback && e.key == v.key) SetWait(w, ev, Find(irq, v.key), rollback, &e);
     }
     held.push_back({v.key, w, ev ? ev->histogram.total_count() : 0});
   }
@@ -178,6 +194,8 @@ absl::StatusOr<std::vector<PolicyKey>> ApplyHeldKeys(Store& store, int64_t targe
                                                      const std::vector<PolicyKey>& changed,
                                                      PolicyTable* table) {
   SPINTUNE_ASSIGN_OR_RETURN(auto held, store.ListHeldKeys(target_id));
+  if (held.empty()) return std::vector<PolicyKey>();
+  SPINTUNE_ASSIGN_OR_RETURN(auto irq, IrqPathOutcomes(store, target_id, table->devices));
   std::vector<PolicyKey> released;
   const std::set<PolicyKey> drifted(changed.begin(), changed.end());
   for (const auto& h : held) {
@@ -191,10 +209,34 @@ absl::StatusOr<std::vector<PolicyKey>> ApplyHeldKeys(Store& store, int64_t targe
     }
     for (auto& e : table->entries) {
       if (e.fallback || !(e.key == h.key) || e.wait == h.wait) continue;
-      SetWait(h.wait, evidence == keys.end() ? nullptr : &*evidence, *table, &e);
+      SetWait(h.wait, evidence == keys.end() ? nullptr : &*evidence, Find(irq, h.key), *table, &e);
     }
   }
   return released;
+}
+
+absl::StatusOr<std::map<PolicyKey, CostMoments>> IrqPathOutcomes(
+    Store& store, int64_t target_id, const std::vector<DeviceInfo>& devices) {
+  SPINTUNE_ASSIGN_OR_RETURN(auto outcomes, store.LoadOutcomes(target_id));
+  std::map<PolicyKey, CostMoments> irq;
+  std::map<uint64_t, std::optional<PolicyTable>> versions;  // loaded once each
+  for (const auto& o : outcomes) {
+    WaitParams wait = WaitParams::Irq();
+    if (o.version == 0) {
+      wait = DefaultWait(devices, o.key);
+    } else {
+      auto it = versions.find(o.version);
+      if (it == versions.end()) {
+        SPINTUNE_ASSIGN_OR_RETURN(auto t, store.LoadPolicy(target_id, o.version));
+        it = versions.emplace(o.version, std::move(t)).first;
+      }
+      if (!it->second) continue;  // a version this tuner never stored
+      const PolicyEntry* e = EntryFor(*it->second, o.key);
+      if (e) wait = e->wait;
+    }
+    if (wait.strategy == Strategy::kIrq) irq[o.key].Merge(o.moments);
+  }
+  return irq;
 }
 
 }  // namespace spintune

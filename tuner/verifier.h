@@ -23,6 +23,7 @@
 #define SPINTUNE_TUNER_VERIFIER_H_
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <vector>
 
@@ -53,6 +54,12 @@ absl::StatusOr<std::vector<PolicyKey>> ApplyHeldKeys(Store& store, int64_t targe
                                                      const std::vector<KeyEvidence>& keys,
                                                      const std::vector<PolicyKey>& changed,
                                                      PolicyTable* table);
+
+// Per key, the outcomes measured under versions (or the default rule,
+// version 0, by `devices`' rules) in which that key waited by the IRQ path,
+// merged: FitInputs::irq_outcomes.
+absl::StatusOr<std::map<PolicyKey, CostMoments>> IrqPathOutcomes(
+    Store& store, int64_t target_id, const std::vector<DeviceInfo>& devices);
 
 }  // namespace spintune
 
