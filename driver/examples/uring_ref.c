@@ -351,8 +351,15 @@ int main(int argc, char **argv)
 
 		/* measure: one request in 8, spread over every key, blocks (costs);
 		 * the rest spin (exact completion times). compare: table, block
-		 * and spin take turns, so all three see the disk in the same state. */
-		const int run = compare ? (int)((i / 2 / (unsigned long)o.nsizes) % 3)
+		 * and spin take turns, so all three see the disk in the same state,
+		 * in an order that cycles through all six permutations: each mode
+		 * follows each other mode equally often (spinning slows the next
+		 * few requests on a VM, whichever mode they belong to). */
+		static const int order[6][3] = {
+			{0, 1, 2}, {1, 2, 0}, {2, 0, 1}, {0, 2, 1}, {2, 1, 0}, {1, 0, 2},
+		};
+		const unsigned long group = i / 2 / (unsigned long)o.nsizes;
+		const int run = compare ? order[(group / 3) % 6][group % 3]
 				: block_mode ? 1 : spin_mode ? 2 : 0;
 		const int block_now =
 			(run == 1 && !measure) || (measure && ((i * 2654435761ul) >> 7) % 8 == 0);
