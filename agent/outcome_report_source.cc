@@ -16,6 +16,8 @@ absl::StatusOr<std::unique_ptr<SampleSource>> OutcomeReportSource::Wrap(
   inner->Describe(&hello);
   std::unique_ptr<OutcomeReportSource> s(new OutcomeReportSource(std::move(inner)));
   for (const auto& r : reports) {
+    if (r.keys.empty()) continue;  // nothing to send
+    std::vector<v1::KeyOutcome>& batch = s->reports_.emplace_back();
     int device = -1;
     for (int i = 0; i < hello.devices_size(); ++i) {
       if (hello.devices(i).name() == r.device) device = i;
@@ -46,7 +48,7 @@ absl::StatusOr<std::unique_ptr<SampleSource>> OutcomeReportSource::Wrap(
       o.set_cpu_ns_sq_sum(k.moments.cpu_ns_sq_sum);
       o.set_latency_ns_sq_sum(k.moments.latency_ns_sq_sum);
       o.set_cpu_latency_ns_sum(k.moments.cpu_latency_ns_sum);
-      s->outcomes_.push_back(std::move(o));
+      batch.push_back(std::move(o));
     }
   }
   return std::unique_ptr<SampleSource>(std::move(s));
@@ -58,9 +60,10 @@ absl::StatusOr<size_t> OutcomeReportSource::Fill(size_t max_completions,
     auto n = inner_->Fill(max_completions, batch);
     if (!n.ok() || *n > 0 || HasMeasurements(*batch) || !inner_->exhausted()) return n;
   }
-  if (sent_) return 0;
-  sent_ = true;
-  for (const auto& o : outcomes_) *batch->add_outcomes() = o;
+  if (next_ < reports_.size()) {
+    for (const auto& o : reports_[next_]) *batch->add_outcomes() = o;
+    ++next_;
+  }
   return 0;
 }
 

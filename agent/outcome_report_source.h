@@ -1,13 +1,15 @@
 // OutcomeReportSource: a sample source that ends (csv:, replay:) followed by
 // the outcome reports a driver wrote (policy/outcome_report.h,
 // `spintune-agent --outcomes FILE`): once the wrapped source is exhausted,
-// one more batch carries every report's keys as KeyOutcome, so the tuner's
-// verifier (tuner/verifier.h) compares what the driver measured under a
-// pushed version with what it measured under the version before.
+// each report follows as one batch of KeyOutcome, in the order given, so
+// the tuner's verifier (tuner/verifier.h) compares what the driver measured
+// under a pushed version with what it measured under the version before.
 //
-// Deterministic like the sources it wraps: the same files give the same
-// last batch, so an agent re-run with the same CSV and reports resends, not
-// duplicates, and a re-run with new reports appends them as a new batch.
+// Deterministic like the sources it wraps: the same files in the same order
+// give the same batches, so an agent re-run with the same CSV and reports
+// resends, not duplicates. To add the reports of a later run, give the
+// earlier ones first: they are resent, the new ones follow. (A new report
+// where an earlier run had another is a conflicting resend: refused.)
 //
 // Thread-safety: one thread.
 #ifndef SPINTUNE_AGENT_OUTCOME_REPORT_SOURCE_H_
@@ -32,7 +34,7 @@ class OutcomeReportSource : public SampleSource {
 
   void Describe(v1::Hello* hello) const override { inner_->Describe(hello); }
   absl::StatusOr<size_t> Fill(size_t max_completions, v1::SampleBatch* batch) override;
-  bool exhausted() const override { return inner_->exhausted() && sent_; }
+  bool exhausted() const override { return inner_->exhausted() && next_ == reports_.size(); }
   bool live() const override { return inner_->live(); }
   void OnTableApplied(const PolicyTable& table) override { inner_->OnTableApplied(table); }
 
@@ -41,8 +43,8 @@ class OutcomeReportSource : public SampleSource {
       : inner_(std::move(inner)) {}
 
   std::unique_ptr<SampleSource> inner_;
-  std::vector<v1::KeyOutcome> outcomes_;
-  bool sent_ = false;
+  std::vector<std::vector<v1::KeyOutcome>> reports_;  // one batch each
+  size_t next_ = 0;                                   // the next to send
 };
 
 }  // namespace spintune

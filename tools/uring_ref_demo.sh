@@ -4,7 +4,7 @@
 # tuner, let the agent publish the table to shared memory, run the driver
 # with that table and, for comparison, always blocking and always spinning;
 # send what it measured back for the tuner to verify (and roll back keys
-# measured worse than blocking), then measure the verified table again.
+# measured worse than blocking), and measure the verified table again.
 # Exit code 77 (skip) when io_uring or O_DIRECT is unavailable.
 set -euo pipefail
 BUILD=${1:-build}
@@ -40,21 +40,39 @@ compare() {
   "$REF" --mode compare --shm "$SHM-uring0" --ops $((3 * OPS)) --file "$OUT/data.dat" \
     --file-mib 64 --report "$1"
 }
-compare "$OUT/first"
+latest_version() {
+  "$BUILD/cli/spintune" --db "$OUT/spintune.db" policy uring-ref --format json |
+    awk -F'[:,]' '/^  "version"/ {print $2 + 0}'
+}
+# Rounds: what the driver measured under the table (and under its default
+# rule, always blocking) goes back to the tuner. The verifier compares each
+# key the table changed with blocking and rolls back the keys measured
+# worse; the refit prices each key's IRQ path as measured. The agent
+# publishes the result and the driver measures it again, until a round
+# changes nothing (at most ROUNDS). Each round's agent gives the earlier
+# rounds' reports first (resent, not stored twice), then its own.
+ROUNDS=${SPINTUNE_URING_ROUNDS:-3}
+round=1
+reports=()
+compare "$OUT/round1"
 echo
-# What the driver measured under the table (and under its default rule,
-# always blocking) goes back to the tuner: the verifier compares each key
-# the table changed with the default and rolls back the keys measured worse
-# (a new version, which the agent publishes before it exits).
-"$BUILD/agent/spintune-agent" --tuner "$addr" --agent-id uring-ref \
-  --source "csv:$OUT/samples.csv" --platform "$OUT/platform.json" \
-  --outcomes "$OUT/first-table.json" --outcomes "$OUT/first-block.json" \
-  --sink "shm:$SHM-{device}" --state-dir "$OUT/state" --give-up-after 20 >"$OUT/agent-verify.log" 2>&1
-"$BUILD/cli/spintune" --db "$OUT/spintune.db" policy uring-ref --format table
-echo
-# The table in force after the verification, measured again.
-compare "$OUT/outcomes"
-echo
+while [ "$round" -lt "$ROUNDS" ]; do
+  before=$(latest_version)
+  reports+=(--outcomes "$OUT/round$round-table.json" --outcomes "$OUT/round$round-block.json")
+  "$BUILD/agent/spintune-agent" --tuner "$addr" --agent-id uring-ref \
+    --source "csv:$OUT/samples.csv" --platform "$OUT/platform.json" "${reports[@]}" \
+    --sink "shm:$SHM-{device}" --state-dir "$OUT/state" --give-up-after 20 \
+    >"$OUT/agent-round$round.log" 2>&1
+  after=$(latest_version)
+  echo "round $round: the driver's outcomes sent; table version $before -> $after"
+  [ "$after" != "$before" ] || break
+  "$BUILD/cli/spintune" --db "$OUT/spintune.db" policy uring-ref --format table
+  echo
+  round=$((round + 1))
+  compare "$OUT/round$round"
+  echo
+done
+for mode in table block spin; do cp "$OUT/round$round-$mode.json" "$OUT/outcomes-$mode.json"; done
 # Its predictions against what the driver measured, per key.
 "$BUILD/cli/spintune" --db "$OUT/spintune.db" verify uring-ref \
   --report "table=$OUT/outcomes-table.json" --report "block=$OUT/outcomes-block.json" \
