@@ -189,21 +189,19 @@ TEST(Verification, ADriversOutcomeReportsRollBackAKeyTheyMeasuredWorse) {
   ASSERT_EQ(first.exit_code, 0) << first.err;
   ASSERT_NE(first.err.find("applied policy version=1 "), std::string::npos) << first.err;
 
-  std::vector<std::string> with_outcomes = agent;
-  for (const auto& r : {report("table.json", 1, 150e3, 200e3), report("block.json", 0, 20e3, 35e3)}) {
-    with_outcomes.push_back("--outcomes");
-    with_outcomes.push_back(r);
-  }
+  auto plus = [](std::vector<std::string> argv, const std::vector<std::string>& reports) {
+    for (const auto& r : reports) argv.insert(argv.end(), {"--outcomes", r});
+    return argv;
+  };
+  const std::vector<std::string> with_outcomes =
+      plus(agent, {report("table.json", 1, 150e3, 200e3), report("block.json", 0, 20e3, 35e3)});
   auto second = testing::Run(with_outcomes, dir.path().string());
   ASSERT_EQ(second.exit_code, 0) << second.err;
   EXPECT_NE(second.err.find("applied policy version=2 "), std::string::npos) << second.err;
   // A later round: the earlier reports first (resent), then the new ones
   // (the rolled-back version, measured: blocking again).
-  std::vector<std::string> later = with_outcomes;
-  for (const auto& r : {report("table2.json", 2, 20e3, 35e3), report("block2.json", 0, 20e3, 35e3)}) {
-    later.push_back("--outcomes");
-    later.push_back(r);
-  }
+  const std::vector<std::string> later = plus(
+      with_outcomes, {report("table2.json", 2, 20e3, 35e3), report("block2.json", 0, 20e3, 35e3)});
   auto third = testing::Run(later, dir.path().string());
   ASSERT_EQ(third.exit_code, 0) << third.err;
 
