@@ -128,5 +128,40 @@ TEST_F(InputErrors, APortInUseIsOneLineWithoutGrpcDump) {
   EXPECT_FALSE(std::filesystem::exists(db)) << "refused before the database is created";
 }
 
+// spintune-agent --outcomes: an unreadable or malformed report, a source
+// that never ends, a report of a device the source does not have. The tuner
+// address is never dialled: the reports are checked first.
+TEST_F(InputErrors, BadOutcomeReportsAreRefusedBeforeTheAgentConnects) {
+  const std::string csv = Write("s.csv", "device,opcode,bytes,wait_ns,path,cpu_class\n"
+                                         "uring0,0,4096,5000,spin,default\n");
+  const std::string platform = Write(
+      "p.json", R"({"board": "b", "irq_cpu_ns": 1, "irq_wake_ns": 1, "poll_read_ns": 1,
+                   "timer_cpu_ns": 1, "timer_wake_ns": 1, "devices": [{"name": "uring0"}]})");
+  auto report = [&](const std::string& name, const std::string& device) {
+    return Write(name, R"({"format": "spintune-outcomes", "format_version": 1, "device": ")" +
+                           device + R"(", "policy_version": 1, "keys": [{"opcode": 0,
+                 "bytes": 4096, "size_class": 13, "requests": 1, "cpu_ns_sum": 1,
+                 "latency_ns_sum": 1, "cpu_ns_sq_sum": 1, "latency_ns_sq_sum": 1,
+                 "cpu_latency_ns_sum": 1}]})");
+  };
+  const std::vector<std::string> agent = {SPINTUNE_AGENT_BIN, "--tuner", "127.0.0.1:9",
+                                          "--state-dir", "", "--platform", platform};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> argv = agent;
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    return argv;
+  };
+  const std::string bad = Write("bad.json", R"({"format": "spintune-outcomes"})");
+  ExpectOneLineError(with({"--source", "csv:" + csv, "--outcomes", bad}),
+                     {"spintune-agent: --outcomes: ", bad, "not an outcome report"});
+  ExpectOneLineError(with({"--source", "csv:" + csv, "--outcomes", dir_.File("none.json")}),
+                     {"spintune-agent: --outcomes: ", dir_.File("none.json")});
+  ExpectOneLineError(
+      with({"--source", "sim:litex-rocket-50mhz-slowcard", "--outcomes", report("r.json", "mmc0")}),
+      {"spintune-agent: --outcomes: ", "a source that ends"});
+  ExpectOneLineError(with({"--source", "csv:" + csv, "--outcomes", report("m.json", "mmc0")}),
+                     {"spintune-agent: --outcomes: ", "device 'mmc0'", "no such device"});
+}
+
 }  // namespace
 }  // namespace spintune
