@@ -120,9 +120,12 @@ TunerCore::~TunerCore() { Stop(); }
 
 void TunerCore::Stop() {
   compactor_.reset();
-  fitter_.reset();  // first: it posts to the queue
   queue_.Stop();
   if (worker_.joinable()) worker_.join();
+  // Only after the worker, which calls it (destroying it first raced with
+  // a refit or verification being asked for). Results it delivers meanwhile
+  // land in the stopped queue and are dropped with the rest.
+  fitter_.reset();
   for (auto& job : queue_.TakeAll()) {
     if (job.done) job.done();
   }
