@@ -3,15 +3,15 @@
 #include <grpcpp/grpcpp.h>
 
 #include <cctype>
-#include <condition_variable>
 #include <filesystem>
 #include <deque>
 #include <fstream>
-#include <mutex>
 #include <random>
 #include <thread>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "agent/batch_spool.h"
 #include "agent/knobs/knob_controller.h"
 #include "common/file_util.h"
@@ -28,6 +28,14 @@ namespace spintune {
 
 using Stream = grpc::ClientReaderWriter<v1::AgentMessage, v1::TunerMessage>;
 
+// Threads: Run()'s (produces, writes batches, waits for acks), the session's
+// reader (acks, policies, knob commands) and whoever calls Stop() or
+// stats(). The delivery state (pending batches, seqs, the spool, the
+// source, stats) is guarded by mu_; cv_ (with mu_) wakes Run() when an ack,
+// a refusal, the drain or Stop() arrives. write_mu_ serialises writes to the
+// stream and is never taken with mu_ held. What is not annotated is either
+// const, set by Run() before the first session and read-only after (hello_,
+// sink_), or Run()'s thread's alone (channel_, stub_, reconnect_).
 class Agent::Impl {
  public:
   Impl(AgentOptions options, std::unique_ptr<SampleSource> source,
@@ -35,8 +43,8 @@ class Agent::Impl {
       : options_(std::move(options)), source_(std::move(source)), sink_(std::move(sink)) {}
 
   absl::Status Run();
-  void Stop() {
-    std::lock_guard<std::mutex> lock(mu_);
+  void Stop() ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
     // With a spool nothing is lost by stopping: give batches in flight a
     // moment to be acknowledged, no more.
     if (!stop_) {
@@ -44,10 +52,10 @@ class Agent::Impl {
                                              : options_.drain_timeout);
     }
     stop_ = true;
-    cv_.notify_all();
+    cv_.SignalAll();
   }
-  AgentStats stats() const {
-    std::lock_guard<std::mutex> lock(mu_);
+  AgentStats stats() const ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
     return stats_;
   }
 
@@ -58,35 +66,35 @@ class Agent::Impl {
     absl::Time sent_at = absl::InfinitePast();  // written on the current session
   };
   // Keeps `batch` until acknowledged: in memory and in the spool.
-  void Keep(v1::AgentMessage message);
+  void Keep(v1::AgentMessage message) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Mirrors what a full spool dropped in pending_.
-  void ApplyDrops(const SpoolDrops& drops);
+  void ApplyDrops(const SpoolDrops& drops) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Forgets pending batches up to `seq` (acknowledged), or exactly `seq`
   // (returning its completion samples), also from the spool if `spool`.
-  void ForgetThrough(uint64_t seq);
-  uint64_t Forget(uint64_t seq, bool spool = true);
+  void ForgetThrough(uint64_t seq) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  uint64_t Forget(uint64_t seq, bool spool = true) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Renumbers pending batches, the spool and the next seq by `delta`.
-  absl::Status ShiftSeqs(int64_t delta);
+  absl::Status ShiftSeqs(int64_t delta) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Lines the agent's sequence up with the tuner's last durable seq
   // (HelloAck). FailedPrecondition when a deterministic source cannot
   // resend what the tuner lacks.
-  absl::Status Resume(uint64_t durable);
+  absl::Status Resume(uint64_t durable) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Completion samples the next batch may hold: the batch size, capped by
   // what --max-samples leaves (0: nothing more to produce).
-  size_t NextBatchSize() const {
+  size_t NextBatchSize() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (options_.max_samples == 0) return options_.batch_size;
     return std::min<uint64_t>(options_.batch_size,
                               options_.max_samples - stats_.samples_generated);
   }
   // Draws and discards batches until the source has produced `batches`
   // (the ones the spool holds or the tuner acknowledged).
-  absl::Status FastForward(uint64_t batches);
+  absl::Status FastForward(uint64_t batches) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Live and paced sources keep measuring while the tuner is away.
-  bool ProducesDuringOutage() const {
+  bool ProducesDuringOutage() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return source_->live() || options_.samples_per_second > 0;
   }
   // When the next batch of a paced source is due.
-  absl::Time NextDue() const {
+  absl::Time NextDue() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (options_.samples_per_second <= 0) return absl::InfinitePast();
     return pace_start_ + absl::Seconds(static_cast<double>(stats_.samples_generated) /
                                        options_.samples_per_second);
@@ -104,25 +112,25 @@ class Agent::Impl {
   absl::Status ApplyTable(const v1::PolicyTable& table, bool* write_failed = nullptr);
   std::string LastGoodPath() const;
   void ReapplyLastGood();
-  bool Write(Stream* stream, const v1::AgentMessage& message);
+  bool Write(Stream* stream, const v1::AgentMessage& message) ABSL_LOCKS_EXCLUDED(mu_);
   // Produces the next batch (seq = generated_seq_ + 1) into pending_.
   // Returns false when the source has nothing (now, or at its end).
-  absl::StatusOr<bool> Produce();
-  absl::Status Record(const v1::SampleBatch& batch);
+  absl::StatusOr<bool> Produce() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status Record(const v1::SampleBatch& batch) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Stop() was called and everything in flight is acknowledged, or the
   // flush deadline passed.
-  bool StopNow() const {
+  bool StopNow() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return stop_ && (pending_.empty() || absl::Now() > stop_deadline_);
   }
   // DataLoss summarising what was refused or dropped this run, else OK.
-  absl::Status Lost() const;
-  bool AllProduced() const {
+  absl::Status Lost() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool AllProduced() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return source_done_ ||
            (options_.max_samples > 0 && stats_.samples_generated >= options_.max_samples);
   }
 
   const AgentOptions options_;
-  std::unique_ptr<SampleSource> source_;
+  std::unique_ptr<SampleSource> source_ ABSL_PT_GUARDED_BY(mu_);
   std::unique_ptr<PolicySink> sink_;
   v1::Hello hello_;
   // A new channel for the tuner (after a failed session: a fresh one).
@@ -130,33 +138,36 @@ class Agent::Impl {
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::Tuner::Stub> stub_;
   bool reconnect_ = false;
-  std::unique_ptr<CompletionsCsvWriter> record_;
 
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  bool stop_ = false;
-  absl::Time stop_deadline_ = absl::InfiniteFuture();  // flush until then
-  bool session_established_ = false;
-  bool broken_ = false;
-  bool drained_ = false;
-  bool source_done_ = false;
+  mutable absl::Mutex mu_;
+  absl::CondVar cv_;  // with mu_
+  std::unique_ptr<CompletionsCsvWriter> record_ ABSL_GUARDED_BY(mu_);
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  // Flush until then.
+  absl::Time stop_deadline_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
+  bool session_established_ ABSL_GUARDED_BY(mu_) = false;
+  bool broken_ ABSL_GUARDED_BY(mu_) = false;
+  bool drained_ ABSL_GUARDED_BY(mu_) = false;
+  bool source_done_ ABSL_GUARDED_BY(mu_) = false;
   // Seq of the newest batch produced. For a deterministic source seq N is
   // always the source's Nth batch, across restarts.
-  uint64_t generated_seq_ = 0;
-  uint64_t source_batches_ = 0;  // batches drawn from the source, skipped ones included
+  uint64_t generated_seq_ ABSL_GUARDED_BY(mu_) = 0;
+  // Batches drawn from the source, skipped ones included.
+  uint64_t source_batches_ ABSL_GUARDED_BY(mu_) = 0;
   // Where generated_seq_ stands is known: from the spool's history or a
   // HelloAck. A live source that starts without one renumbers what it
   // measured once the first HelloAck says where the tuner's sequence is.
-  bool seq_base_known_ = false;
+  bool seq_base_known_ ABSL_GUARDED_BY(mu_) = false;
   // Lowest seq the spool may drop: everything below may already be stored.
-  uint64_t min_droppable_seq_ = 1;
-  absl::Time pace_start_ = absl::Now();
-  std::deque<Pending> pending_;  // ordered by seq
-  size_t sent_count_ = 0;        // pending_ prefix written on the current session
-  std::unique_ptr<BatchSpool> spool_;
-  AgentStats stats_;
+  uint64_t min_droppable_seq_ ABSL_GUARDED_BY(mu_) = 1;
+  absl::Time pace_start_ ABSL_GUARDED_BY(mu_) = absl::Now();
+  std::deque<Pending> pending_ ABSL_GUARDED_BY(mu_);  // ordered by seq
+  // pending_ prefix written on the current session.
+  size_t sent_count_ ABSL_GUARDED_BY(mu_) = 0;
+  std::unique_ptr<BatchSpool> spool_ ABSL_GUARDED_BY(mu_);
+  AgentStats stats_ ABSL_GUARDED_BY(mu_);
 
-  std::mutex write_mu_;
+  absl::Mutex write_mu_;  // one Write() on the stream at a time
 };
 
 absl::StatusOr<bool> Agent::Impl::Produce() {
@@ -347,7 +358,7 @@ absl::Status Agent::Impl::Record(const v1::SampleBatch& batch) {
 }
 
 bool Agent::Impl::Write(Stream* stream, const v1::AgentMessage& message) {
-  std::lock_guard<std::mutex> lock(write_mu_);
+  absl::MutexLock lock(&write_mu_);
   return stream->Write(message);
 }
 
@@ -390,7 +401,7 @@ void Agent::Impl::ReapplyLastGood() {
     Logger().warn("last good table {} not re-applied: {}", LastGoodPath(), s.message());
     return;
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (auto applied = PolicyTableFromProto(table, hello_); applied.ok()) {
     source_->OnTableApplied(*applied);
   }
@@ -408,18 +419,18 @@ void Agent::Impl::HandlePolicy(const v1::PolicyUpdate& update, Stream* stream) {
   applied->set_ok(status.ok());
   if (status.ok()) {
     if (auto table = PolicyTableFromProto(update.table(), hello_); table.ok()) {
-      std::lock_guard<std::mutex> lock(mu_);  // the source is used under mu_
+      absl::MutexLock lock(&mu_);  // the source is used under mu_
       source_->OnTableApplied(*table);
     }
     if (!options_.state_dir.empty()) {
       absl::Status kept = WriteFileAtomically(LastGoodPath(), update.table().SerializeAsString());
       if (!kept.ok()) Logger().warn("cannot keep the last good table: {}", kept.message());
     }
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     stats_.applied_version = update.table().version();
   } else {
     applied->set_error(std::string(status.message()));
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (write_failed) {
       ++stats_.table_write_failures;
       Logger().error("could not write policy version={}: {}; version {} stays in force",
@@ -451,15 +462,15 @@ void Agent::Impl::ReadLoop(Stream* stream) {
   while (stream->Read(&msg)) {
     switch (msg.msg_case()) {
       case v1::TunerMessage::kBatchAck: {
-        std::lock_guard<std::mutex> lock(mu_);
+        absl::MutexLock lock(&mu_);
         ForgetThrough(msg.batch_ack().seq());
         ++stats_.batches_acked;
         if (msg.batch_ack().duplicate()) ++stats_.duplicate_acks;
-        cv_.notify_all();
+        cv_.SignalAll();
         break;
       }
       case v1::TunerMessage::kRejected: {
-        std::lock_guard<std::mutex> lock(mu_);
+        absl::MutexLock lock(&mu_);
         const auto& r = msg.rejected();
         if (r.seq() != 0 && !r.retry()) {
           // The tuner used the seq up and stored nothing of it: never resend.
@@ -474,7 +485,7 @@ void Agent::Impl::ReadLoop(Stream* stream) {
         } else {
           Logger().error("tuner rejected a message code={}: {}", r.code(), r.message());
         }
-        cv_.notify_all();
+        cv_.SignalAll();
         break;
       }
       case v1::TunerMessage::kPolicy:
@@ -484,19 +495,19 @@ void Agent::Impl::ReadLoop(Stream* stream) {
         if (options_.knobs) options_.knobs->OnCommand(msg.knob());
         break;
       case v1::TunerMessage::kDrained: {
-        std::lock_guard<std::mutex> lock(mu_);
+        absl::MutexLock lock(&mu_);
         drained_ = true;
         stats_.tuner_total_samples = msg.drained().total_samples();
-        cv_.notify_all();
+        cv_.SignalAll();
         break;
       }
       default:
         break;
     }
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   broken_ = true;
-  cv_.notify_all();
+  cv_.SignalAll();
 }
 
 absl::Status Agent::Impl::Connect() {
@@ -523,7 +534,7 @@ absl::StatusOr<Agent::Impl::SessionEnd> Agent::Impl::RunSession() {
   v1::AgentMessage hello_msg;
   *hello_msg.mutable_hello() = hello_;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     hello_msg.mutable_hello()->set_applied_policy_version(stats_.applied_version);
   }
   v1::TunerMessage first;
@@ -544,7 +555,7 @@ absl::StatusOr<Agent::Impl::SessionEnd> Agent::Impl::RunSession() {
   const uint64_t durable = first.hello_ack().last_durable_seq();
   size_t resending = 0;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     session_established_ = true;
     broken_ = false;
     drained_ = false;
@@ -571,7 +582,7 @@ absl::StatusOr<Agent::Impl::SessionEnd> Agent::Impl::RunSession() {
   bool drain_sent = false;
   absl::Time drain_deadline = absl::InfiniteFuture();
   while (ok) {
-    std::unique_lock<std::mutex> lock(mu_);
+    absl::ReleasableMutexLock lock(&mu_);
     if (broken_) break;
     if (StopNow()) {
       end = SessionEnd::kStopped;
@@ -582,7 +593,7 @@ absl::StatusOr<Agent::Impl::SessionEnd> Agent::Impl::RunSession() {
       v1::AgentMessage m = pending_[sent_count_].message;
       pending_[sent_count_].sent_at = absl::Now();
       ++sent_count_;
-      lock.unlock();
+      lock.Release();
       ok = Write(stream.get(), m);
       continue;
     }
@@ -590,12 +601,12 @@ absl::StatusOr<Agent::Impl::SessionEnd> Agent::Impl::RunSession() {
         pending_.size() < options_.max_unacked_batches) {
       const absl::Time due = NextDue();
       if (absl::Now() < due) {
-        cv_.wait_for(lock, absl::ToChronoMilliseconds(due - absl::Now()));
+        cv_.WaitWithTimeout(&mu_, due - absl::Now());
         continue;
       }
       auto more = Produce();
       if (!more.ok()) {
-        lock.unlock();
+        lock.Release();
         ctx.TryCancel();
         reader.join();
         stream->Finish();
@@ -603,7 +614,7 @@ absl::StatusOr<Agent::Impl::SessionEnd> Agent::Impl::RunSession() {
       }
       if (!*more) {
         // A live source with nothing right now: let acks and Stop() in.
-        if (!source_done_) cv_.wait_for(lock, std::chrono::milliseconds(20));
+        if (!source_done_) cv_.WaitWithTimeout(&mu_, absl::Milliseconds(20));
       }
       continue;
     }
@@ -616,7 +627,7 @@ absl::StatusOr<Agent::Impl::SessionEnd> Agent::Impl::RunSession() {
       if (!drain_sent) {
         drain_sent = true;
         drain_deadline = absl::Now() + options_.drain_timeout;
-        lock.unlock();
+        lock.Release();
         v1::AgentMessage drain;
         drain.mutable_drain();
         ok = Write(stream.get(), drain);
@@ -629,14 +640,14 @@ absl::StatusOr<Agent::Impl::SessionEnd> Agent::Impl::RunSession() {
         break;
       }
     }
-    cv_.wait_for(lock, std::chrono::milliseconds(200));
+    cv_.WaitWithTimeout(&mu_, absl::Milliseconds(200));
   }
 
   if (options_.knobs) options_.knobs->Detach();  // before the stream goes
   if (end == SessionEnd::kBroken) {
     ctx.TryCancel();
   } else {
-    std::lock_guard<std::mutex> lock(write_mu_);
+    absl::MutexLock lock(&write_mu_);
     stream->WritesDone();
   }
   reader.join();
@@ -652,8 +663,11 @@ absl::Status Agent::Impl::Run() {
   if (options_.batch_size == 0 || options_.max_unacked_batches == 0) {
     return absl::InvalidArgumentError("batch size and window must be > 0");
   }
-  source_->Describe(&hello_);
-  pace_start_ = absl::Now();
+  {
+    absl::MutexLock lock(&mu_);  // Stop() and stats() may look already
+    source_->Describe(&hello_);
+    pace_start_ = absl::Now();
+  }
   hello_.set_agent_id(options_.agent_id);
   hello_.set_agent_version(Version());
   if (!options_.state_dir.empty()) {
@@ -668,9 +682,10 @@ absl::Status Agent::Impl::Run() {
   if (!options_.spool_dir.empty()) {
     auto spool = BatchSpool::Open(options_.spool_dir, options_.spool_max_bytes);
     if (!spool.ok()) return spool.status();
-    spool_ = std::move(*spool);
-    auto restored = spool_->LoadAll();
+    auto restored = (*spool)->LoadAll();
     if (!restored.ok()) return restored.status();
+    absl::MutexLock lock(&mu_);
+    spool_ = std::move(*spool);
     for (auto& b : *restored) {
       v1::AgentMessage m;
       *m.mutable_batch() = std::move(b);
@@ -701,7 +716,9 @@ absl::Status Agent::Impl::Run() {
   }
   if (!options_.record_csv.empty()) {
     SPINTUNE_ASSIGN_OR_RETURN(
-        record_, CompletionsCsvWriter::Open(options_.record_csv, {}, /*append=*/true));
+        auto record, CompletionsCsvWriter::Open(options_.record_csv, {}, /*append=*/true));
+    absl::MutexLock lock(&mu_);
+    record_ = std::move(record);
   }
   SPINTUNE_RETURN_IF_ERROR(Connect());
 
@@ -712,12 +729,12 @@ absl::Status Agent::Impl::Run() {
     auto end = RunSession();
     if (!end.ok()) return end.status();
     if (*end == SessionEnd::kFinished) {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       return Lost();
     }
     if (*end == SessionEnd::kStopped) break;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       ++stats_.reconnects;
       if (session_established_) {
         session_established_ = false;
@@ -738,28 +755,28 @@ absl::Status Agent::Impl::Run() {
     std::uniform_real_distribution<double> j(0.8, 1.2);
     const absl::Time until = absl::Now() + backoff * j(jitter);
     constexpr absl::Duration kSlice = absl::Milliseconds(50);
-    std::unique_lock<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     while (!StopNow() && absl::Now() < until) {
       if (channel_->GetState(/*try_to_connect=*/true) == GRPC_CHANNEL_READY) break;
       if (!ProducesDuringOutage() || AllProduced() || stop_) {
-        cv_.wait_for(lock, absl::ToChronoMilliseconds(std::min(until - absl::Now(), kSlice)),
-                     [this] { return StopNow(); });
+        const absl::Time wake = absl::Now() + std::min(until - absl::Now(), kSlice);
+        while (!StopNow() && !cv_.WaitWithDeadline(&mu_, wake)) {
+        }
         continue;
       }
       const absl::Time due = NextDue();
       if (absl::Now() < due) {
-        cv_.wait_for(lock, absl::ToChronoMilliseconds(
-                               std::min({due - absl::Now(), until - absl::Now(), kSlice})));
+        cv_.WaitWithTimeout(&mu_, std::min({due - absl::Now(), until - absl::Now(), kSlice}));
         continue;
       }
       auto more = Produce();
       if (!more.ok()) return more.status();
-      if (!*more) cv_.wait_for(lock, std::chrono::milliseconds(20));
+      if (!*more) cv_.WaitWithTimeout(&mu_, absl::Milliseconds(20));
     }
     if (StopNow()) break;
     backoff = std::min(backoff * 2, options_.max_backoff);
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (!pending_.empty()) {
     if (spool_) {
       Logger().info("stopped with {} batches not acknowledged, kept in the spool {}",

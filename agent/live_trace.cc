@@ -241,9 +241,8 @@ void LiveTrace::ReadLoop() {
 }
 
 void LiveTrace::Fail(absl::Status status) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   status_ = std::move(status);
-  cv_.notify_all();
 }
 
 void LiveTrace::ReadRawLoop() {
@@ -310,7 +309,7 @@ void LiveTrace::Consume(absl::string_view text) {
 void LiveTrace::Publish(LiveTraceStats delta) {
   auto& cs = correlator_->completions();
   auto& ds = correlator_->dispatches();
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   for (auto& c : cs) {
     if (devices_.count(c.device) == 0) {
       ++delta.other_devices;
@@ -339,14 +338,14 @@ void LiveTrace::Publish(LiveTraceStats delta) {
   stats_.unparsed_lines += delta.unparsed_lines;
   stats_.queue_overflow += delta.queue_overflow;
   stats_.correlator = correlator_->stats();
-  if (!completions_.empty() || !dispatches_.empty()) cv_.notify_all();
 }
+
+bool LiveTrace::Ready() const { return !completions_.empty() || !status_.ok(); }
 
 size_t LiveTrace::Take(std::deque<CompletionEvent>* completions,
                        std::deque<DispatchEvent>* dispatches, absl::Duration timeout) {
-  std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait_for(lock, absl::ToChronoMilliseconds(timeout),
-               [this] { return !completions_.empty() || !status_.ok(); });
+  absl::MutexLock lock(&mu_);
+  mu_.AwaitWithTimeout(absl::Condition(this, &LiveTrace::Ready), timeout);
   const size_t n = completions_.size();
   for (auto& c : completions_) completions->push_back(std::move(c));
   for (auto& d : dispatches_) dispatches->push_back(std::move(d));
@@ -356,12 +355,12 @@ size_t LiveTrace::Take(std::deque<CompletionEvent>* completions,
 }
 
 LiveTraceStats LiveTrace::stats() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return stats_;
 }
 
 absl::Status LiveTrace::reader_status() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return status_;
 }
 

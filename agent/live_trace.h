@@ -6,21 +6,24 @@
 // binary per-CPU trace_pipe_raw pages through RawEventReader (the raw
 // capture). Shared by the captures (agent/capture/) and the host probe.
 //
-// Thread-safety: all public methods may be called from any thread.
+// Thread-safety: all public methods may be called from any thread. The
+// queues, stats and reader status are guarded by mu_ (an absl::Mutex; Take()
+// waits on it with an absl::Condition); what is marked "reader thread only"
+// is the reader thread's alone.
 #ifndef SPINTUNE_AGENT_LIVE_TRACE_H_
 #define SPINTUNE_AGENT_LIVE_TRACE_H_
 
 #include <atomic>
-#include <condition_variable>
 #include <deque>
 #include <memory>
-#include <mutex>
 #include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "agent/capture/raw/raw_event_reader.h"
 #include "agent/trace/trace_correlator.h"
@@ -75,8 +78,10 @@ class LiveTrace {
   // Parses and correlates trace_pipe text.
   void Consume(absl::string_view text);
   // Queues what the correlator produced and adds `delta` to the stats.
-  void Publish(LiveTraceStats delta);
-  void Fail(absl::Status status);
+  void Publish(LiveTraceStats delta) ABSL_LOCKS_EXCLUDED(mu_);
+  void Fail(absl::Status status) ABSL_LOCKS_EXCLUDED(mu_);
+  // Take() has something to return: a completion or the reader's error.
+  bool Ready() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   std::set<std::string> devices_;
   std::unique_ptr<TracefsInstance> instance_;
@@ -86,12 +91,11 @@ class LiveTrace {
   std::atomic<bool> stop_{false};
   std::thread reader_;
 
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<CompletionEvent> completions_;
-  std::deque<DispatchEvent> dispatches_;
-  LiveTraceStats stats_;
-  absl::Status status_;
+  mutable absl::Mutex mu_;
+  std::deque<CompletionEvent> completions_ ABSL_GUARDED_BY(mu_);
+  std::deque<DispatchEvent> dispatches_ ABSL_GUARDED_BY(mu_);
+  LiveTraceStats stats_ ABSL_GUARDED_BY(mu_);
+  absl::Status status_ ABSL_GUARDED_BY(mu_);
 };
 
 // The events (and block filters) a capture of `devices` needs, including

@@ -9,7 +9,7 @@
 #include "cli/table_format.h"
 #include "bench/online_tuner.h"
 #include "bench/peer_policies.h"
-#include "models/references.h"
+#include "bench/references.h"
 #include "models/wait_optimizer.h"
 
 namespace spintune {

@@ -120,9 +120,12 @@ TunerCore::~TunerCore() { Stop(); }
 
 void TunerCore::Stop() {
   compactor_.reset();
-  fitter_.reset();  // first: it posts to the queue
   queue_.Stop();
   if (worker_.joinable()) worker_.join();
+  // Only after the worker, which calls it (destroying it first raced with
+  // a refit or verification being asked for). Results it delivers meanwhile
+  // land in the stopped queue and are dropped with the rest.
+  fitter_.reset();
   for (auto& job : queue_.TakeAll()) {
     if (job.done) job.done();
   }
@@ -138,7 +141,7 @@ void TunerCore::Post(std::shared_ptr<SessionHandle> session, std::function<void(
 }
 
 void TunerCore::Count(uint64_t TunerCounters::*counter, uint64_t n) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   counters_.*counter += n;
 }
 
@@ -174,14 +177,14 @@ void TunerCore::WorkerLoop() {
 }
 
 void TunerCore::OnOpen(std::shared_ptr<SessionHandle> session) {
-  std::lock_guard<std::mutex> lock(admit_mu_);
+  absl::MutexLock lock(&admit_mu_);
   silent_.push_back(session);
 }
 
 void TunerCore::EndSilentStreams() {
   std::vector<std::shared_ptr<SessionHandle>> expired;
   {
-    std::lock_guard<std::mutex> lock(admit_mu_);
+    absl::MutexLock lock(&admit_mu_);
     const absl::Time now = absl::Now();
     std::vector<std::weak_ptr<SessionHandle>> still;
     for (auto& weak : silent_) {
@@ -203,7 +206,7 @@ void TunerCore::EndSilentStreams() {
 }
 
 bool TunerCore::AdmitRead(const std::shared_ptr<SessionHandle>& session) {
-  std::lock_guard<std::mutex> lock(admit_mu_);
+  absl::MutexLock lock(&admit_mu_);
   if (queue_.queued_bytes() < options_.max_queued_bytes) return true;
   waiting_readers_.push_back(session);
   return false;
@@ -212,7 +215,7 @@ bool TunerCore::AdmitRead(const std::shared_ptr<SessionHandle>& session) {
 void TunerCore::ResumeReaders() {
   std::vector<std::weak_ptr<SessionHandle>> resume;
   {
-    std::lock_guard<std::mutex> lock(admit_mu_);
+    absl::MutexLock lock(&admit_mu_);
     if (waiting_readers_.empty() || queue_.queued_bytes() >= options_.max_queued_bytes) return;
     resume.swap(waiting_readers_);
   }
@@ -234,7 +237,7 @@ void TunerCore::OnSessionEnd(std::shared_ptr<SessionHandle> session) {
                list.end());
     if (list.empty()) sessions_.erase(session->target_id);
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       --counters_.active_sessions;
     }
     CountTrackedStreams();
@@ -245,10 +248,10 @@ void TunerCore::CountTrackedStreams() {
   uint64_t n = 0;
   for (const auto& [target, list] : sessions_) n += list.size();
   {
-    std::lock_guard<std::mutex> lock(admit_mu_);
+    absl::MutexLock lock(&admit_mu_);
     n += silent_.size() + waiting_readers_.size();
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   counters_.tracked_streams = n;
 }
 
@@ -262,7 +265,7 @@ void TunerCore::ObserveIngestLatency(absl::Duration d) {
 }
 
 void TunerCore::CountRefusedCall(bool authenticated) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   ++(authenticated ? counters_.permission_denied : counters_.unauthenticated);
 }
 
@@ -271,7 +274,7 @@ absl::StatusOr<TokenRecord> TunerCore::Authenticate(const std::string& token) {
 }
 
 TunerCounters TunerCore::counters() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return counters_;
 }
 
@@ -301,7 +304,7 @@ void TunerCore::OnHello(std::shared_ptr<SessionHandle> session, v1::Hello hello,
     durable_[*id] = *durable;
     sessions_[*id].push_back(session);
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       ++counters_.sessions;
       ++counters_.active_sessions;
     }
@@ -465,7 +468,7 @@ void TunerCore::IngestGroup(std::vector<TunerJob>& jobs) {
         ack.mutable_batch_ack()->set_duplicate(!stored);
         session.Send(std::move(ack));
         {
-          std::lock_guard<std::mutex> lock(mu_);
+          absl::MutexLock lock(&mu_);
           ObserveIngestLatency(absl::Now() - job.received);
           if (!stored) {
             ++counters_.batches_duplicate;
@@ -647,7 +650,7 @@ void TunerCore::OnFitResult(FitResult result) {
   auto r = std::make_shared<FitResult>(std::move(result));
   Post(nullptr, [this, r] {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       counters_.changes_detected += r->changes_detected;
       if (r->fitted) ++counters_.refits;
       if (r->predicted) ++counters_.predicted_tables;
@@ -701,7 +704,7 @@ void TunerCore::Push(int64_t target_id, const PolicyTable& table) {
     if (auto s = weak.lock()) {
       s->Send(m);
       alive.push_back(weak);
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       ++counters_.pushes;
     }
   }

@@ -39,7 +39,12 @@
 //
 // Thread-safety: all public methods are thread-safe and non-blocking
 // (except Create() and the destructor, which stops the worker; work still
-// queued then is dropped unacknowledged, so agents resend it).
+// queued then is dropped unacknowledged, so agents resend it). Inside, two
+// absl::Mutex: mu_ guards the counters, admit_mu_ the streams waiting to
+// read or to say hello. Neither is held while the other is taken, nor while
+// a session is resumed or failed. Members say which lock guards them
+// (ABSL_GUARDED_BY, checked by clang's -Wthread-safety:
+// cmake/ThreadSafetyCheck.cmake); the rest is the worker thread's alone.
 #ifndef SPINTUNE_TUNER_TUNER_CORE_H_
 #define SPINTUNE_TUNER_TUNER_CORE_H_
 
@@ -49,14 +54,15 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "policy/policy_builder.h"
 #include "proto/channel_security.h"
@@ -210,8 +216,8 @@ class TunerCore {
   // Refuses (retry) a batch whose seq is beyond `durable` + 1, and what
   // follows it on its stream.
   void RefuseOutOfOrder(TunerJob& job, uint64_t durable);
-  void ObserveIngestLatency(absl::Duration d);  // REQUIRES: mu_ held
-  void Count(uint64_t TunerCounters::*counter, uint64_t n = 1);
+  void ObserveIngestLatency(absl::Duration d) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Count(uint64_t TunerCounters::*counter, uint64_t n = 1) ABSL_LOCKS_EXCLUDED(mu_);
   // Worker-only helpers.
   // Asks the fitter for a refit; returns its ticket.
   uint64_t RequestRefit(int64_t target_id, bool force);
@@ -237,14 +243,15 @@ class TunerCore {
   std::unique_ptr<Store> store_;
   JobQueue queue_;
 
-  mutable std::mutex mu_;
-  TunerCounters counters_;
+  mutable absl::Mutex mu_;
+  TunerCounters counters_ ABSL_GUARDED_BY(mu_);
 
-  std::mutex admit_mu_;
-  std::vector<std::weak_ptr<SessionHandle>> waiting_readers_;  // guarded by admit_mu_
-  std::vector<std::weak_ptr<SessionHandle>> silent_;           // guarded by admit_mu_
+  absl::Mutex admit_mu_;
+  // Streams paused by AdmitRead(), and streams that have not said hello.
+  std::vector<std::weak_ptr<SessionHandle>> waiting_readers_ ABSL_GUARDED_BY(admit_mu_);
+  std::vector<std::weak_ptr<SessionHandle>> silent_ ABSL_GUARDED_BY(admit_mu_);
 
-  // Worker-only state.
+  // Worker-only state (no lock).
   // Each target's last durable seq as this tuner last saw it (the store has
   // the final word: another tuner may have moved it on).
   std::map<int64_t, uint64_t> durable_;

@@ -93,11 +93,10 @@ KnobController::KnobController(KnobDeclaration declaration, std::string journal_
 
 KnobController::~KnobController() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     stop_ = true;
     sender_ = nullptr;
   }
-  cv_.notify_all();
   worker_.join();
   if (journal_.experiment_id != 0) {
     absl::Status s = RestoreBaseline("the agent is stopping");
@@ -105,43 +104,44 @@ KnobController::~KnobController() {
   }
 }
 
+bool KnobController::HasWork() const { return stop_ || !tasks_.empty(); }
+
+bool KnobController::Idle() const { return stop_ || (tasks_.empty() && !running_task_); }
+
 void KnobController::WorkerLoop() {
-  std::unique_lock<std::mutex> lock(mu_);
+  mu_.Lock();
   while (true) {
-    cv_.wait(lock, [this] { return stop_ || !tasks_.empty(); });
-    if (stop_) return;
+    mu_.Await(absl::Condition(this, &KnobController::HasWork));
+    if (stop_) break;
     auto [session, task] = std::move(tasks_.front());
     tasks_.pop_front();
     if (session != 0 && session != session_) continue;  // its session is gone
     running_task_ = true;
-    lock.unlock();
+    mu_.Unlock();
     task();
-    lock.lock();
+    mu_.Lock();
     running_task_ = false;
-    cv_.notify_all();
   }
+  mu_.Unlock();
 }
 
 void KnobController::Post(uint64_t session, std::function<void()> task) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    tasks_.emplace_back(session, std::move(task));
-  }
-  cv_.notify_all();
+  absl::MutexLock lock(&mu_);
+  tasks_.emplace_back(session, std::move(task));
 }
 
 void KnobController::WaitIdle() {
-  std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait(lock, [this] { return stop_ || (tasks_.empty() && !running_task_); });
+  absl::MutexLock lock(&mu_);
+  mu_.Await(absl::Condition(this, &KnobController::Idle));
 }
 
 void KnobController::Send(uint64_t session, const v1::AgentMessage& message) {
   // Held while sending: Detach() waits for a send in progress, so the
   // session's stream outlives every use.
-  std::lock_guard<std::mutex> sending(send_mu_);
+  absl::MutexLock sending(&send_mu_);
   Sender send;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (session != session_) return;
     send = sender_;
   }
@@ -150,18 +150,18 @@ void KnobController::Send(uint64_t session, const v1::AgentMessage& message) {
 }
 
 void KnobController::Attach(Sender send) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   session_ += session_ % 2 == 0 ? 1 : 2;
   sender_ = std::move(send);
 }
 
 void KnobController::Detach() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (session_ % 2 == 1) ++session_;
     sender_ = nullptr;
   }
-  { std::lock_guard<std::mutex> wait_for_send(send_mu_); }
+  { absl::MutexLock wait_for_send(&send_mu_); }
   Post(0, [this] {
     if (journal_.experiment_id == 0) return;
     absl::Status s = RestoreBaseline("the session with the tuner ended");
@@ -170,14 +170,14 @@ void KnobController::Detach() {
 }
 
 bool KnobController::busy() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return busy_;
 }
 
 void KnobController::OnCommand(v1::KnobCommand command) {
   uint64_t session;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (session_ % 2 == 0) return;  // read after Detach(): its session is gone
     session = session_;
   }
@@ -329,7 +329,7 @@ absl::StatusOr<v1::KnobsDeclared> KnobController::Declare() {
   Post(0, [&] { done.set_value(DeclareNow()); });
   auto declared = result.get();
   if (declared.ok()) {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     busy_ = true;
   }
   return declared;
@@ -392,7 +392,7 @@ absl::StatusOr<v1::KnobsDeclared> KnobController::DeclareNow() {
 void KnobController::RunTrial(const v1::KnobCommand& command) {
   uint64_t session;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     session = session_;
   }
   const absl::Time start = absl::Now();
@@ -444,7 +444,7 @@ void KnobController::RunTrial(const v1::KnobCommand& command) {
 void KnobController::RunEnd(const v1::KnobCommand& command) {
   uint64_t session;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     session = session_;
   }
   v1::AgentMessage reply;
@@ -501,7 +501,7 @@ void KnobController::RunEnd(const v1::KnobCommand& command) {
     }
   }
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     busy_ = false;
   }
   Send(session, reply);

@@ -16,20 +16,23 @@
 // After an end on a setting other than the start, Recover() re-applies it.
 //
 // Thread-safety: all public methods are thread-safe; commands run one at a
-// time, in order, on the worker.
+// time, in order, on the worker. mu_ (an absl::Mutex; the worker and
+// WaitIdle() wait on it with absl::Condition) guards the task queue and the
+// session; send_mu_ is held while a message is sent and taken before mu_.
+// What is marked worker-only takes no lock.
 #ifndef SPINTUNE_AGENT_KNOBS_KNOB_CONTROLLER_H_
 #define SPINTUNE_AGENT_KNOBS_KNOB_CONTROLLER_H_
 
-#include <condition_variable>
 #include <deque>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "agent/knobs/knob_access.h"
 #include "agent/knobs/knob_declaration.h"
 #include "agent/knobs/knob_journal.h"
@@ -93,10 +96,13 @@ class KnobController {
       const google::protobuf::RepeatedPtrField<v1::KnobValue>& setting,
       const std::map<std::string, std::string>& base) const;
   absl::Status SaveJournal();
-  void Send(uint64_t session, const v1::AgentMessage& message);
+  void Send(uint64_t session, const v1::AgentMessage& message) ABSL_LOCKS_EXCLUDED(mu_);
   // Runs `task` on the worker if it belongs to `session` (0: always).
-  void Post(uint64_t session, std::function<void()> task);
-  void WorkerLoop();
+  void Post(uint64_t session, std::function<void()> task) ABSL_LOCKS_EXCLUDED(mu_);
+  void WorkerLoop() ABSL_LOCKS_EXCLUDED(mu_);
+  // Conditions the worker and WaitIdle() wait for.
+  bool HasWork() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool Idle() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   KnobDeclaration declaration_;  // start values added to the domains
   const std::string journal_path_;
@@ -104,16 +110,15 @@ class KnobController {
   std::unique_ptr<KnobWorkload> workload_;
   KnobJournalState journal_;  // worker-only after Recover()
 
-  mutable std::mutex mu_;
-  std::mutex send_mu_;  // held while a message is sent; taken before mu_
-  std::condition_variable cv_;
-  std::deque<std::pair<uint64_t, std::function<void()>>> tasks_;  // guarded by mu_
-  bool running_task_ = false;    // guarded by mu_
-  bool stop_ = false;            // guarded by mu_
-  uint64_t session_ = 0;         // guarded by mu_; odd while attached
-  Sender sender_;                // guarded by mu_
-  bool busy_ = false;            // guarded by mu_
-  std::thread worker_;           // last
+  mutable absl::Mutex mu_;
+  absl::Mutex send_mu_ ABSL_ACQUIRED_BEFORE(mu_);  // held while a message is sent
+  std::deque<std::pair<uint64_t, std::function<void()>>> tasks_ ABSL_GUARDED_BY(mu_);
+  bool running_task_ ABSL_GUARDED_BY(mu_) = false;
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  uint64_t session_ ABSL_GUARDED_BY(mu_) = 0;  // odd while attached
+  Sender sender_ ABSL_GUARDED_BY(mu_);
+  bool busy_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread worker_;  // last
 };
 
 }  // namespace spintune

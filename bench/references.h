@@ -9,8 +9,8 @@
 // Best static in hindsight is OptimizeWait() on the whole stream.
 //
 // Pure functions; thread-safe.
-#ifndef SPINTUNE_MODELS_REFERENCES_H_
-#define SPINTUNE_MODELS_REFERENCES_H_
+#ifndef SPINTUNE_BENCH_REFERENCES_H_
+#define SPINTUNE_BENCH_REFERENCES_H_
 
 #include "models/cost_model.h"
 
@@ -30,4 +30,4 @@ inline double ClairvoyantCost(double x_ns, const PlatformCosts& c, double lambda
 
 }  // namespace spintune
 
-#endif  // SPINTUNE_MODELS_REFERENCES_H_
+#endif  // SPINTUNE_BENCH_REFERENCES_H_

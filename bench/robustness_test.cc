@@ -4,7 +4,7 @@
 #include <random>
 
 #include "gtest/gtest.h"
-#include "models/references.h"
+#include "bench/references.h"
 #include "models/wait_optimizer.h"
 
 namespace spintune {
