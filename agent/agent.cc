@@ -11,6 +11,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
 #include "agent/batch_spool.h"
 #include "agent/knobs/knob_controller.h"
@@ -40,7 +41,10 @@ class Agent::Impl {
  public:
   Impl(AgentOptions options, std::unique_ptr<SampleSource> source,
        std::unique_ptr<PolicySink> sink)
-      : options_(std::move(options)), source_(std::move(source)), sink_(std::move(sink)) {}
+      : options_(std::move(options)), source_(std::move(source)), sink_(std::move(sink)) {
+    tuners_ = absl::StrSplit(options_.tuner_address, ',', absl::SkipWhitespace());
+    if (tuners_.empty()) tuners_.push_back(options_.tuner_address);
+  }
 
   absl::Status Run();
   void Stop() ABSL_LOCKS_EXCLUDED(mu_) {
@@ -135,6 +139,11 @@ class Agent::Impl {
   v1::Hello hello_;
   // A new channel for the tuner (after a failed session: a fresh one).
   absl::Status Connect();
+  // The tuners to try, in order: after a failed session the next one.
+  // Run()'s thread alone.
+  std::vector<std::string> tuners_;
+  size_t tuner_index_ = 0;
+  const std::string& tuner() const { return tuners_[tuner_index_]; }
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::Tuner::Stub> stub_;
   bool reconnect_ = false;
@@ -520,7 +529,7 @@ absl::Status Agent::Impl::Connect() {
   // failed session the next attempt connects now, on the agent's backoff,
   // not after gRPC's (which kept a restarted tuner out for seconds).
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-  SPINTUNE_ASSIGN_OR_RETURN(channel_, MakeChannel(options_.tuner_address, options_.security, args));
+  SPINTUNE_ASSIGN_OR_RETURN(channel_, MakeChannel(tuner(), options_.security, args));
   stub_ = v1::Tuner::NewStub(channel_);
   return absl::OkStatus();
 }
@@ -540,7 +549,7 @@ absl::StatusOr<Agent::Impl::SessionEnd> Agent::Impl::RunSession() {
   v1::TunerMessage first;
   if (!stream->Write(hello_msg) || !stream->Read(&first) || !first.has_hello_ack()) {
     grpc::Status s = stream->Finish();
-    Logger().warn("session with {} failed: {}", options_.tuner_address,
+    Logger().warn("session with {} failed: {}", tuner(),
                   s.ok() ? "no hello ack" : s.error_message());
     if (s.error_code() == grpc::StatusCode::INVALID_ARGUMENT ||
         s.error_code() == grpc::StatusCode::FAILED_PRECONDITION ||
@@ -572,7 +581,7 @@ absl::StatusOr<Agent::Impl::SessionEnd> Agent::Impl::RunSession() {
     resending = pending_.size();
   }
   Logger().info("session up tuner={} last_durable_seq={} resending={} policy_version={}",
-                options_.tuner_address, durable, resending,
+                tuner(), durable, resending,
                 first.hello_ack().current_policy_version());
   std::thread reader([this, s = stream.get()] { ReadLoop(s); });
   bool ok = true;
@@ -733,6 +742,10 @@ absl::Status Agent::Impl::Run() {
       return Lost();
     }
     if (*end == SessionEnd::kStopped) break;
+    if (tuners_.size() > 1) {
+      tuner_index_ = (tuner_index_ + 1) % tuners_.size();
+      Logger().warn("moving on to tuner {}", tuner());
+    }
     {
       absl::MutexLock lock(&mu_);
       ++stats_.reconnects;

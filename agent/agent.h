@@ -43,7 +43,11 @@ namespace spintune {
 class KnobController;
 
 struct AgentOptions {
-  std::string tuner_address;      // host:port
+  // host:port, or a comma-separated list of them: after a failed session
+  // the agent moves on to the next (round robin). The tuners of a list must
+  // share one database (its durable seqs are what makes a resend exactly
+  // once).
+  std::string tuner_address;
   ClientSecurity security;        // TLS files and bearer token
   std::string agent_id;           // stable identity; REQUIRES: non-empty
   uint64_t max_samples = 0;       // stop after this many completions (0: never)

@@ -109,7 +109,10 @@ int main(int argc, char** argv) {
   app.set_config("--config", "", "Read options from this TOML file (flags override it)")
       ->check(spintune::NotADirectory());
   app.allow_config_extras(CLI::config_extras_mode::error);  // a typo is an error
-  app.add_option("--tuner", f.tuner, "Tuner address host:port")->capture_default_str();
+  app.add_option("--tuner", f.tuner,
+                 "Tuner address host:port, or a list a:1,b:2 of tuners sharing one database: "
+                 "after a failed session the agent moves on to the next")
+      ->capture_default_str();
   app.add_option("--agent-id", f.agent_id,
                  "Stable identity of this agent (default: HOSTNAME/SOURCE)");
   app.add_option("--source", f.source,

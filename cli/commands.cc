@@ -4,10 +4,12 @@
 
 #include <algorithm>
 #include <fstream>
+#include <functional>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "policy/samples_csv.h"
 #include "cli/dispatch_csv.h"
 #include "cli/knob_header.h"
@@ -30,6 +32,33 @@
 
 namespace spintune {
 namespace {
+
+// Calls `rpc` on the tuners of `repo.tuner` (host:port, or a list a:1,b:2)
+// in order until one answers: an unreachable tuner (UNAVAILABLE,
+// DEADLINE_EXCEEDED) is passed over. The error names the tuner it is from.
+absl::Status CallTuner(
+    const Repository& repo,
+    const std::function<grpc::Status(v1::Tuner::Stub&, grpc::ClientContext*)>& rpc) {
+  grpc::Status s;
+  std::string address;
+  for (absl::string_view a : absl::StrSplit(repo.tuner, ',', absl::SkipWhitespace())) {
+    address = std::string(a);
+    SPINTUNE_ASSIGN_OR_RETURN(auto channel, MakeChannel(address, repo.security));
+    auto stub = v1::Tuner::NewStub(channel);
+    grpc::ClientContext ctx;
+    AddCallCredentials(repo.security, &ctx);
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    s = rpc(*stub, &ctx);
+    if (s.ok()) return absl::OkStatus();
+    if (s.error_code() != grpc::StatusCode::UNAVAILABLE &&
+        s.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED) {
+      break;
+    }
+  }
+  if (address.empty()) return absl::InvalidArgumentError("--tuner: no address");
+  return absl::Status(static_cast<absl::StatusCode>(s.error_code()),
+                      absl::StrCat(address, ": ", s.error_message()));
+}
 
 using nlohmann::json;
 
@@ -94,20 +123,13 @@ absl::StatusOr<StoredPolicy> LoadStoredPolicyAndVerifications(const Repository& 
                                                               uint64_t version) {
   StoredPolicy out;
   if (!repo.tuner.empty()) {
-    SPINTUNE_ASSIGN_OR_RETURN(auto channel, MakeChannel(repo.tuner, repo.security));
-    auto stub = v1::Tuner::NewStub(channel);
-    grpc::ClientContext ctx;
-    AddCallCredentials(repo.security, &ctx);
-    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
     v1::GetPolicyRequest req;
     req.set_agent_id(target);
     req.set_version(version);
     v1::GetPolicyResponse resp;
-    grpc::Status s = stub->GetPolicy(&ctx, req, &resp);
-    if (!s.ok()) {
-      return absl::Status(static_cast<absl::StatusCode>(s.error_code()),
-                          absl::StrCat(repo.tuner, ": ", s.error_message()));
-    }
+    SPINTUNE_RETURN_IF_ERROR(CallTuner(repo, [&](v1::Tuner::Stub& stub, grpc::ClientContext* ctx) {
+      return stub.GetPolicy(ctx, req, &resp);
+    }));
     SPINTUNE_ASSIGN_OR_RETURN(out.table, ParsePolicyJson(resp.policy_json()));
     for (const auto& o : resp.verifications()) {
       VerificationRecord v;
@@ -190,17 +212,10 @@ absl::Status RunTargets(const Repository& repo, const std::string& format, std::
   SPINTUNE_RETURN_IF_ERROR(CheckFormat(format));
   std::vector<TargetSummary> targets;
   if (!repo.tuner.empty()) {
-    SPINTUNE_ASSIGN_OR_RETURN(auto channel, MakeChannel(repo.tuner, repo.security));
-    auto stub = v1::Tuner::NewStub(channel);
-    grpc::ClientContext ctx;
-    AddCallCredentials(repo.security, &ctx);
-    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
     v1::ListTargetsResponse resp;
-    grpc::Status s = stub->ListTargets(&ctx, v1::ListTargetsRequest(), &resp);
-    if (!s.ok()) {
-      return absl::Status(static_cast<absl::StatusCode>(s.error_code()),
-                          absl::StrCat(repo.tuner, ": ", s.error_message()));
-    }
+    SPINTUNE_RETURN_IF_ERROR(CallTuner(repo, [&](v1::Tuner::Stub& stub, grpc::ClientContext* ctx) {
+      return stub.ListTargets(ctx, v1::ListTargetsRequest(), &resp);
+    }));
     for (const auto& t : resp.targets()) {
       TargetSummary ts;
       ts.agent_id = t.agent_id();

@@ -47,7 +47,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   spintune::Repository repo;
   app.add_option("--db", repo.db, "Tuner database file")->capture_default_str();
-  app.add_option("--tuner", repo.tuner, "Ask a running tuner (host:port) instead of --db");
+  app.add_option("--tuner", repo.tuner, "Ask a running tuner (host:port, or a list a:1,b:2: the first that answers) instead of --db");
   std::string token_file;
   app.add_option("--token-file", token_file, "Admin bearer token for --tuner");
   app.add_option("--tls-ca", repo.security.ca, "CA certificate of the tuner (TLS)");

@@ -78,5 +78,62 @@ TEST(AgentRestart, KillNineAndRestartLosesAndDuplicatesNothing) {
   (*tuner)->Shutdown(absl::Seconds(2));
 }
 
+// `--tuner A,B`: two tuners on one database; A is killed (-9) mid-stream
+// and the agent moves on to B, which has A's durable seqs from the
+// database: everything is stored exactly once, as by one tuner.
+TEST(AgentRestart, AnAgentOfTwoTunersMovesOnWhenOneIsKilled) {
+  testing::TempDir dir;
+  std::vector<pid_t> tuners;
+  std::vector<std::string> addresses;
+  for (const std::string name : {"a", "b"}) {
+    tuners.push_back(testing::Spawn({SPINTUNE_TUNER_BIN, "--listen", "127.0.0.1:0", "--db",
+                                     dir.File("tuner.db"), "--shutdown-deadline", "2"},
+                                    dir.File(name + ".out"), dir.File(name + ".err")));
+    addresses.push_back(testing::WaitForLine(dir.File(name + ".out"), "listening on "));
+    ASSERT_FALSE(addresses.back().empty()) << testing::Slurp(dir.File(name + ".err"));
+  }
+  auto store = Store::Open(dir.File("tuner.db"), {}, OpenMode::kReadOnly);
+  ASSERT_TRUE(store.ok()) << store.status();
+  const pid_t agent = testing::Spawn(
+      AgentArgs(addresses[0] + "," + addresses[1], "mover", true, dir.File("state")),
+      dir.File("agent.out"), dir.File("agent.err"));
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  while (StoredSamples(store->get(), "mover") < 10000 && absl::Now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_EQ(kill(tuners[0], SIGKILL), 0);
+  EXPECT_EQ(testing::WaitExit(tuners[0]), -1);
+  EXPECT_LT(StoredSamples(store->get(), "mover"), kSamples) << "killed too late to test anything";
+  EXPECT_EQ(testing::WaitExit(agent), 0) << testing::Slurp(dir.File("agent.err"));
+  const std::string log = testing::Slurp(dir.File("agent.err"));
+  EXPECT_NE(log.find("moving on to tuner " + addresses[1]), std::string::npos) << log;
+
+  testing::RunResult ref =
+      testing::Run(AgentArgs(addresses[1], "reference", false, dir.File("ref-state")),
+                   dir.path().string());
+  ASSERT_EQ(ref.exit_code, 0) << ref.err;
+  EXPECT_EQ(StoredSamples(store->get(), "mover"), kSamples);
+  auto mover = (*store)->FindTarget("mover");
+  auto reference = (*store)->FindTarget("reference");
+  ASSERT_TRUE(mover.ok() && reference.ok() && mover->has_value() && reference->has_value());
+  EXPECT_EQ(*(*store)->LastDurableSeq((*mover)->id), kSamples / kBatch);
+  auto a = (*store)->LoadKeys((*mover)->id);
+  auto b = (*store)->LoadKeys((*reference)->id);
+  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_EQ(a->size(), b->size());
+  for (size_t i = 0; i < a->size(); ++i) {
+    EXPECT_EQ((*a)[i].key, (*b)[i].key);
+    EXPECT_EQ((*a)[i].histogram, (*b)[i].histogram) << "key " << (*a)[i].key.opcode;
+  }
+  // The CLI's --tuner list: the dead tuner is passed over.
+  testing::RunResult cli = testing::Run(
+      {SPINTUNE_CLI_BIN, "--tuner", addresses[0] + "," + addresses[1], "targets"},
+      dir.path().string());
+  EXPECT_EQ(cli.exit_code, 0) << cli.err;
+  EXPECT_NE(cli.out.find("mover"), std::string::npos) << cli.out;
+  kill(tuners[1], SIGINT);
+  EXPECT_EQ(testing::WaitExit(tuners[1]), 0);
+}
+
 }  // namespace
 }  // namespace spintune
