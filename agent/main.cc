@@ -130,8 +130,8 @@ int main(int argc, char** argv) {
       ->check(spintune::NotADirectory());
   app.add_option("--outcomes", f.outcomes,
                  "An outcome report a driver wrote (docs/verification.md; repeatable): sent "
-                 "after the last batch of a csv: or replay: source, for the tuner to verify "
-                 "the version the driver waited by against the one before")
+                 "after the last batch of a csv: or replay: source, or first with tracefs, for "
+                 "the tuner to verify the version the driver waited by against the one before")
       ->check(spintune::NotADirectory());
   app.add_option("--irq", f.irq, "DEVICE=IRQNAME: whose IRQ line it is (repeatable)");
   app.add_option("--block-dev", f.block_dev,

@@ -7,10 +7,10 @@ namespace spintune {
 
 absl::StatusOr<std::unique_ptr<SampleSource>> OutcomeReportSource::Wrap(
     std::unique_ptr<SampleSource> inner, bool inner_ends, std::vector<OutcomeReport> reports) {
-  if (!inner_ends) {
+  if (!inner_ends && !inner->live()) {
     return absl::InvalidArgumentError(
-        "--outcomes needs a source that ends (csv: or replay:): the reports follow its last "
-        "batch");
+        "--outcomes needs a source that ends (csv:, replay:; the reports follow its last "
+        "batch) or a live one (tracefs; they come first)");
   }
   v1::Hello hello;
   inner->Describe(&hello);
@@ -56,6 +56,11 @@ absl::StatusOr<std::unique_ptr<SampleSource>> OutcomeReportSource::Wrap(
 
 absl::StatusOr<size_t> OutcomeReportSource::Fill(size_t max_completions,
                                                  v1::SampleBatch* batch) {
+  if (inner_->live() && next_ < reports_.size()) {  // reports first
+    for (const auto& o : reports_[next_]) *batch->add_outcomes() = o;
+    ++next_;
+    return 0;
+  }
   if (!inner_->exhausted()) {
     auto n = inner_->Fill(max_completions, batch);
     if (!n.ok() || *n > 0 || HasMeasurements(*batch) || !inner_->exhausted()) return n;

@@ -1,15 +1,19 @@
-// OutcomeReportSource: a sample source that ends (csv:, replay:) followed by
-// the outcome reports a driver wrote (policy/outcome_report.h,
-// `spintune-agent --outcomes FILE`): once the wrapped source is exhausted,
-// each report follows as one batch of KeyOutcome, in the order given, so
-// the tuner's verifier (tuner/verifier.h) compares what the driver measured
-// under a pushed version with what it measured under the version before.
+// OutcomeReportSource: a sample source with the outcome reports a driver
+// wrote (policy/outcome_report.h, `spintune-agent --outcomes FILE`), each
+// report one batch of KeyOutcome in the order given, so the tuner's
+// verifier (tuner/verifier.h) compares what the driver measured under a
+// pushed version with what it measured under the version before.
 //
-// Deterministic like the sources it wraps: the same files in the same order
-// give the same batches, so an agent re-run with the same CSV and reports
-// resends, not duplicates. To add the reports of a later run, give the
-// earlier ones first: they are resent, the new ones follow. (A new report
-// where an earlier run had another is a conflicting resend: refused.)
+// Where the reports go:
+//   - after the last batch of a source that ends (csv:, replay:). The
+//     batches stay a function of the agent's inputs, so an agent re-run
+//     with the same CSV and reports resends, not duplicates. To add the
+//     reports of a later run, give the earlier ones first: they are resent,
+//     the new ones follow. (A new report where an earlier run had another
+//     is a conflicting resend: refused.)
+//   - before the first batch of a live source (tracefs): its batches are
+//     numbered after the tuner's last durable one, never regenerated.
+// A simulated board neither ends nor is live: refused.
 //
 // Thread-safety: one thread.
 #ifndef SPINTUNE_AGENT_OUTCOME_REPORT_SOURCE_H_
@@ -25,9 +29,9 @@ namespace spintune {
 
 class OutcomeReportSource : public SampleSource {
  public:
-  // InvalidArgument when `inner` never ends (a live or simulated source) or
-  // a report names a device or CPU class that `inner` does not describe.
-  // REQUIRES: inner != nullptr.
+  // InvalidArgument when `inner` neither ends nor is live (a simulated
+  // board) or a report names a device or CPU class that `inner` does not
+  // describe. REQUIRES: inner != nullptr.
   static absl::StatusOr<std::unique_ptr<SampleSource>> Wrap(std::unique_ptr<SampleSource> inner,
                                                             bool inner_ends,
                                                             std::vector<OutcomeReport> reports);
