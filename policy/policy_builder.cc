@@ -183,6 +183,13 @@ absl::StatusOr<std::vector<PolicyEntry>> FitLeaves(const PolicyKey& key,
 
 }  // namespace
 
+PlatformModel WithKeyIrqPath(const PlatformModel& model, const LatencyHistogram& histogram,
+                             const CostMoments* irq) {
+  if (irq == nullptr || irq->requests < kMinIrqPathRequests) return model;
+  return model.WithIrqPath(irq->MeanCpuNs(),
+                           std::max(0.0, irq->MeanLatencyNs() - histogram.MeanNs()));
+}
+
 absl::StatusOr<PolicyTable> BuildPolicyTable(const FitInputs& inputs, const FitConfig& config,
                                              const PolicyTable* incumbent) {
   if (inputs.cpu_classes.empty()) {
@@ -251,13 +258,9 @@ absl::StatusOr<PolicyTable> BuildPolicyTable(const FitInputs& inputs, const FitC
     }
     PolicyEntry entry;
     entry.key = k.key;
-    PlatformModel model = models[cpu];
     auto irq = inputs.irq_outcomes.find(k.key);
-    if (irq != inputs.irq_outcomes.end() && irq->second.requests >= kMinIrqPathRequests) {
-      model = model.WithIrqPath(
-          irq->second.MeanCpuNs(),
-          std::max(0.0, irq->second.MeanLatencyNs() - k.histogram.MeanNs()));
-    }
+    const PlatformModel model = WithKeyIrqPath(
+        models[cpu], k.histogram, irq == inputs.irq_outcomes.end() ? nullptr : &irq->second);
     absl::Status fitted =
         FitEntry(k.histogram, model, options, *dev->second, config, incumbent, &entry);
     // Every strategy excluded by timeouts: no entry, the fallback decides.

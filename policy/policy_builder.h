@@ -105,6 +105,13 @@ struct FitInputs {
   std::vector<TimedRequest> requests;
 };
 
+// `model`, or, when `irq` (may be null) has at least kMinIrqPathRequests,
+// `model` with the IRQ path measured for a key whose completions are
+// `histogram`: irq_cpu = irq's mean CPU, irq_wake = its mean latency - the
+// histogram's mean (>= 0). See FitInputs::irq_outcomes.
+PlatformModel WithKeyIrqPath(const PlatformModel& model, const LatencyHistogram& histogram,
+                             const CostMoments* irq);
+
 // `incumbent` (may be null) is the table in force: for every key it also has,
 // its wait is kept unless the fresh optimum costs less than (1 - hysteresis)
 // times the incumbent wait's cost on the same evidence, so tables change only

@@ -167,7 +167,9 @@ TEST(QueueKnobs, ShortExperimentRestoresEveryKnobAlsoAfterKillNine) {
   EXPECT_TRUE(r.verdict == "better" || r.verdict == "no_significant_difference" ||
               r.verdict == "start_is_best")
       << r.verdict;
-  if (r.verdict == "better") EXPECT_GT(r.ci_low, 1.0);
+  if (r.verdict == "better") {
+    EXPECT_GT(r.ci_low, 1.0);
+  }
   EXPECT_LE(r.trials, static_cast<uint64_t>(kMaxTrials));
   EXPECT_EQ(r.applied, r.start) << "on_finish restore";
   EXPECT_EQ(r.end_result, "ok");

@@ -8,6 +8,7 @@
 #include "common/status_macros.h"
 #include "models/wait_distribution.h"
 #include "models/wait_optimizer.h"
+#include "policy/policy_builder.h"
 
 namespace spintune {
 namespace {
@@ -54,12 +55,10 @@ void SetWait(const WaitParams& w, const KeyEvidence* evidence, const CostMoments
   e->wait = w;
   const int cls = table.CpuClassIndex(e->key.cpu_class);
   if (evidence == nullptr || evidence->histogram.empty() || cls < 0) return;
-  PlatformCosts costs = table.cpu_classes[static_cast<size_t>(cls)].costs;
-  if (irq != nullptr && irq->requests >= kMinIrqPathRequests) {
-    costs.irq_cpu_ns = irq->MeanCpuNs();
-    costs.irq_wake_ns = std::max(0.0, irq->MeanLatencyNs() - evidence->histogram.MeanNs());
-  }
-  e->expected = EvaluateWait(WaitDistribution::FromHistogram(evidence->histogram), w, costs);
+  const PlatformModel model = WithKeyIrqPath(table.cpu_classes[static_cast<size_t>(cls)].costs,
+                                             evidence->histogram, irq);
+  e->expected =
+      EvaluateWait(WaitDistribution::FromHistogram(evidence->histogram), w, model.means());
   e->expected_cost_ns = e->expected.Cost(table.latency_weight);
 }
 
