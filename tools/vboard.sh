@@ -172,6 +172,9 @@ chmod +x "$ROOT/init"
 truncate -s 64M "$OUT/sd.img"   # QEMU wants a power of two
 
 # 4. The tuner, on loopback; the guest reaches it as 10.0.2.100:50051 only.
+# A chardev guestfwd (tcp:HOST:PORT) connects once, when QEMU starts, and
+# serves one guest connection; cmd: spawns its command for each, so both
+# agent runs reach the tuner (busybox nc: the host has busybox-static).
 . "$here/tools/lib.sh"
 start_tuner "$BUILD" "$OUT" --verify-requests "$VERIFY_REQUESTS"
 trap 'kill "$tuner_pid" 2>/dev/null || true' EXIT
@@ -184,7 +187,7 @@ timeout 300 qemu-system-x86_64 -accel tcg -m 768 -smp 1 -nodefaults -display non
   -kernel "$CACHE/vmlinuz" -initrd "$OUT/initrd.gz" \
   -append "console=ttyS0 panic=-1 quiet spintune.tuner=10.0.2.100:50051 spintune.requests=$REQUESTS spintune.samples=$SAMPLES" \
   -device sdhci-pci -drive if=none,id=sd0,file="$OUT/sd.img",format=raw -device sd-card,drive=sd0 \
-  -netdev "user,id=n0,restrict=on,guestfwd=tcp:10.0.2.100:50051-tcp:127.0.0.1:$port" \
+  -netdev "user,id=n0,restrict=on,guestfwd=tcp:10.0.2.100:50051-cmd:/bin/busybox nc 127.0.0.1 $port" \
   -device e1000,netdev=n0 > "$LOG" 2>&1 || true
 end=$(date +%s.%N)
 kill -INT "$tuner_pid" 2>/dev/null || true
@@ -192,8 +195,10 @@ wait "$tuner_pid" 2>/dev/null || true
 trap - EXIT
 grep -q "^@@ done" "$LOG" || { echo "the guest did not finish:"; tail -40 "$LOG"; exit 1; }
 
-# 6. The report: the pushed table (the verifier's rollback, if any, is later).
-"$BUILD/cli/spintune" --db "$OUT/spintune.db" policy vboard --version "$(pushed_version)" \
+# 6. The report: the pushed table (the verifier's rollback, if any, is later;
+# version 0: the latest).
+pushed=$(pushed_version)
+"$BUILD/cli/spintune" --db "$OUT/spintune.db" policy vboard --version "${pushed:-0}" \
   --format json > "$OUT/policy.json"
 echo "virtual board: Debian $KV under QEMU TCG (-icount shift=4: 16 ns per guest instruction),"
 echo "SD card on sdhci-pci, demo driver spintune_vboard, $REQUESTS requests per measured run"

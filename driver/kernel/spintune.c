@@ -661,9 +661,8 @@ DEFINE_SHOW_ATTRIBUTE(stats);
  * document (docs/verification.md): per key seen, the sums over the CPUs
  * (a CPU whose sums would overflow the total is left out whole).
  */
-static int outcomes_show(struct seq_file *m, void *unused)
+void spintune_outcomes_show(struct spintune_dev *sd, struct seq_file *m)
 {
-	struct spintune_dev *sd = m->private;
 	const char *sep = "";
 	u32 slot, gen;
 
@@ -709,6 +708,20 @@ static int outcomes_show(struct seq_file *m, void *unused)
 	}
 	seq_puts(m, "]}\n");
 	mutex_unlock(&sd->lock);
+}
+EXPORT_SYMBOL_GPL(spintune_outcomes_show);
+
+void spintune_outcomes_reset(struct spintune_dev *sd)
+{
+	mutex_lock(&sd->lock);
+	spintune_new_outcome_gen(sd, sd->outcome_version);
+	mutex_unlock(&sd->lock);
+}
+EXPORT_SYMBOL_GPL(spintune_outcomes_reset);
+
+static int outcomes_show(struct seq_file *m, void *unused)
+{
+	spintune_outcomes_show(m->private, m);
 	return 0;
 }
 
@@ -721,11 +734,7 @@ static int outcomes_open(struct inode *inode, struct file *file)
 static ssize_t outcomes_write(struct file *file, const char __user *buf,
 			      size_t len, loff_t *ppos)
 {
-	struct spintune_dev *sd = ((struct seq_file *)file->private_data)->private;
-
-	mutex_lock(&sd->lock);
-	spintune_new_outcome_gen(sd, sd->outcome_version);
-	mutex_unlock(&sd->lock);
+	spintune_outcomes_reset(((struct seq_file *)file->private_data)->private);
 	return len;
 }
 

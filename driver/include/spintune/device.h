@@ -39,6 +39,7 @@
 #include "spintune/wait.h"
 
 struct device;
+struct seq_file;
 struct spintune_dev;
 
 /**
@@ -199,6 +200,25 @@ int spintune_install_blob(struct spintune_dev *sd, const void *blob, size_t len,
  * What /sys/kernel/spintune/<name>/last_error shows. May sleep.
  */
 void spintune_last_error(struct spintune_dev *sd, char *buf, size_t len);
+
+/**
+ * spintune_outcomes_show() - print the device's outcomes.
+ * @sd: the device.
+ * @m: receives a spintune-outcomes version 1 JSON document
+ *	(docs/verification.md): per key, the measured requests since the
+ *	table in force was put in force or the last reset, and their sums.
+ *
+ * What /sys/kernel/debug/spintune/<name>/outcomes shows. May sleep.
+ */
+void spintune_outcomes_show(struct spintune_dev *sd, struct seq_file *m);
+
+/**
+ * spintune_outcomes_reset() - start the device's outcomes from zero.
+ * @sd: the device.
+ *
+ * What a write to the outcomes file does; the version stays. May sleep.
+ */
+void spintune_outcomes_reset(struct spintune_dev *sd);
 
 /**
  * spintune_version() - the version of the table in force.

@@ -12,9 +12,9 @@
  * covered: the RCU swap, context leaves selected by the device's state
  * (from a blob and from a generated header), the compiled-in default from a
  * generated header, the built-in rule, no default at all (the driver's
- * own waits), the outcome sums of /sys/kernel/debug/spintune/<name>/outcomes
- * (what counts, the version, the cap and overflow, the reset; debugfs must
- * be mounted), and
+ * own waits), the outcome sums (what counts, the version, the cap and
+ * overflow, the reset) in the document spintune_outcomes_show() prints,
+ * and
  * firmware loading from /lib/firmware/spintune/stfw0.bin (the virtual
  * board ships that file; without it the test says so and fails).
  *
@@ -24,9 +24,9 @@
 #define pr_fmt(fmt) "spintune_selftest: " fmt
 
 #include <linux/err.h>
-#include <linux/fs.h>
 #include <linux/module.h>
 #include <linux/platform_device.h>
+#include <linux/seq_file.h>
 #include <linux/slab.h>
 #include <linux/string.h>
 
@@ -507,34 +507,16 @@ static void st_driver_default(void)
 	spintune_unregister(sd);
 }
 
-#define ST_OUTCOMES "/sys/kernel/debug/spintune/stout0/outcomes"
-
-/* Reads the outcomes file of stout0 into @buf (NUL-terminated); "" on error. */
-static void st_read_outcomes(char *buf, size_t len)
+/*
+ * The outcomes document of @sd, as its debugfs file shows it, into @buf
+ * (NUL-terminated; "" if it does not fit).
+ */
+static void st_read_outcomes(struct spintune_dev *sd, char *buf, size_t len)
 {
-	struct file *f = filp_open(ST_OUTCOMES, O_RDONLY, 0);
-	loff_t pos = 0;
-	ssize_t n;
-	size_t got = 0;
+	struct seq_file m = { .buf = buf, .size = len - 1 };
 
-	buf[0] = 0;
-	if (IS_ERR(f))
-		return;
-	while (got + 1 < len && (n = kernel_read(f, buf + got, len - 1 - got, &pos)) > 0)
-		got += n;
-	buf[got] = 0;
-	filp_close(f, NULL);
-}
-
-static void st_reset_outcomes(void)
-{
-	struct file *f = filp_open(ST_OUTCOMES, O_WRONLY, 0);
-	loff_t pos = 0;
-
-	if (IS_ERR(f))
-		return;
-	kernel_write(f, "1\n", 2, &pos);
-	filp_close(f, NULL);
+	spintune_outcomes_show(sd, &m);
+	buf[seq_has_overflowed(&m) ? 0 : m.count] = 0;
 }
 
 /* One request of opcode 17, 512 bytes, that cost @cpu_ns and @latency_ns. */
@@ -567,15 +549,13 @@ static void st_outcomes(void)
 		st_report(false, "registers a device for the outcome tests");
 		goto out;
 	}
-	st_read_outcomes(doc, len);
-	if (!doc[0])
-		pr_info("# cannot read %s (is debugfs mounted?)\n", ST_OUTCOMES);
+	st_read_outcomes(sd, doc, len);
 	st_report(!strcmp(doc, empty), "outcomes: a spintune-outcomes document with no keys at first");
 
 	st_measured(sd, 1000, 3000);
 	st_measured(sd, 2000, 5000);
 	st_measured(sd, 5000, 0); /* not measured: not counted */
-	st_read_outcomes(doc, len);
+	st_read_outcomes(sd, doc, len);
 	st_report(strstr(doc, "\"policy_version\": 0, \"keys\": [\n"
 			 "  {\"cpu_class\": \"default\", \"opcode\": 17, \"bytes\": 512, \"size_class\": 10, \"requests\": 2,\n"
 			 "   \"cpu_ns_sum\": 3000, \"latency_ns_sum\": 8000, \"cpu_ns_sq_sum\": 5000000,\n"
@@ -590,20 +570,20 @@ static void st_outcomes(void)
 	w.cpu_ns = 1;
 	w.latency_ns = 1;
 	spintune_end(sd, &w);
-	st_read_outcomes(doc, len);
+	st_read_outcomes(sd, doc, len);
 	st_report(strstr(doc, "\"policy_version\": 7, \"keys\": []}") != NULL,
 		  "outcomes: a new table starts from zero; a request that began before it is not counted");
 
 	/* Capped at 2^32 - 1 ns; a second one would overflow the squares. */
 	st_measured(sd, 1ull << 40, 10);
 	st_measured(sd, 1ull << 40, 10);
-	st_read_outcomes(doc, len);
+	st_read_outcomes(sd, doc, len);
 	st_report(strstr(doc, "\"requests\": 1,\n   \"cpu_ns_sum\": 4294967295, \"latency_ns_sum\": 10, "
 			 "\"cpu_ns_sq_sum\": 18446744065119617025,\n") != NULL,
 		  "outcomes: a request's time is capped; one that would overflow a sum is left out whole");
 
-	st_reset_outcomes();
-	st_read_outcomes(doc, len);
+	spintune_outcomes_reset(sd);
+	st_read_outcomes(sd, doc, len);
 	st_report(strstr(doc, "\"policy_version\": 7, \"keys\": []}") != NULL,
 		  "outcomes: a write resets them, the version stays");
 out:
