@@ -9,6 +9,9 @@
 # into /sys/kernel/spintune/mmc0/table. Prints per key what the table
 # predicts and what the demo driver measured with its default rule,
 # always-IRQ, always-spin and the pushed table, then checks the results.
+# Last, a short second agent run sends spintune.ko's outcome reports of the
+# default-rule and table runs to the tuner, whose verifier judges the
+# pushed version against the default rule.
 #
 #   tools/vboard.sh [BUILD]          run, report, check (exit 1 on a failed check)
 #   tools/vboard.sh --check NAME [BUILD]   one check on the last run's log
@@ -26,11 +29,30 @@ LOG=$OUT/guest.log
 REQUESTS=${SPINTUNE_VBOARD_REQUESTS:-2000}   # per measured run, four kinds of command
 SAMPLES=${SPINTUNE_VBOARD_SAMPLES:-3000}     # the agent stops after this many
 MARGIN=${SPINTUNE_VBOARD_MARGIN:-0.05}       # table no worse than the better pure policy by more
+# A verdict for every changed key from one run's outcome report: its
+# REQUESTS / 4 requests per key reach the verifier's maximum (8x this).
+VERIFY_REQUESTS=$(( REQUESTS / 32 > 0 ? REQUESTS / 32 : 1 ))
 
 section() { sed -n "/^@@ begin $1\r\?$/,/^@@ end $1\r\?$/p" "$LOG" | sed '1d;$d' | tr -d '\r'; }
 
 # Per kind of command: "opcode bytes cpu_ns lat_ns" of one measured run.
 costs() { section "$1" | awk 'NR > 2 {print $1, $2, $4, $5}'; }
+
+pushed_version() { section version | sed -n 's/^pushed=\([0-9]*\) .*/\1/p'; }
+
+# spintune.ko's outcome report of a run by the table (default, table) as
+# `spintune verify` reads it (ReadOutcomeReport), per key "opcode bytes
+# requests cpu_ns lat_ns" (means); fails on a file it refuses.
+outcomes() {
+  local v
+  v=$(pushed_version)
+  section outcomes-default > "$OUT/outcomes-default.json"
+  section outcomes-table > "$OUT/outcomes-table.json"
+  "$BUILD/cli/spintune" --db "$OUT/spintune.db" verify vboard --version "${v:-0}" \
+    --report "table=$OUT/outcomes-table.json" --report "default=$OUT/outcomes-default.json" \
+    --format json | jq -r --arg m "$1" '.keys[] | [.opcode, .bytes, .measured[$m].requests,
+      .measured[$m].cpu_ns, .measured[$m].latency_ns] | @tsv'
+}
 
 check() {
   case $1 in
@@ -56,6 +78,36 @@ check() {
                  $1, $2, t / 1000, i / 1000, s / 1000, 100 * (t - best) / best
           if (t > best * (1 + m)) bad++ ; n++ }
         END { exit (n == 0 || bad > 0) }'
+      ;;
+    outcomes)
+      # Both reports parse, name their version, and per key hold exactly the
+      # requests the demo driver counted, with its mean CPU and latency.
+      local v; v=$(pushed_version)
+      for run in default table; do
+        local want=0 o
+        [ $run = table ] && want=$v
+        o=$(outcomes $run) || return 1
+        jq -e --argjson v "$want" '.device == "mmc0" and .mode == "table" and .policy_version == $v' \
+          "$OUT/outcomes-$run.json" >/dev/null || {
+          echo "$run: outcome report not of mmc0 version $want:"; cat "$OUT/outcomes-$run.json"; return 1; }
+        join -j1 <(echo "$o" | awk '{print $1 "_" $2, $3, $4, $5}' | sort) \
+          <(section $run | awk 'NR > 2 {print $1 "_" $2, $3, $4, $5}' | sort) | awk -v r=$run '
+          { n++; d1 = $3 - $6; d2 = $4 - $7
+            printf "%s: opcode/bytes %s: %d requests reported, %d issued; cpu %.1f vs %d ns, latency %.1f vs %d ns\n",
+                   r, $1, $2, $5, $3, $6, $4, $7
+            if ($2 != $5 || d1 < 0 || d1 >= 1 || d2 < 0 || d2 >= 1) bad++ }
+          END { if (n != 4) print r ": " n " keys in both, not 4"; exit (n != 4 || bad > 0) }' || return 1
+      done
+      ;;
+    verified)
+      # The tuner's verifier judged the pushed version from those reports.
+      local v; v=$(pushed_version)
+      section agent-outcomes | grep -q "^agent exit 0" || { section agent-outcomes; return 1; }
+      "$BUILD/cli/spintune" --db "$OUT/spintune.db" policy vboard --format json |
+        jq -e --argjson v "${v:-0}" '[.verifications[] | select(.version == $v)] | length > 0' \
+          >/dev/null || { echo "no verification of version ${v:-none} stored"; return 1; }
+      "$BUILD/cli/spintune" --db "$OUT/spintune.db" policy vboard |
+        sed -n '/^Verified against/,$p'
       ;;
     corrupt)
       local c; c=$(section corrupt)
@@ -120,8 +172,11 @@ chmod +x "$ROOT/init"
 truncate -s 64M "$OUT/sd.img"   # QEMU wants a power of two
 
 # 4. The tuner, on loopback; the guest reaches it as 10.0.2.100:50051 only.
+# A chardev guestfwd (tcp:HOST:PORT) connects once, when QEMU starts, and
+# serves one guest connection; cmd: spawns its command for each, so both
+# agent runs reach the tuner (busybox nc: the host has busybox-static).
 . "$here/tools/lib.sh"
-start_tuner "$BUILD" "$OUT"
+start_tuner "$BUILD" "$OUT" --verify-requests "$VERIFY_REQUESTS"
 trap 'kill "$tuner_pid" 2>/dev/null || true' EXIT
 port=${addr##*:}
 setup=$(date +%s.%N)
@@ -132,7 +187,7 @@ timeout 300 qemu-system-x86_64 -accel tcg -m 768 -smp 1 -nodefaults -display non
   -kernel "$CACHE/vmlinuz" -initrd "$OUT/initrd.gz" \
   -append "console=ttyS0 panic=-1 quiet spintune.tuner=10.0.2.100:50051 spintune.requests=$REQUESTS spintune.samples=$SAMPLES" \
   -device sdhci-pci -drive if=none,id=sd0,file="$OUT/sd.img",format=raw -device sd-card,drive=sd0 \
-  -netdev "user,id=n0,restrict=on,guestfwd=tcp:10.0.2.100:50051-tcp:127.0.0.1:$port" \
+  -netdev "user,id=n0,restrict=on,guestfwd=tcp:10.0.2.100:50051-cmd:/bin/busybox nc 127.0.0.1 $port" \
   -device e1000,netdev=n0 > "$LOG" 2>&1 || true
 end=$(date +%s.%N)
 kill -INT "$tuner_pid" 2>/dev/null || true
@@ -140,8 +195,11 @@ wait "$tuner_pid" 2>/dev/null || true
 trap - EXIT
 grep -q "^@@ done" "$LOG" || { echo "the guest did not finish:"; tail -40 "$LOG"; exit 1; }
 
-# 6. The report.
-"$BUILD/cli/spintune" --db "$OUT/spintune.db" policy vboard --format json > "$OUT/policy.json"
+# 6. The report: the pushed table (the verifier's rollback, if any, is later;
+# version 0: the latest).
+pushed=$(pushed_version)
+"$BUILD/cli/spintune" --db "$OUT/spintune.db" policy vboard --version "${pushed:-0}" \
+  --format json > "$OUT/policy.json"
 echo "virtual board: Debian $KV under QEMU TCG (-icount shift=4: 16 ns per guest instruction),"
 echo "SD card on sdhci-pci, demo driver spintune_vboard, $REQUESTS requests per measured run"
 echo
@@ -178,8 +236,8 @@ awk -v a="$start" -v b="$setup" -v c="$end" 'BEGIN {
   printf "set-up %.1f s, guest run %.1f s, whole run %.1f s\n", b - a, c - b, c - a }'
 echo
 failed=0
-for c in selftest version cost corrupt; do
+for c in selftest version cost corrupt outcomes verified; do
   if out=$(check $c 2>&1); then echo "check $c: ok"; else echo "check $c: FAILED"; failed=1; fi
-  [ "$c" = cost ] && echo "$out" | sed 's/^/  /'
+  case $c in cost|verified) echo "$out" | sed 's/^/  /' ;; esac
 done
 exit $failed

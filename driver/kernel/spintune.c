@@ -17,6 +17,9 @@
  *   /sys/kernel/spintune/<name>/source    rule, header, firmware or sysfs
  *   /sys/kernel/spintune/<name>/last_error why the last refused blob was refused
  *   /sys/kernel/debug/spintune/<name>/stats   wait statistics per key
+ *   /sys/kernel/debug/spintune/<name>/outcomes  measured cost per key under the
+ *	table in force, a spintune-outcomes JSON document (read); any write
+ *	resets it
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -29,6 +32,7 @@
 #include <linux/list.h>
 #include <linux/module.h>
 #include <linux/mutex.h>
+#include <linux/overflow.h>
 #include <linux/percpu.h>
 #include <linux/rcupdate.h>
 #include <linux/seq_file.h>
@@ -45,6 +49,9 @@
 #define SPINTUNE_SLOT_BITS 7
 #define SPINTUNE_SLOTS (1u << SPINTUNE_SLOT_BITS)
 #define SPINTUNE_SLOT_PROBES 8
+/* A request's cpu_ns and latency_ns are capped here (4.29 s) so that their
+ * squares and product fit a u64. */
+#define SPINTUNE_OUTCOME_MAX_NS U32_MAX
 #define SPINTUNE_MAX_BLOB_BYTES                                                \
 	(SPINTUNE_BLOB_HEADER_V2_BYTES + SPINTUNE_MAX_ENTRIES * SPINTUNE_BLOB_ENTRY_BYTES + \
 	 SPINTUNE_MAX_NODES * SPINTUNE_BLOB_NODE_BYTES)
@@ -67,6 +74,30 @@ struct spintune_installed {
 };
 
 /**
+ * struct spintune_outcome - measured cost of a key's requests: the sums of a
+ *	spintune-outcomes report (docs/verification.md).
+ * @requests: measured requests.
+ * @cpu_ns: sum of their cpu_ns.
+ * @latency_ns: sum of their latency_ns.
+ * @cpu_ns_sq: sum of cpu_ns squared.
+ * @latency_ns_sq: sum of latency_ns squared.
+ * @cpu_latency_ns: sum of cpu_ns * latency_ns.
+ *
+ * Requests are added whole or not at all (spintune_outcome_add()), so the
+ * sums always describe the same requests. The squares overflow first: at
+ * 2^64 / v^2 requests of v ns (18 million of 1 ms, 1.8 billion of 100 us);
+ * from then on the sums keep the requests before.
+ */
+struct spintune_outcome {
+	u64 requests;
+	u64 cpu_ns;
+	u64 latency_ns;
+	u64 cpu_ns_sq;
+	u64 latency_ns_sq;
+	u64 cpu_latency_ns;
+};
+
+/**
  * struct spintune_key_stats - one key's wait counters on one CPU.
  * @waits: finished waits.
  * @spin_hits: waits that completed while polling.
@@ -74,6 +105,10 @@ struct spintune_installed {
  * @timeouts: waits that gave up.
  * @sleeps: timer sleeps.
  * @polls: condition evaluations.
+ * @outcome_gen: the device's outcome generation @outcome belongs to; an
+ *	older one is stale and restarts from zero at the next request.
+ * @outcome: measured cost since the table in force was put in force (or
+ *	since the last reset), if @outcome_gen is current.
  */
 struct spintune_key_stats {
 	u64 waits;
@@ -82,6 +117,8 @@ struct spintune_key_stats {
 	u64 timeouts;
 	u64 sleeps;
 	u64 polls;
+	u32 outcome_gen;
+	struct spintune_outcome outcome;
 };
 
 /**
@@ -100,6 +137,10 @@ struct spintune_key_stats {
  * @staged_bytes: bytes in @staging.
  * @keys: statistics slot i holds key + 1 (0: free); slot 0 is overflow.
  * @stats: per-CPU array of SPINTUNE_SLOTS + 1 counters.
+ * @outcome_gen: bumped (under @lock) when a table is put in force or the
+ *	outcomes are reset: per-CPU outcomes of an older generation are stale.
+ * @outcome_version: the version the current generation's requests waited
+ *	by (0: the default); under @lock.
  * @debugfs: the device's debugfs directory.
  * @ctx: the context state of the device's commands (policy.h).
  */
@@ -118,6 +159,8 @@ struct spintune_dev {
 	size_t staged_bytes;
 	atomic64_t keys[SPINTUNE_SLOTS + 1];
 	struct spintune_key_stats __percpu *stats;
+	u32 outcome_gen;
+	u64 outcome_version;
 	struct dentry *debugfs;
 	struct spintune_ctx ctx;
 };
@@ -214,6 +257,9 @@ bool spintune_begin(struct spintune_dev *sd, u8 cpu_class, u32 opcode,
 	bool found;
 
 	memset(w, 0, sizeof(*w));
+	/* Pairs with spintune_new_outcome_gen(): seeing a generation means
+	 * seeing the table put in force before it. */
+	w->outcome_gen = smp_load_acquire(&sd->outcome_gen);
 	rcu_read_lock();
 	table = spintune_table_in_force(sd);
 	if (table && table->node_count) {
@@ -230,6 +276,49 @@ bool spintune_begin(struct spintune_dev *sd, u8 cpu_class, u32 opcode,
 }
 EXPORT_SYMBOL_GPL(spintune_begin);
 
+/* Adds @x to @sum, or leaves @sum as it is when a sum would overflow. */
+static bool spintune_outcome_add(struct spintune_outcome *sum,
+				 const struct spintune_outcome *x)
+{
+	struct spintune_outcome r;
+
+	if (check_add_overflow(sum->requests, x->requests, &r.requests) ||
+	    check_add_overflow(sum->cpu_ns, x->cpu_ns, &r.cpu_ns) ||
+	    check_add_overflow(sum->latency_ns, x->latency_ns, &r.latency_ns) ||
+	    check_add_overflow(sum->cpu_ns_sq, x->cpu_ns_sq, &r.cpu_ns_sq) ||
+	    check_add_overflow(sum->latency_ns_sq, x->latency_ns_sq, &r.latency_ns_sq) ||
+	    check_add_overflow(sum->cpu_latency_ns, x->cpu_latency_ns, &r.cpu_latency_ns))
+		return false;
+	*sum = r;
+	return true;
+}
+
+/*
+ * A measured request into this CPU's outcomes of its key. With interrupts
+ * off: the stale check and the six sums must not interleave with a
+ * spintune_end() from an interrupt handler on this CPU.
+ */
+static void spintune_count_outcome(struct spintune_key_stats __percpu *stats,
+				   const struct spintune_wait *w)
+{
+	const u64 cpu = min_t(u64, w->cpu_ns, SPINTUNE_OUTCOME_MAX_NS);
+	const u64 lat = min_t(u64, w->latency_ns, SPINTUNE_OUTCOME_MAX_NS);
+	const struct spintune_outcome one = {
+		1, cpu, lat, cpu * cpu, lat * lat, cpu * lat,
+	};
+	struct spintune_key_stats *s;
+	unsigned long flags;
+
+	local_irq_save(flags);
+	s = this_cpu_ptr(stats);
+	if (s->outcome_gen != w->outcome_gen) {
+		memset(&s->outcome, 0, sizeof(s->outcome));
+		WRITE_ONCE(s->outcome_gen, w->outcome_gen);
+	}
+	spintune_outcome_add(&s->outcome, &one);
+	local_irq_restore(flags);
+}
+
 void spintune_end(struct spintune_dev *sd, const struct spintune_wait *w)
 {
 	struct spintune_key_stats __percpu *s = sd->stats + w->slot;
@@ -244,6 +333,10 @@ void spintune_end(struct spintune_dev *sd, const struct spintune_wait *w)
 	this_cpu_add(s->timeouts, w->stats.timeouts);
 	this_cpu_add(s->sleeps, w->stats.sleeps);
 	this_cpu_add(s->polls, w->stats.polls);
+	/* Slot 0 mixes keys: it has no outcomes. A request that began under
+	 * an older generation waited (partly) by another table: not counted. */
+	if (w->latency_ns && w->slot && w->outcome_gen == READ_ONCE(sd->outcome_gen))
+		spintune_count_outcome(s, w);
 }
 EXPORT_SYMBOL_GPL(spintune_end);
 
@@ -259,6 +352,14 @@ u64 spintune_version(struct spintune_dev *sd)
 	return version;
 }
 EXPORT_SYMBOL_GPL(spintune_version);
+
+/* Starts a new outcome generation: what was measured before is stale. */
+static void spintune_new_outcome_gen(struct spintune_dev *sd, u64 version)
+{
+	lockdep_assert_held(&sd->lock);
+	sd->outcome_version = version;
+	smp_store_release(&sd->outcome_gen, sd->outcome_gen + 1);
+}
 
 /* Refuses a blob: keeps the table in force, records and logs why. */
 static int spintune_refuse(struct spintune_dev *sd, const char *origin,
@@ -315,6 +416,7 @@ static int spintune_install_locked(struct spintune_dev *sd, const u8 *blob,
 
 	old = rcu_dereference_protected(sd->installed, lockdep_is_held(&sd->lock));
 	rcu_assign_pointer(sd->installed, inst);
+	spintune_new_outcome_gen(sd, inst->table.version);
 	sd->source = origin;
 	if (old)
 		kfree_rcu(old, rcu);
@@ -489,6 +591,14 @@ static struct kobj_type spintune_ktype = {
 	.default_groups = spintune_groups,
 };
 
+/* The key of a statistics slot's tag (key + 1, spintune__entry_key()). */
+static void spintune_tag_key(u64 tag, u8 *cpu_class, u32 *opcode, u8 *size_class)
+{
+	*cpu_class = (tag - 1) >> 40;
+	*opcode = (u32)((tag - 1) >> 8);
+	*size_class = (u8)(tag - 1);
+}
+
 static int stats_show(struct seq_file *m, void *unused)
 {
 	struct spintune_dev *sd = m->private;
@@ -523,9 +633,7 @@ static int stats_show(struct seq_file *m, void *unused)
 				   sum.timeouts, sum.sleeps, sum.polls);
 			continue;
 		}
-		cpu_class = (tag - 1) >> 40;
-		opcode = (u32)((tag - 1) >> 8);
-		size_class = (u8)(tag - 1);
+		spintune_tag_key(tag, &cpu_class, &opcode, &size_class);
 		rcu_read_lock();
 		{
 			/* A key's entry for a device with no history (its first
@@ -548,14 +656,114 @@ static int stats_show(struct seq_file *m, void *unused)
 }
 DEFINE_SHOW_ATTRIBUTE(stats);
 
+/*
+ * The outcomes of the current generation as a spintune-outcomes version 1
+ * document (docs/verification.md): per key seen, the sums over the CPUs
+ * (a CPU whose sums would overflow the total is left out whole).
+ */
+void spintune_outcomes_show(struct spintune_dev *sd, struct seq_file *m)
+{
+	const char *sep = "";
+	u32 slot, gen;
+
+	mutex_lock(&sd->lock); /* no install, no reset meanwhile */
+	gen = sd->outcome_gen;
+	seq_printf(m, "{\"format\": \"spintune-outcomes\", \"format_version\": 1, \"device\": \"%s\",\n"
+		   " \"mode\": \"table\", \"policy_version\": %llu, \"keys\": [",
+		   sd->name, sd->outcome_version);
+	for (slot = 1; slot <= SPINTUNE_SLOTS; slot++) {
+		const u64 tag = atomic64_read(&sd->keys[slot]);
+		struct spintune_outcome sum = {};
+		u8 cpu_class, size_class;
+		u32 opcode;
+		int cpu;
+
+		if (!tag)
+			continue;
+		for_each_possible_cpu(cpu) {
+			const struct spintune_key_stats *s =
+				per_cpu_ptr(sd->stats + slot, cpu);
+
+			/* A racing spintune_end() on that CPU may be mid-way:
+			 * debugfs, read it between runs. */
+			if (READ_ONCE(s->outcome_gen) == gen)
+				spintune_outcome_add(&sum, &s->outcome);
+		}
+		if (!sum.requests)
+			continue;
+		spintune_tag_key(tag, &cpu_class, &opcode, &size_class);
+		/* Class 0 is the tuner's "default"; others by index. */
+		seq_printf(m, "%s\n  {\"cpu_class\": ", sep);
+		if (cpu_class)
+			seq_printf(m, "\"class%u\"", cpu_class);
+		else
+			seq_puts(m, "\"default\"");
+		seq_printf(m, ", \"opcode\": %u, \"bytes\": %llu, \"size_class\": %u, \"requests\": %llu,\n"
+			   "   \"cpu_ns_sum\": %llu, \"latency_ns_sum\": %llu, \"cpu_ns_sq_sum\": %llu,\n"
+			   "   \"latency_ns_sq_sum\": %llu, \"cpu_latency_ns_sum\": %llu}",
+			   opcode, size_class ? 1ull << (size_class - 1) : 0, size_class,
+			   sum.requests, sum.cpu_ns, sum.latency_ns, sum.cpu_ns_sq,
+			   sum.latency_ns_sq, sum.cpu_latency_ns);
+		sep = ",";
+	}
+	seq_puts(m, "]}\n");
+	mutex_unlock(&sd->lock);
+}
+EXPORT_SYMBOL_GPL(spintune_outcomes_show);
+
+void spintune_outcomes_reset(struct spintune_dev *sd)
+{
+	mutex_lock(&sd->lock);
+	spintune_new_outcome_gen(sd, sd->outcome_version);
+	mutex_unlock(&sd->lock);
+}
+EXPORT_SYMBOL_GPL(spintune_outcomes_reset);
+
+static int outcomes_show(struct seq_file *m, void *unused)
+{
+	spintune_outcomes_show(m->private, m);
+	return 0;
+}
+
+static int outcomes_open(struct inode *inode, struct file *file)
+{
+	return single_open(file, outcomes_show, inode->i_private);
+}
+
+/* Any write starts a new generation: the outcomes restart from zero. */
+static ssize_t outcomes_write(struct file *file, const char __user *buf,
+			      size_t len, loff_t *ppos)
+{
+	spintune_outcomes_reset(((struct seq_file *)file->private_data)->private);
+	return len;
+}
+
+static const struct file_operations outcomes_fops = {
+	.owner = THIS_MODULE,
+	.open = outcomes_open,
+	.read = seq_read,
+	.write = outcomes_write,
+	.llseek = seq_lseek,
+	.release = single_release,
+};
+
+/* A name is a path component and a JSON string as it is (outcomes). */
 static bool spintune_info_valid(const struct spintune_dev_info *info)
 {
-	size_t len;
+	size_t len, i;
 
 	if (!info || !info->name)
 		return false;
 	len = strnlen(info->name, SPINTUNE_DEVICE_NAME_BYTES);
-	return len > 0 && len < SPINTUNE_DEVICE_NAME_BYTES && !strchr(info->name, '/');
+	if (len == 0 || len >= SPINTUNE_DEVICE_NAME_BYTES)
+		return false;
+	for (i = 0; i < len; i++) {
+		const unsigned char c = info->name[i];
+
+		if (c < 0x20 || c == '/' || c == '"' || c == '\\')
+			return false;
+	}
+	return true;
 }
 
 static void spintune_load_firmware(struct spintune_dev *sd)
@@ -614,6 +822,7 @@ struct spintune_dev *spintune_register(const struct spintune_dev_info *info)
 
 	sd->debugfs = debugfs_create_dir(sd->name, spintune_debugfs_root);
 	debugfs_create_file("stats", 0444, sd->debugfs, sd, &stats_fops);
+	debugfs_create_file("outcomes", 0644, sd->debugfs, sd, &outcomes_fops);
 	if (sd->dev)
 		spintune_load_firmware(sd);
 	spintune_log(sd, info, "registered; default: %s; table version %llu in force\n",

@@ -39,6 +39,7 @@
 #include "spintune/wait.h"
 
 struct device;
+struct seq_file;
 struct spintune_dev;
 
 /**
@@ -85,19 +86,30 @@ struct spintune_dev_info {
  * @done_ns: 0, or when the driver saw the hardware complete (ktime_get_ns()
  *	in its IRQ handler): the completion time spintune_end() records for
  *	the next command's context; 0 records the time of spintune_end().
+ * @cpu_ns: 0, or the CPU time the request cost, as the driver measured it
+ *	(docs/kernel-module.md, "Outcomes"): the waiter's spinning and polling,
+ *	the completion's interrupt handler and wake-up, from issue until the
+ *	waiter runs again.
+ * @latency_ns: 0 (not measured: the request counts in the statistics but
+ *	not in the outcomes), or issue to the waiter running again after the
+ *	completion, in ns.
  * @context: the command counts in the device's context state (the table in
  *	force at spintune_begin() had context leaves).
  * @write: the command is a write for the table in force.
  * @slot: the key's statistics slot (internal).
+ * @outcome_gen: the device's outcome generation at spintune_begin() (internal).
  */
 struct spintune_wait {
 	struct spintune_entry entry;
 	struct spintune_wait_stats stats;
 	u64 issue_ns;
 	u64 done_ns;
+	u64 cpu_ns;
+	u64 latency_ns;
 	bool context;
 	bool write;
 	u16 slot;
+	u32 outcome_gen;
 };
 
 /**
@@ -146,13 +158,18 @@ bool spintune_begin(struct spintune_dev *sd, u8 cpu_class, u32 opcode,
 		    u64 bytes, struct spintune_wait *w);
 
 /**
- * spintune_end() - account a finished wait in the key's statistics and the
- *	device's context state.
+ * spintune_end() - account a finished wait in the key's statistics, its
+ *	outcomes and the device's context state.
  * @sd: the device.
  * @w: the wait from spintune_begin(), after the wait.h helper returned
- *	(with @w->done_ns set if the driver knows it).
+ *	(with @w->done_ns set if the driver knows it, and @w->cpu_ns and
+ *	@w->latency_ns if it measured them).
  *
- * Never sleeps; safe in atomic context.
+ * A measured request (@w->latency_ns > 0) is added to the key's outcomes
+ * (/sys/kernel/debug/spintune/<name>/outcomes) unless a table was put in
+ * force or the outcomes were reset since spintune_begin(): each request
+ * counts for the version it waited by. O(1); never sleeps; safe in atomic
+ * and hard-IRQ context.
  */
 void spintune_end(struct spintune_dev *sd, const struct spintune_wait *w);
 
@@ -183,6 +200,25 @@ int spintune_install_blob(struct spintune_dev *sd, const void *blob, size_t len,
  * What /sys/kernel/spintune/<name>/last_error shows. May sleep.
  */
 void spintune_last_error(struct spintune_dev *sd, char *buf, size_t len);
+
+/**
+ * spintune_outcomes_show() - print the device's outcomes.
+ * @sd: the device.
+ * @m: receives a spintune-outcomes version 1 JSON document
+ *	(docs/verification.md): per key, the measured requests since the
+ *	table in force was put in force or the last reset, and their sums.
+ *
+ * What /sys/kernel/debug/spintune/<name>/outcomes shows. May sleep.
+ */
+void spintune_outcomes_show(struct spintune_dev *sd, struct seq_file *m);
+
+/**
+ * spintune_outcomes_reset() - start the device's outcomes from zero.
+ * @sd: the device.
+ *
+ * What a write to the outcomes file does; the version stays. May sleep.
+ */
+void spintune_outcomes_reset(struct spintune_dev *sd);
 
 /**
  * spintune_version() - the version of the table in force.

@@ -12,7 +12,9 @@
  * covered: the RCU swap, context leaves selected by the device's state
  * (from a blob and from a generated header), the compiled-in default from a
  * generated header, the built-in rule, no default at all (the driver's
- * own waits), and
+ * own waits), the outcome sums (what counts, the version, the cap and
+ * overflow, the reset) in the document spintune_outcomes_show() prints,
+ * and
  * firmware loading from /lib/firmware/spintune/stfw0.bin (the virtual
  * board ships that file; without it the test says so and fails).
  *
@@ -24,6 +26,7 @@
 #include <linux/err.h>
 #include <linux/module.h>
 #include <linux/platform_device.h>
+#include <linux/seq_file.h>
 #include <linux/slab.h>
 #include <linux/string.h>
 
@@ -504,6 +507,92 @@ static void st_driver_default(void)
 	spintune_unregister(sd);
 }
 
+/*
+ * The outcomes document of @sd, as its debugfs file shows it, into @buf
+ * (NUL-terminated; "" if it does not fit).
+ */
+static void st_read_outcomes(struct spintune_dev *sd, char *buf, size_t len)
+{
+	struct seq_file m = { .buf = buf, .size = len - 1 };
+
+	spintune_outcomes_show(sd, &m);
+	buf[seq_has_overflowed(&m) ? 0 : m.count] = 0;
+}
+
+/* One request of opcode 17, 512 bytes, that cost @cpu_ns and @latency_ns. */
+static void st_measured(struct spintune_dev *sd, u64 cpu_ns, u64 latency_ns)
+{
+	struct spintune_wait w;
+
+	spintune_begin(sd, 0, 17, 512, &w);
+	w.cpu_ns = cpu_ns;
+	w.latency_ns = latency_ns;
+	spintune_end(sd, &w);
+}
+
+/* The sums per key in the outcomes file, checked against hand-added ones. */
+static void st_outcomes(void)
+{
+	static const struct spintune_dev_info info = { .name = "stout0", .rule = st_rule };
+	static const char empty[] =
+		"{\"format\": \"spintune-outcomes\", \"format_version\": 1, \"device\": \"stout0\",\n"
+		" \"mode\": \"table\", \"policy_version\": 0, \"keys\": []}\n";
+	struct spintune_dev *sd = spintune_register(&info);
+	const size_t len = 2048;
+	struct spintune_wait w;
+	char *doc;
+	u8 *blob;
+
+	doc = kmalloc(len, GFP_KERNEL);
+	blob = kmalloc(ST_BLOB_BYTES, GFP_KERNEL);
+	if (IS_ERR(sd) || !doc || !blob) {
+		st_report(false, "registers a device for the outcome tests");
+		goto out;
+	}
+	st_read_outcomes(sd, doc, len);
+	st_report(!strcmp(doc, empty), "outcomes: a spintune-outcomes document with no keys at first");
+
+	st_measured(sd, 1000, 3000);
+	st_measured(sd, 2000, 5000);
+	st_measured(sd, 5000, 0); /* not measured: not counted */
+	st_read_outcomes(sd, doc, len);
+	st_report(strstr(doc, "\"policy_version\": 0, \"keys\": [\n"
+			 "  {\"cpu_class\": \"default\", \"opcode\": 17, \"bytes\": 512, \"size_class\": 10, \"requests\": 2,\n"
+			 "   \"cpu_ns_sum\": 3000, \"latency_ns_sum\": 8000, \"cpu_ns_sq_sum\": 5000000,\n"
+			 "   \"latency_ns_sq_sum\": 34000000, \"cpu_latency_ns_sum\": 13000000}]}\n"),
+		  "outcomes: two measured requests under the default rule, their five sums");
+
+	/* Begun under the rule, ended under version 7: counts for neither. */
+	spintune_begin(sd, 0, 17, 512, &w);
+	st_build(blob, "stout0", 7, 40000);
+	if (spintune_install_blob(sd, blob, ST_BLOB_BYTES, "selftest"))
+		st_report(false, "outcomes: installs version 7");
+	w.cpu_ns = 1;
+	w.latency_ns = 1;
+	spintune_end(sd, &w);
+	st_read_outcomes(sd, doc, len);
+	st_report(strstr(doc, "\"policy_version\": 7, \"keys\": []}") != NULL,
+		  "outcomes: a new table starts from zero; a request that began before it is not counted");
+
+	/* Capped at 2^32 - 1 ns; a second one would overflow the squares. */
+	st_measured(sd, 1ull << 40, 10);
+	st_measured(sd, 1ull << 40, 10);
+	st_read_outcomes(sd, doc, len);
+	st_report(strstr(doc, "\"requests\": 1,\n   \"cpu_ns_sum\": 4294967295, \"latency_ns_sum\": 10, "
+			 "\"cpu_ns_sq_sum\": 18446744065119617025,\n") != NULL,
+		  "outcomes: a request's time is capped; one that would overflow a sum is left out whole");
+
+	spintune_outcomes_reset(sd);
+	st_read_outcomes(sd, doc, len);
+	st_report(strstr(doc, "\"policy_version\": 7, \"keys\": []}") != NULL,
+		  "outcomes: a write resets them, the version stays");
+out:
+	kfree(doc);
+	kfree(blob);
+	if (!IS_ERR(sd))
+		spintune_unregister(sd);
+}
+
 static struct platform_device *st_pdev;
 static struct spintune_dev *st_fw_dev;
 
@@ -545,6 +634,7 @@ static int __init st_init(void)
 	st_loader();
 	st_header_default();
 	st_driver_default();
+	st_outcomes();
 	st_firmware();
 	/* The one refusal a registered device cannot reach: its storage is
 	 * sized from the blob, so check the parser's capacity bound directly.

@@ -3,8 +3,10 @@
 # Loads spintune.ko and runs its self-test, brings up the SD card under the
 # demo driver, measures the default rule, always-IRQ and always-spin, runs
 # spintune-agent against the tuner on the host while the demo driver
-# works, measures again with the pushed table, then writes a corrupted blob
-# and checks that it is refused. Every result goes to the console between
+# works, measures again with the pushed table, writes a corrupted blob
+# and checks that it is refused, then sends spintune.ko's outcome reports
+# of the default-rule and the table runs to the tuner's verifier with a
+# short second agent run. Every result goes to the console between
 # "@@ begin NAME" and "@@ end NAME" lines; the host reads them.
 /bin/busybox --install -s /bin
 mount -t proc proc /proc
@@ -21,6 +23,7 @@ SAMPLES=$(arg samples)
 TUNER=$(arg tuner)
 DEMO=/sys/kernel/debug/spintune_vboard
 ST=/sys/kernel/spintune/mmc0
+OUTCOMES=/sys/kernel/debug/spintune/mmc0/outcomes
 
 section() { echo "@@ begin $1"; cat; echo "@@ end $1"; }
 fail() { echo "@@ fail $*"; poweroff -f; }
@@ -59,8 +62,36 @@ settle() {
 
 run() {  # run MODE SECTION: the demo driver's workload, then its results
   settle
+  # By the table (or the default rule): spintune.ko's outcomes of this run
+  # alone, kept in /tmp/outcomes-SECTION.json.
+  [ "$1" = table ] && { echo 1 > $OUTCOMES || fail "reset $OUTCOMES"; }
   echo "$1 $REQUESTS 1" > $DEMO/run || fail "run $1"
   section "$2" < $DEMO/results
+  if [ "$1" = table ]; then
+    cat $OUTCOMES > /tmp/outcomes-$2.json || fail "read $OUTCOMES"
+    section "outcomes-$2" < /tmp/outcomes-$2.json
+  fi
+}
+
+# agent LOG FLAG...: spintune-agent tracing the card, against the tuner on
+# the host, while the demo driver works until the agent exits.
+agent() {
+  log=$1
+  shift
+  spintune-agent --tuner "$TUNER" --agent-id vboard --source tracefs:mmc0 \
+    --platform /tmp/platform.json --state-dir "" --irq-costs platform \
+    --give-up-after 60 "$@" > $log 2>&1 &
+  pid=$!
+  for _ in $(seq 100); do
+    grep -q "session up" $log && break
+    kill -0 $pid 2>/dev/null || break
+    sleep 0.1
+  done
+  while kill -0 $pid 2>/dev/null; do
+    echo "table 200 2" > $DEMO/run
+  done
+  wait $pid
+  echo "agent exit $?" >> $log
 }
 run table default
 run irq irq
@@ -70,20 +101,7 @@ section platform < $DEMO/platform
 [ -s /tmp/platform.json ] || cat $DEMO/platform > /tmp/platform.json
 
 # The loop: the agent traces the card while the demo driver works.
-spintune-agent --tuner "$TUNER" --agent-id vboard --source tracefs:mmc0 \
-  --platform /tmp/platform.json --sink "attr:$ST/table" --state-dir "" \
-  --irq-costs platform --max-samples "$SAMPLES" --give-up-after 60 --batch-size 256 > /tmp/agent.log 2>&1 &
-agent=$!
-for _ in $(seq 100); do
-  grep -q "session up" /tmp/agent.log && break
-  kill -0 $agent 2>/dev/null || break
-  sleep 0.1
-done
-while kill -0 $agent 2>/dev/null; do
-  echo "table 200 2" > $DEMO/run
-done
-wait $agent
-echo "agent exit $?" >> /tmp/agent.log
+agent /tmp/agent.log --sink "attr:$ST/table" --max-samples "$SAMPLES" --batch-size 256
 section agent < /tmp/agent.log
 
 pushed=$(sed -n 's/.*applied_version=\([0-9]*\).*/\1/p' /tmp/agent.log | tail -1)
@@ -113,5 +131,12 @@ if [ "$size" -gt 64 ]; then
 else
   echo "no table in force ($size bytes)" | section corrupt
 fi
+
+# Verification: the outcomes of the default rule (version 0) and of the
+# pushed table go to the tuner first, then a few samples; no sink, so a
+# rollback the verifier decides is stored but not applied here.
+agent /tmp/agent-outcomes.log --outcomes /tmp/outcomes-default.json \
+  --outcomes /tmp/outcomes-table.json --max-samples 200 --batch-size 100
+section agent-outcomes < /tmp/agent-outcomes.log
 echo "@@ done"
 poweroff -f

@@ -9,7 +9,9 @@
  * callback (run from the sdhci interrupt) signals; spinning means polling
  * the flag the same callback sets; the sleeping strategies are wait.h's.
  * It measures, per request, the latency (issue to the waiter running again)
- * and the CPU time (that interval minus the CPU's idle time in it).
+ * and the CPU time (that interval minus the CPU's idle time in it), and
+ * hands both to spintune_end() in table mode: spintune.ko's outcomes file
+ * (/sys/kernel/debug/spintune/mmc0/outcomes) reports them per key.
  *
  * QEMU 7.2's SD card finishes every command inside the register write that
  * starts it: the interrupt is already pending when sdhci_request() returns,
@@ -248,16 +250,16 @@ static u32 vb_card_ns(const struct vb_card_profile *k, struct rnd_state *rnd)
  * @k: the kind of command.
  * @block: first block.
  * @hold_ns: the card's latency for this command.
- * @entry: how to wait.
- * @stats: receives the wait's counters.
+ * @w: how to wait (@w->entry); receives the wait's counters (@w->stats) and
+ *	what the request cost (@w->cpu_ns, @w->latency_ns; 0 if it was refused).
  * @r: the kind's results, updated.
  *
  * REQUIRES: the host is claimed.
  */
 static void vb_one(struct vb_board *vb, const struct vb_card_profile *k, u32 block,
-		   u32 hold_ns, const struct spintune_entry *entry,
-		   struct spintune_wait_stats *stats, struct vb_key_result *r)
+		   u32 hold_ns, struct spintune_wait *w, struct vb_key_result *r)
 {
+	struct spintune_wait_stats *stats = &w->stats;
 	struct mmc_command cmd = {}, stop = {};
 	struct mmc_request mrq = {};
 	struct mmc_data data = {};
@@ -299,7 +301,7 @@ static void vb_one(struct vb_board *vb, const struct vb_card_profile *k, u32 blo
 		r->errors++;
 		return;
 	}
-	rc = spintune_wait(entry, vb_done_read, done, done, VB_WAIT_TIMEOUT_NS, stats, vb);
+	rc = spintune_wait(&w->entry, vb_done_read, done, done, VB_WAIT_TIMEOUT_NS, stats, vb);
 	if (rc) { /* SPINTUNE_ARM_IRQ, or a spin or poll that gave up */
 		wait_for_completion(&vb->done);
 		slept = true;
@@ -309,9 +311,11 @@ static void vb_one(struct vb_board *vb, const struct vb_card_profile *k, u32 blo
 
 	if (vb->orig_ops->post_req)
 		vb->orig_ops->post_req(vb->host, &mrq, 0);
+	w->latency_ns = t1 - t0;
+	w->cpu_ns = (t1 - t0) - min(t1 - t0, idle1 - idle0);
 	r->n++;
-	r->latency_ns += t1 - t0;
-	r->cpu_ns += (t1 - t0) - min(t1 - t0, idle1 - idle0);
+	r->latency_ns += w->latency_ns;
+	r->cpu_ns += w->cpu_ns;
 	r->card_ns += vb->done_at_ns - t0;
 	if (slept) {
 		r->slept++;
@@ -356,7 +360,7 @@ static void vb_run(struct vb_board *vb, const char *mode, u32 count, u32 seed)
 			memset(&w, 0, sizeof(w));
 			w.entry = mode[0] == 'i' ? irq : mode[1] == 'p' ? spin : sleep;
 		}
-		vb_one(vb, k, block, hold_ns, &w.entry, &w.stats, &vb->results[i % VB_KINDS]);
+		vb_one(vb, k, block, hold_ns, &w, &vb->results[i % VB_KINDS]);
 		if (table)
 			spintune_end(vb->st, &w);
 		if (i % 64 == 63)
