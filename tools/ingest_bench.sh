@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # Tuner ingest under many agents (docs/benchmarks.md): for each run a fresh
 # tuner (fresh SQLite file) and spintune-loadgen with N simulated agents;
-# prints samples/s, batches/s, batch ack latency p50/p99 and the tuner's peak
-# resident memory (VmHWM).
-# Usage: tools/ingest_bench.sh [BUILD]
+# prints samples/s, batches/s, batch ack latency p50/p99, the tuner's peak
+# resident memory (VmHWM), the tuner process's CPU seconds (utime + stime
+# from /proc/PID/stat, all its threads) and samples per tuner CPU second:
+# the rate one core running only the tuner would sustain (the load
+# generator's simulated boards share the machine and are not in it).
+# Usage: tools/ingest_bench.sh [BUILD [AGENTS:SAMPLES_PER_AGENT:BATCH...]]
+# (default rows: 200:10000:512 and 50:20000:B for B in 64 256 1024 4096)
 set -euo pipefail
 BUILD=${1:-build}
 OUT=$BUILD/ingest-bench
@@ -15,20 +19,24 @@ run() {  # AGENTS SAMPLES_PER_AGENT BATCH
   local json
   json=$("$BUILD/bench/spintune-loadgen" --tuner "$addr" --agents "$1" --samples-per-agent "$2" \
     --batch-size "$3" --format json)
-  local hwm
+  local hwm ticks
   hwm=$(awk '/VmHWM/ {print $2}' "/proc/$tuner_pid/status")
+  # utime + stime: fields 14 and 15 (the name in field 2 has no spaces).
+  ticks=$(awk '{print $14 + $15}' "/proc/$tuner_pid/stat")
   kill -INT "$tuner_pid"; wait "$tuner_pid" || true
-  python3 - "$json" "$hwm" <<'PY'
+  python3 - "$json" "$hwm" "$ticks" "$(getconf CLK_TCK)" <<'PY'
 import json, sys
-r = json.loads(sys.argv[1]); hwm = int(sys.argv[2])
+r = json.loads(sys.argv[1]); hwm = int(sys.argv[2]); cpu = int(sys.argv[3]) / int(sys.argv[4])
 assert r["samples_stored"] == r["samples"] and r["failed_agents"] == 0, r
 print(f'{r["agents"]:>6} {r["batch_size"]:>6} {r["samples"]:>10} {r["seconds"]:>8.2f} '
       f'{r["samples_per_second"]:>12.0f} {r["batches"]/r["seconds"]:>10.0f} '
-      f'{r["ack_p50_ms"]:>10.1f} {r["ack_p99_ms"]:>10.1f} {hwm/1024:>10.1f}')
+      f'{r["ack_p50_ms"]:>10.1f} {r["ack_p99_ms"]:>10.1f} {hwm/1024:>10.1f} '
+      f'{cpu:>8.2f} {r["samples"]/cpu:>12.0f}')
 PY
 }
 
-printf "%6s %6s %10s %8s %12s %10s %10s %10s %10s\n" agents batch samples seconds \
-  samples/s batches/s "ack p50 ms" "ack p99 ms" "tuner MiB"
-run 200 10000 512
-for batch in 64 256 1024 4096; do run 50 20000 "$batch"; done
+printf "%6s %6s %10s %8s %12s %10s %10s %10s %10s %8s %12s\n" agents batch samples seconds \
+  samples/s batches/s "ack p50 ms" "ack p99 ms" "tuner MiB" "tuner s" "samples/cpu-s"
+rows=("${@:2}")
+[ ${#rows[@]} -gt 0 ] || rows=(200:10000:512 50:20000:64 50:20000:256 50:20000:1024 50:20000:4096)
+for row in "${rows[@]}"; do IFS=: read -r a s b <<<"$row"; run "$a" "$s" "$b"; done
