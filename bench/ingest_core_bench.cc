@@ -198,7 +198,7 @@ int Main(int argc, char** argv) {
       v1::SampleBatch batch;
       batch.ParseFromString(wire[a][s]);
       bytes += wire[a][s].size();
-      (*core)->OnBatch(sessions[a], hellos[a], std::move(batch), wire[a][s].size(), nullptr);
+      (*core)->OnBatch(sessions[a], hellos[a], std::move(batch), nullptr);
     }
   }
   for (int a = 0; a < agents; ++a) sessions[a]->WaitWindow(per_agent_batches, 1);

@@ -41,22 +41,24 @@ Fitter::~Fitter() {
 
 uint64_t Fitter::Enqueue(Request request) {
   std::lock_guard<std::mutex> lock(mu_);
+  std::vector<uint64_t>& waiting = waiting_[request.target_id];
   if (request.kind != Kind::kPredict) {
     // Merge into the target's waiting request of the same kind, or a sync
     // into the target's LAST waiting request: it has to come after all of
     // them (a drain's answer after the refit queued behind a verification).
-    for (auto q = requests_.rbegin(); q != requests_.rend(); ++q) {
-      if (q->target_id != request.target_id) continue;
-      if (request.kind == Kind::kSync || q->kind == request.kind) {
-        q->force = q->force || request.force;
-        return q->ticket;
+    for (auto t = waiting.rbegin(); t != waiting.rend(); ++t) {
+      Request& q = requests_.at(*t);
+      if (request.kind == Kind::kSync || q.kind == request.kind) {
+        q.force = q.force || request.force;
+        return q.ticket;
       }
     }
   }
   request.ticket = next_ticket_++;
-  requests_.push_back(std::move(request));
+  waiting.push_back(request.ticket);
+  requests_.emplace(request.ticket, std::move(request));
   cv_.notify_one();
-  return requests_.back().ticket;
+  return waiting.back();
 }
 
 uint64_t Fitter::Predict(int64_t target_id, TargetRecord target) {
@@ -83,8 +85,12 @@ void Fitter::Loop() {
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait(lock, [this] { return stop_ || !requests_.empty(); });
       if (stop_) return;
-      request = std::move(requests_.front());
-      requests_.pop_front();
+      request = std::move(requests_.begin()->second);
+      requests_.erase(requests_.begin());
+      // Tickets rise: the oldest request is its target's first.
+      auto waiting = waiting_.find(request.target_id);
+      waiting->second.erase(waiting->second.begin());
+      if (waiting->second.empty()) waiting_.erase(waiting);
     }
     FitResult result = Run(request);
     result.target_id = request.target_id;

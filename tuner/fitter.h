@@ -27,7 +27,6 @@
 
 #include <condition_variable>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -122,7 +121,10 @@ class Fitter {
   std::condition_variable cv_;
   bool stop_ = false;
   uint64_t next_ticket_ = 1;
-  std::deque<Request> requests_;
+  std::map<uint64_t, Request> requests_;  // by ticket: in the order they run
+  // Each target's waiting tickets, oldest first (merging without a scan of
+  // every target's requests: a fleet queues one per target).
+  std::map<int64_t, std::vector<uint64_t>> waiting_;
   std::thread thread_;
 };
 

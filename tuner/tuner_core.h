@@ -167,10 +167,11 @@ class TunerCore {
   void CountRefusedCall(bool authenticated);
   void OnHello(std::shared_ptr<SessionHandle> session, v1::Hello hello,
                std::function<void()> done);
-  // Decodes `batch` against the stream's `hello` on the calling thread (the
-  // worker only stores it). `bytes`: its size as received.
+  // Fingerprints, decodes (against the stream's `hello`) and encodes
+  // `batch` for staging on the calling thread (the worker only checks
+  // limits and stores it).
   void OnBatch(std::shared_ptr<SessionHandle> session, const v1::Hello& hello,
-               v1::SampleBatch batch, uint64_t bytes, std::function<void()> done);
+               v1::SampleBatch batch, std::function<void()> done);
   void OnApplied(std::shared_ptr<SessionHandle> session, v1::PolicyApplied applied,
                  std::function<void()> done);
   void OnDrain(std::shared_ptr<SessionHandle> session, std::function<void()> done);

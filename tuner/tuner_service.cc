@@ -224,8 +224,7 @@ class SessionReactor final
         }
         state_->JobStarted();
         if (request_.has_batch()) {
-          const uint64_t bytes = request_.batch().ByteSizeLong();
-          core_->OnBatch(state_, hello_, std::move(*request_.mutable_batch()), bytes, done);
+          core_->OnBatch(state_, hello_, std::move(*request_.mutable_batch()), done);
         } else if (request_.has_applied()) {
           core_->OnApplied(state_, std::move(*request_.mutable_applied()), done);
         } else if (request_.has_drain()) {
