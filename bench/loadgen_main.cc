@@ -98,6 +98,8 @@ int main(int argc, char** argv) {
   uint32_t samples_per_key = 100;
   double interval_s = 1;
   bool fleet_mode = false;
+  bool fleet_raw = false;
+  size_t window = 0;
   int channels = 32;
   double duration_s = 20;
   CLI::App app{"spintune-loadgen: many simulated agents in one process against a tuner; "
@@ -141,6 +143,12 @@ int main(int argc, char** argv) {
                "Raw Session streams (gRPC callback API over --channels connections) instead of "
                "Agent objects, for thousands of agents: Hello, then one histogram batch per "
                "--interval for --duration seconds (bench/fleet_streams.h)");
+  app.add_flag("--raw", fleet_raw,
+               "--fleet: batches of --batch-size raw sample columns instead of histograms");
+  app.add_option("--window", window,
+                 "--fleet: a stream skips its turn while this many batches are unacknowledged "
+                 "(0: never)")
+      ->capture_default_str();
   app.add_option("--channels", channels, "--fleet: connections the streams share")
       ->check(CLI::Range(1, 4096))
       ->capture_default_str();
@@ -169,6 +177,8 @@ int main(int argc, char** argv) {
     fo.channels = channels;
     fo.keys = keys;
     fo.samples_per_key = samples_per_key;
+    fo.raw_samples = fleet_raw ? static_cast<uint32_t>(batch_size) : 0;
+    fo.max_unacked = window;
     fo.interval = absl::Seconds(interval_s);
     fo.duration = absl::Seconds(duration_s);
     auto r = spintune::RunFleetStreams(fo);
@@ -187,6 +197,7 @@ int main(int argc, char** argv) {
                                   {"refused", r->refused},
                                   {"seconds", r->seconds},
                                   {"batches_per_second", rate},
+                                  {"samples_per_second", r->samples_acked / r->seconds},
                                   {"ack_p50_ms", r->ack_p50_ms},
                                   {"ack_p99_ms", r->ack_p99_ms},
                                   {"ack_max_ms", r->ack_max_ms}}
