@@ -112,8 +112,8 @@ int main(int argc, char** argv) {
       "Exit codes: 0 ok, 1 an agent failed, 2 usage.");
   app.set_version_flag("--version", spintune::Version());
   app.add_option("--tuner", tuner, "Tuner address")->capture_default_str();
-  app.add_option("--agents", agents, "Agents to simulate")
-      ->check(CLI::Range(1, 5000))
+  app.add_option("--agents", agents, "Agents to simulate (up to 5000; with --fleet 100000)")
+      ->check(CLI::Range(1, 100000))
       ->capture_default_str();
   app.add_option("--samples-per-agent", samples, "Completion samples each agent sends")
       ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 32))
@@ -162,6 +162,10 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
+  }
+  if (!fleet_mode && agents > 5000) {  // a thread and a channel each
+    std::cerr << "spintune-loadgen: --agents above 5000 needs --fleet\n";
+    return 2;
   }
   if (absl::Status s = spintune::LoadTokenFile(token_file, &security); !s.ok()) {
     std::cerr << "spintune-loadgen: " << s.message() << "\n";
