@@ -14,6 +14,9 @@ namespace spintune {
 
 absl::StatusOr<std::unique_ptr<Fitter>> Fitter::Create(FitterOptions options,
                                                        std::function<void(FitResult)> deliver) {
+  if (!(options.max_cpu_share > 0 && options.max_cpu_share <= 1)) {
+    return absl::InvalidArgumentError("max_cpu_share must be in (0, 1]");
+  }
   if (options.db_path.empty() || options.db_path == ":memory:") {
     return absl::InvalidArgumentError("the tuner needs a database file, not ':memory:'");
   }
@@ -49,17 +52,39 @@ uint64_t Fitter::Enqueue(Request request) {
     for (auto t = waiting.rbegin(); t != waiting.rend(); ++t) {
       Request& q = requests_.at(*t);
       if (request.kind == Kind::kSync || q.kind == request.kind) {
+        const bool was_deferrable = Deferrable(q);
         q.force = q.force || request.force;
+        // A sync (a drain) or a forced refit makes the request it joins urgent.
+        q.urgent = q.urgent || request.kind == Kind::kSync || request.force;
+        if (was_deferrable && !Deferrable(q)) {
+          ++urgent_;
+          cv_.notify_one();
+        }
         return q.ticket;
       }
     }
   }
   request.ticket = next_ticket_++;
+  if (!Deferrable(request)) ++urgent_;
   waiting.push_back(request.ticket);
   requests_.emplace(request.ticket, std::move(request));
   cv_.notify_one();
   return waiting.back();
 }
+
+bool Fitter::Deferrable(const Request& r) {
+  return r.kind != Kind::kSync && !r.force && !r.urgent;
+}
+
+namespace {
+
+double ThreadCpuSeconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+}  // namespace
 
 uint64_t Fitter::Predict(int64_t target_id, TargetRecord target) {
   return Enqueue({target_id, Kind::kPredict, false, std::move(target), 0});
@@ -79,20 +104,31 @@ void Fitter::Loop() {
   // Fits yield the CPU to ingest (acks wait on it; fits only delay tables).
   setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), 10);
   pthread_setname_np(pthread_self(), "fitter");
+  absl::Time not_before = absl::InfinitePast();  // of the next deferrable request
   while (true) {
     Request request;
     {
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait(lock, [this] { return stop_ || !requests_.empty(); });
+      // Within the CPU share, unless a drain waits for something queued.
+      while (!stop_ && urgent_ == 0 && absl::Now() < not_before) {
+        cv_.wait_for(lock, absl::ToChronoNanoseconds(not_before - absl::Now()));
+      }
       if (stop_) return;
       request = std::move(requests_.begin()->second);
       requests_.erase(requests_.begin());
+      if (!Deferrable(request)) --urgent_;
       // Tickets rise: the oldest request is its target's first.
       auto waiting = waiting_.find(request.target_id);
       waiting->second.erase(waiting->second.begin());
       if (waiting->second.empty()) waiting_.erase(waiting);
     }
+    const double cpu_start = ThreadCpuSeconds();
     FitResult result = Run(request);
+    if (Deferrable(request) && options_.max_cpu_share < 1) {
+      const double cpu = ThreadCpuSeconds() - cpu_start;
+      not_before = absl::Now() + absl::Seconds(cpu * (1 / options_.max_cpu_share - 1));
+    }
     result.target_id = request.target_id;
     result.ticket = request.ticket;
     deliver_(std::move(result));

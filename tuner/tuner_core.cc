@@ -88,7 +88,8 @@ absl::StatusOr<std::unique_ptr<TunerCore>> TunerCore::Create(const TunerOptions&
   // through this slot (set below, cleared when the core stops the fitter).
   auto slot = std::make_shared<std::atomic<TunerCore*>>(nullptr);
   FitterOptions fo{options.db_path, options.store,        options.fit,
-                   options.change,  options.evidence_ttl, options.verify};
+                   options.change,  options.evidence_ttl, options.verify,
+                   options.max_fit_cpu_share};
   SPINTUNE_ASSIGN_OR_RETURN(auto fitter, Fitter::Create(fo, [slot](FitResult r) {
                               if (TunerCore* core = slot->load()) core->OnFitResult(std::move(r));
                             }));

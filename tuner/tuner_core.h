@@ -85,6 +85,8 @@ struct TunerOptions {
   // at once).
   uint64_t refit_samples = 4096;
   absl::Duration min_refit_interval = absl::ZeroDuration();
+  // Most of a core refits and predictions may take (FitterOptions).
+  double max_fit_cpu_share = 0.25;
   // Most keys (cpu class, device, opcode, size class) one target may have;
   // a batch that would add more is refused with RESOURCE_EXHAUSTED.
   uint64_t max_keys_per_target = 4096;
