@@ -328,7 +328,7 @@ void TunerCore::OnHello(std::shared_ptr<SessionHandle> session, v1::Hello hello,
 }
 
 void TunerCore::OnBatch(std::shared_ptr<SessionHandle> session, const v1::Hello& hello,
-                        v1::SampleBatch batch, std::function<void()> done) {
+                        const v1::SampleBatch& batch, std::function<void()> done) {
   TunerJob job;
   job.session = std::move(session);
   job.samples = CompletionSamples(batch);
@@ -338,11 +338,10 @@ void TunerCore::OnBatch(std::shared_ptr<SessionHandle> session, const v1::Hello&
     job.bytes = bytes.size();
   }
   if (batch.has_dropped()) {
-    job.batch = std::move(batch);  // the worker checks the placeholder
+    job.batch = batch;  // the worker checks the placeholder
   } else {
     // Decoded and encoded for staging here, on the receiving thread: the
-    // worker only checks limits and stores. It keeps the seq alone; the
-    // columns are freed here, not on the worker.
+    // worker only checks limits and stores. It keeps the seq alone.
     job.delta = DecodeBatch(batch, hello);
     if (job.delta.ok()) {
       job.staged_delta = EncodeBatchDelta(*job.delta);

@@ -173,7 +173,7 @@ class TunerCore {
   // `batch` for staging on the calling thread (the worker only checks
   // limits and stores it).
   void OnBatch(std::shared_ptr<SessionHandle> session, const v1::Hello& hello,
-               v1::SampleBatch batch, std::function<void()> done);
+               const v1::SampleBatch& batch, std::function<void()> done);
   void OnApplied(std::shared_ptr<SessionHandle> session, v1::PolicyApplied applied,
                  std::function<void()> done);
   void OnDrain(std::shared_ptr<SessionHandle> session, std::function<void()> done);
