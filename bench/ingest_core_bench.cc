@@ -30,9 +30,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "agent/board_model.h"
-#include "agent/capture/histogram_batch.h"
 #include "agent/sample_source.h"
-#include "models/latency_histogram.h"
+#include "bench/sim_histograms.h"
 #include "nlohmann/json.hpp"
 #include "proto/sample_batch_util.h"
 #include "storage/store.h"
@@ -85,31 +84,6 @@ double CpuSeconds() {
   getrusage(RUSAGE_SELF, &u);
   return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
          static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e-6;
-}
-
-// One interval of `keys` histogram keys, as loadgen --histograms sends.
-void FillHistograms(const v1::Hello& hello, uint32_t keys, uint32_t samples_per_key,
-                    std::mt19937_64& rng, v1::SampleBatch* batch) {
-  std::vector<KeyHistogramDelta> deltas;
-  for (uint32_t k = 0; k < keys; ++k) {
-    std::lognormal_distribution<double> wait(std::log(20'000.0 * (1 + k % 7)), 0.5);
-    LatencyHistogram h;
-    KeyHistogramDelta d;
-    d.device = hello.devices(0).name();
-    d.opcode = k;
-    d.size_class = 13;
-    for (uint32_t i = 0; i < samples_per_key; ++i) {
-      const auto ns = static_cast<uint64_t>(wait(rng));
-      h.Record(ns);
-      d.wait.sum_ns += ns;
-    }
-    d.wait.buckets = h.buckets();
-    d.wait.count = h.total_count();
-    d.irq_path = d.wait.count;
-    deltas.push_back(std::move(d));
-  }
-  uint64_t dropped = 0;
-  (void)AppendHistograms(deltas, {}, {{hello.devices(0).name(), 0}}, batch, &dropped);
 }
 
 int Main(int argc, char** argv) {
@@ -168,7 +142,7 @@ int Main(int argc, char** argv) {
     for (uint64_t s = 1; s <= per_agent_batches; ++s) {
       v1::SampleBatch batch;
       if (histograms) {
-        FillHistograms(hello, keys, samples_per_key, rng, &batch);
+        AppendSimHistograms(hello, keys, samples_per_key, rng, &batch);
       } else {
         while (static_cast<size_t>(batch.completions().wait_ns_size()) < batch_size) {
           const size_t want = batch_size - batch.completions().wait_ns_size();

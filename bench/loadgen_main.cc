@@ -23,8 +23,8 @@
 #include "absl/time/clock.h"
 #include "agent/agent.h"
 #include "bench/fleet_streams.h"
+#include "bench/sim_histograms.h"
 #include "agent/board_model.h"
-#include "agent/capture/histogram_batch.h"
 #include "agent/policy_sink.h"
 #include "models/latency_histogram.h"
 #include "common/logging.h"
@@ -48,27 +48,7 @@ class HistogramSimSource : public spintune::SampleSource {
   }
   void Describe(spintune::v1::Hello* hello) const override { *hello = hello_; }
   absl::StatusOr<size_t> Fill(size_t, spintune::v1::SampleBatch* batch) override {
-    std::vector<spintune::KeyHistogramDelta> deltas;
-    for (uint32_t k = 0; k < keys_; ++k) {
-      std::lognormal_distribution<double> wait(std::log(20'000.0 * (1 + k % 7)), 0.5);
-      spintune::LatencyHistogram h;
-      spintune::KeyHistogramDelta d;
-      d.device = hello_.devices(0).name();
-      d.opcode = k;
-      d.size_class = 13;
-      for (uint32_t i = 0; i < samples_per_key_; ++i) {
-        const auto ns = static_cast<uint64_t>(wait(rng_));
-        h.Record(ns);
-        d.wait.sum_ns += ns;
-      }
-      d.wait.buckets = h.buckets();
-      d.wait.count = h.total_count();
-      d.irq_path = d.wait.count;
-      deltas.push_back(std::move(d));
-    }
-    uint64_t dropped = 0;
-    return spintune::AppendHistograms(deltas, {}, {{hello_.devices(0).name(), 0}}, batch,
-                                      &dropped);
+    return spintune::AppendSimHistograms(hello_, keys_, samples_per_key_, rng_, batch);
   }
   bool exhausted() const override { return false; }
 

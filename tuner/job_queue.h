@@ -34,9 +34,9 @@ namespace spintune {
 struct TunerJob {
   std::shared_ptr<SessionHandle> session;  // null: not a stream's job
   std::function<void()> run;               // empty: a batch job
-  // Batch jobs: the batch's seq and placeholder (its columns are dropped
-  // once decoded), what decoding it on the receiving thread gave, and its
-  // fingerprint.
+  // Batch jobs: the batch's seq alone (a placeholder: the whole batch, for
+  // the worker's checks), what decoding it on the receiving thread gave,
+  // and its fingerprint.
   v1::SampleBatch batch;
   uint64_t samples = 0;  // completion samples the batch held
   absl::StatusOr<BatchDelta> delta = absl::UnknownError("not decoded");
