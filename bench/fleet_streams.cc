@@ -64,6 +64,34 @@ v1::SampleBatch HistogramTemplate(uint32_t keys, uint32_t samples, uint64_t seed
   return b;
 }
 
+// `samples` raw completions (lognormal around 50..225 us over 8 opcodes),
+// all on the IRQ path, each with its dispatch sample (handler and wake
+// times), as sample columns: what a simulated board's agent sends.
+v1::SampleBatch RawTemplate(uint32_t samples, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::lognormal_distribution<double> handler(std::log(3'000.0), 0.3);
+  std::lognormal_distribution<double> wake(std::log(8'000.0), 0.3);
+  v1::SampleBatch b;
+  auto* c = b.mutable_completions();
+  auto* d = b.mutable_dispatches();
+  for (uint32_t i = 0; i < samples; ++i) {
+    const uint32_t opcode = static_cast<uint32_t>(rng() % 8);
+    std::lognormal_distribution<double> dist(std::log(50'000.0 + 25'000.0 * opcode), 0.3);
+    c->add_wait_ns(static_cast<uint64_t>(dist(rng)));
+    c->add_device_index(0);
+    c->add_cpu_class_index(0);
+    c->add_opcode(opcode);
+    c->add_bytes(4096);
+    c->add_path(v1::WAIT_PATH_IRQ);
+    c->add_flags(0);
+    d->add_cpu_class_index(0);
+    d->add_device_index(0);
+    d->add_handler_ns(static_cast<uint64_t>(handler(rng)));
+    d->add_wake_ns(static_cast<uint64_t>(wake(rng)));
+  }
+  return b;
+}
+
 struct Shared {
   std::mutex mu;
   std::condition_variable cv;
@@ -79,8 +107,13 @@ struct Shared {
 class FleetAgent final : public grpc::ClientBidiReactor<v1::AgentMessage, v1::TunerMessage> {
  public:
   FleetAgent(v1::Tuner::Stub* stub, std::string id, const v1::SampleBatch* batch,
-             uint64_t samples_per_batch, const ClientSecurity& security, Shared* shared)
-      : id_(std::move(id)), batch_(batch), samples_(samples_per_batch), shared_(shared) {
+             uint64_t samples_per_batch, size_t max_unacked, const ClientSecurity& security,
+             Shared* shared)
+      : id_(std::move(id)),
+        batch_(batch),
+        samples_(samples_per_batch),
+        max_unacked_(max_unacked),
+        shared_(shared) {
     AddCallCredentials(security, &ctx_);
     stub->async()->Session(&ctx_, this);
     v1::AgentMessage hello;
@@ -96,6 +129,7 @@ class FleetAgent final : public grpc::ClientBidiReactor<v1::AgentMessage, v1::Tu
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (!ready_ || finishing_) return;
+      if (max_unacked_ > 0 && sent_at_.size() >= max_unacked_) return;
       *m.mutable_batch() = *batch_;
       m.mutable_batch()->set_seq(++seq_);
       sent_at_[seq_] = absl::Now();
@@ -180,6 +214,7 @@ class FleetAgent final : public grpc::ClientBidiReactor<v1::AgentMessage, v1::Tu
   const std::string id_;
   const v1::SampleBatch* batch_;
   const uint64_t samples_;
+  const size_t max_unacked_;
   Shared* shared_;
   grpc::ClientContext ctx_;
   v1::TunerMessage in_;
@@ -205,15 +240,19 @@ absl::StatusOr<FleetResult> RunFleetStreams(const FleetOptions& o) {
     SPINTUNE_ASSIGN_OR_RETURN(auto channel, MakeChannel(o.tuner, o.security, args));
     stubs.push_back(v1::Tuner::NewStub(channel));
   }
-  const v1::SampleBatch batch = HistogramTemplate(o.keys, o.samples_per_key, 7);
-  const uint64_t samples = static_cast<uint64_t>(o.keys) * o.samples_per_key;
+  const v1::SampleBatch batch = o.raw_samples > 0
+                                    ? RawTemplate(o.raw_samples, 7)
+                                    : HistogramTemplate(o.keys, o.samples_per_key, 7);
+  const uint64_t samples = o.raw_samples > 0
+                               ? o.raw_samples
+                               : static_cast<uint64_t>(o.keys) * o.samples_per_key;
   Shared shared;
   std::vector<std::unique_ptr<FleetAgent>> fleet;
   const absl::Time start = absl::Now();
   for (int i = 0; i < o.agents; ++i) {
     fleet.push_back(std::make_unique<FleetAgent>(stubs[static_cast<size_t>(i) % stubs.size()].get(),
                                                  absl::StrCat(o.prefix, "-", i), &batch, samples,
-                                                 o.security, &shared));
+                                                 o.max_unacked, o.security, &shared));
   }
   FleetResult r;
   r.agents = o.agents;

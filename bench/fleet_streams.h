@@ -2,7 +2,8 @@
 // Session stream (gRPC callback API, multiplexed over a few channels) that
 // says Hello and then sends one histogram batch (`keys` keys of
 // `samples_per_key` completions each, as the BPF capture does) per
-// `interval`, each agent at its own phase. Measures the tuner's ack latency
+// `interval`, each agent at its own phase (or a batch of raw sample
+// columns: FleetOptions::raw_samples). Measures the tuner's ack latency
 // and throughput in the steady state; unlike spintune-loadgen's Agent mode
 // it needs no thread per agent, so 10,000 agents fit on a small machine.
 //
@@ -27,6 +28,13 @@ struct FleetOptions {
   int channels = 32;
   uint32_t keys = 64;
   uint32_t samples_per_key = 100;
+  // > 0: batches of this many raw completion samples (sample columns, as
+  // sim, csv and replay agents send) instead of histogram deltas.
+  uint32_t raw_samples = 0;
+  // > 0: a stream skips its turn while this many of its batches are
+  // unacknowledged (an agent's window); with a short `interval` the fleet
+  // then sends as fast as the tuner acknowledges.
+  size_t max_unacked = 0;
   absl::Duration interval = absl::Seconds(1);
   // Batches sent and timed after every agent's Hello was acknowledged.
   absl::Duration duration = absl::Seconds(20);

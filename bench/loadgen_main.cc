@@ -23,8 +23,8 @@
 #include "absl/time/clock.h"
 #include "agent/agent.h"
 #include "bench/fleet_streams.h"
+#include "bench/sim_histograms.h"
 #include "agent/board_model.h"
-#include "agent/capture/histogram_batch.h"
 #include "agent/policy_sink.h"
 #include "models/latency_histogram.h"
 #include "common/logging.h"
@@ -48,27 +48,7 @@ class HistogramSimSource : public spintune::SampleSource {
   }
   void Describe(spintune::v1::Hello* hello) const override { *hello = hello_; }
   absl::StatusOr<size_t> Fill(size_t, spintune::v1::SampleBatch* batch) override {
-    std::vector<spintune::KeyHistogramDelta> deltas;
-    for (uint32_t k = 0; k < keys_; ++k) {
-      std::lognormal_distribution<double> wait(std::log(20'000.0 * (1 + k % 7)), 0.5);
-      spintune::LatencyHistogram h;
-      spintune::KeyHistogramDelta d;
-      d.device = hello_.devices(0).name();
-      d.opcode = k;
-      d.size_class = 13;
-      for (uint32_t i = 0; i < samples_per_key_; ++i) {
-        const auto ns = static_cast<uint64_t>(wait(rng_));
-        h.Record(ns);
-        d.wait.sum_ns += ns;
-      }
-      d.wait.buckets = h.buckets();
-      d.wait.count = h.total_count();
-      d.irq_path = d.wait.count;
-      deltas.push_back(std::move(d));
-    }
-    uint64_t dropped = 0;
-    return spintune::AppendHistograms(deltas, {}, {{hello_.devices(0).name(), 0}}, batch,
-                                      &dropped);
+    return spintune::AppendSimHistograms(hello_, keys_, samples_per_key_, rng_, batch);
   }
   bool exhausted() const override { return false; }
 
@@ -98,6 +78,8 @@ int main(int argc, char** argv) {
   uint32_t samples_per_key = 100;
   double interval_s = 1;
   bool fleet_mode = false;
+  bool fleet_raw = false;
+  size_t window = 0;
   int channels = 32;
   double duration_s = 20;
   CLI::App app{"spintune-loadgen: many simulated agents in one process against a tuner; "
@@ -110,8 +92,8 @@ int main(int argc, char** argv) {
       "Exit codes: 0 ok, 1 an agent failed, 2 usage.");
   app.set_version_flag("--version", spintune::Version());
   app.add_option("--tuner", tuner, "Tuner address")->capture_default_str();
-  app.add_option("--agents", agents, "Agents to simulate")
-      ->check(CLI::Range(1, 5000))
+  app.add_option("--agents", agents, "Agents to simulate (up to 5000; with --fleet 100000)")
+      ->check(CLI::Range(1, 100000))
       ->capture_default_str();
   app.add_option("--samples-per-agent", samples, "Completion samples each agent sends")
       ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 32))
@@ -141,6 +123,12 @@ int main(int argc, char** argv) {
                "Raw Session streams (gRPC callback API over --channels connections) instead of "
                "Agent objects, for thousands of agents: Hello, then one histogram batch per "
                "--interval for --duration seconds (bench/fleet_streams.h)");
+  app.add_flag("--raw", fleet_raw,
+               "--fleet: batches of --batch-size raw sample columns instead of histograms");
+  app.add_option("--window", window,
+                 "--fleet: a stream skips its turn while this many batches are unacknowledged "
+                 "(0: never)")
+      ->capture_default_str();
   app.add_option("--channels", channels, "--fleet: connections the streams share")
       ->check(CLI::Range(1, 4096))
       ->capture_default_str();
@@ -154,6 +142,10 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
+  }
+  if (!fleet_mode && agents > 5000) {  // a thread and a channel each
+    std::cerr << "spintune-loadgen: --agents above 5000 needs --fleet\n";
+    return 2;
   }
   if (absl::Status s = spintune::LoadTokenFile(token_file, &security); !s.ok()) {
     std::cerr << "spintune-loadgen: " << s.message() << "\n";
@@ -169,6 +161,8 @@ int main(int argc, char** argv) {
     fo.channels = channels;
     fo.keys = keys;
     fo.samples_per_key = samples_per_key;
+    fo.raw_samples = fleet_raw ? static_cast<uint32_t>(batch_size) : 0;
+    fo.max_unacked = window;
     fo.interval = absl::Seconds(interval_s);
     fo.duration = absl::Seconds(duration_s);
     auto r = spintune::RunFleetStreams(fo);
@@ -187,6 +181,7 @@ int main(int argc, char** argv) {
                                   {"refused", r->refused},
                                   {"seconds", r->seconds},
                                   {"batches_per_second", rate},
+                                  {"samples_per_second", r->samples_acked / r->seconds},
                                   {"ack_p50_ms", r->ack_p50_ms},
                                   {"ack_p99_ms", r->ack_p99_ms},
                                   {"ack_max_ms", r->ack_max_ms}}

@@ -405,7 +405,12 @@ absl::StatusOr<std::vector<IngestResult>> Store::IngestBatches(
       stage->Reset();
       stage->Bind(1, b.target_id).Bind(2, I(b.seq));
       stage->Bind(3, I(st->second.total_samples / options_.window_samples));
-      stage->Bind(4, staged_at).BindBlob(5, EncodeBatchDelta(*b.delta));
+      stage->Bind(4, staged_at);
+      if (b.encoded_delta != nullptr) {
+        stage->BindBlob(5, *b.encoded_delta);
+      } else {
+        stage->BindBlob(5, EncodeBatchDelta(*b.delta));
+      }
       SPINTUNE_RETURN_IF_ERROR(stage->Run());
       samples = b.delta->completion_samples;
       dispatch_samples = b.delta->dispatch_samples;

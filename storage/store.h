@@ -133,6 +133,9 @@ struct SequencedBatch {
   uint64_t fingerprint = 0;
   // What the batch adds (REQUIRES: set unless refused or a placeholder).
   const BatchDelta* delta = nullptr;
+  // EncodeBatchDelta(*delta) when the caller made it already (off the
+  // thread that commits); null: the store encodes it.
+  const std::string* encoded_delta = nullptr;
   // Placeholder of batches seq..last_seq that the agent's spool dropped,
   // holding this many completion samples.
   bool dropped = false;

@@ -1,13 +1,65 @@
 #!/usr/bin/env bash
-# Tuner ingest under many agents (docs/benchmarks.md): for each run a fresh
-# tuner (fresh SQLite file) and spintune-loadgen with N simulated agents;
-# prints samples/s, batches/s, batch ack latency p50/p99 and the tuner's peak
-# resident memory (VmHWM).
-# Usage: tools/ingest_bench.sh [BUILD]
+# Tuner ingest under many agents (docs/benchmarks.md). Each run starts a
+# fresh tuner (fresh SQLite file, default flags) and spintune-loadgen.
+#
+#   tools/ingest_bench.sh [BUILD [AGENTS:SAMPLES_PER_AGENT:BATCH...]]
+#     N simulated agents (real Agent objects on simulated boards, unpaced);
+#     default rows 200:10000:512 and 50:20000:B for B in 64 256 1024 4096.
+#   tools/ingest_bench.sh BUILD --one-core [BATCH...]
+#     The tuner pinned to CPU 0, the load generator to CPU 1: 50 streams
+#     sending pre-encoded batches of BATCH raw samples (default 4096), each
+#     with a dispatch sample, 16 unacknowledged at most, for 10 s.
+#   tools/ingest_bench.sh BUILD --fleet [AGENTS...]
+#     AGENTS streams (default 1000 3000 10000), each a Hello then one
+#     histogram batch (64 keys x 100 completions) per second for
+#     $FLEET_SECONDS (default 10) seconds.
+#
+# Besides the load generator's figures (samples/s, batches/s, ack latency
+# from a batch written to its ack; for streams also the batches left
+# unacknowledged 30 s after the last send, and refused ones) it prints the tuner's peak resident
+# memory (VmHWM), the tuner process's CPU seconds (utime + stime from
+# /proc/PID/stat, all its threads), the part of it its fitter thread used
+# (refits at nice 10, which take what CPU is left) and samples per CPU
+# second of the rest (receiving, decoding, storing, compacting): the ingest
+# rate one core running only that would sustain. The load generator shares
+# the machine (except with --one-core) and is in none of the tuner's figures.
 set -euo pipefail
 BUILD=${1:-build}
 OUT=$BUILD/ingest-bench
 . "$(dirname "$0")/lib.sh"
+
+# tuner_figures: sets hwm_kib, cpu_ticks and fit_ticks of the running tuner.
+tuner_figures() {
+  hwm_kib=$(awk '/VmHWM/ {print $2}' "/proc/$tuner_pid/status")
+  # utime + stime: fields 14 and 15 (the names in field 2 have no spaces).
+  cpu_ticks=$(awk '{print $14 + $15}' "/proc/$tuner_pid/stat")
+  fit_ticks=$(cat /proc/"$tuner_pid"/task/*/stat |
+    awk '$2 == "(fitter)" {t += $14 + $15} END {print t + 0}')
+}
+
+# report FORMAT_KIND JSON: one table row from the load generator's JSON and
+# the tuner's figures.
+report() {
+  python3 - "$1" "$2" "$hwm_kib" "$cpu_ticks" "$fit_ticks" "$(getconf CLK_TCK)" <<'PY'
+import json, sys
+kind, r = sys.argv[1], json.loads(sys.argv[2])
+hwm = int(sys.argv[3]) / 1024
+cpu, fits = int(sys.argv[4]) / int(sys.argv[6]), int(sys.argv[5]) / int(sys.argv[6])
+if kind == "agents":
+    assert r["samples_stored"] == r["samples"] and r["failed_agents"] == 0, r
+    print(f'{r["agents"]:>6} {r["batch_size"]:>6} {r["samples"]:>10} {r["seconds"]:>8.2f} '
+          f'{r["samples_per_second"]:>12.0f} {r["batches"]/r["seconds"]:>10.0f} '
+          f'{r["ack_p50_ms"]:>10.1f} {r["ack_p99_ms"]:>10.1f} {hwm:>10.1f} '
+          f'{cpu:>8.2f} {fits:>8.2f} {r["samples"]/(cpu - fits):>13.0f}')
+else:
+    print(f'{r["agents"]:>6} {r["hello_seconds"]:>8.1f} {r["batches_acked"]:>8} '
+          f'{r["seconds"]:>8.2f} {r["batches_per_second"]:>10.0f} {r["samples_per_second"]:>12.0f} '
+          f'{r["ack_p50_ms"]:>10.1f} {r["ack_p99_ms"]:>10.1f} {hwm:>10.1f} '
+          f'{hwm * 1024 / r["agents"]:>8.0f} {cpu:>8.2f} {fits:>8.2f} '
+          f'{r["samples_acked"]/(cpu - fits):>13.0f} '
+          f'{r["batches_sent"] - r["batches_acked"]:>8} {r["refused"]:>7}')
+PY
+}
 
 run() {  # AGENTS SAMPLES_PER_AGENT BATCH
   rm -rf "$OUT"; mkdir -p "$OUT"
@@ -15,20 +67,58 @@ run() {  # AGENTS SAMPLES_PER_AGENT BATCH
   local json
   json=$("$BUILD/bench/spintune-loadgen" --tuner "$addr" --agents "$1" --samples-per-agent "$2" \
     --batch-size "$3" --format json)
-  local hwm
-  hwm=$(awk '/VmHWM/ {print $2}' "/proc/$tuner_pid/status")
+  tuner_figures
   kill -INT "$tuner_pid"; wait "$tuner_pid" || true
-  python3 - "$json" "$hwm" <<'PY'
-import json, sys
-r = json.loads(sys.argv[1]); hwm = int(sys.argv[2])
-assert r["samples_stored"] == r["samples"] and r["failed_agents"] == 0, r
-print(f'{r["agents"]:>6} {r["batch_size"]:>6} {r["samples"]:>10} {r["seconds"]:>8.2f} '
-      f'{r["samples_per_second"]:>12.0f} {r["batches"]/r["seconds"]:>10.0f} '
-      f'{r["ack_p50_ms"]:>10.1f} {r["ack_p99_ms"]:>10.1f} {hwm/1024:>10.1f}')
-PY
+  report agents "$json"
 }
 
-printf "%6s %6s %10s %8s %12s %10s %10s %10s %10s\n" agents batch samples seconds \
-  samples/s batches/s "ack p50 ms" "ack p99 ms" "tuner MiB"
-run 200 10000 512
-for batch in 64 256 1024 4096; do run 50 20000 "$batch"; done
+run_streams() {  # PIN(0|1) LOADGEN_FLAG...
+  local pin=$1; shift
+  rm -rf "$OUT"; mkdir -p "$OUT"
+  start_tuner "$BUILD" "$OUT"
+  local -a loadgen=("$BUILD/bench/spintune-loadgen")
+  if [ "$pin" = 1 ]; then
+    taskset -a -p -c 0 "$tuner_pid" >/dev/null  # every thread, and those it starts
+    loadgen=(taskset -c 1 "${loadgen[@]}")
+  fi
+  local json
+  # Exit 1 when some batches were not acknowledged (within 30 s of the
+  # last send) or were refused: the row says how many.
+  json=$("${loadgen[@]}" --tuner "$addr" --fleet --format json "$@") || true
+  tuner_figures
+  kill -INT "$tuner_pid"; wait "$tuner_pid" || true
+  report streams "$json"
+}
+
+streams_header() {
+  printf "%6s %8s %8s %8s %10s %12s %10s %10s %10s %8s %8s %8s %13s %8s %7s\n" streams \
+    "hello s" batches seconds batches/s samples/s "ack p50 ms" "ack p99 ms" "tuner MiB" \
+    "KiB/str" "tuner s" "fits s" "ingest/cpu-s" unacked refused
+}
+
+case "${2:-}" in
+  --one-core)
+    streams_header
+    batches=("${@:3}")
+    [ ${#batches[@]} -gt 0 ] || batches=(4096)
+    for b in "${batches[@]}"; do
+      run_streams 1 --raw --batch-size "$b" --agents 50 --channels 8 --interval 0.01 --window 16 \
+        --duration 10
+    done
+    ;;
+  --fleet)
+    streams_header
+    fleet=("${@:3}")
+    [ ${#fleet[@]} -gt 0 ] || fleet=(1000 3000 10000)
+    for n in "${fleet[@]}"; do run_streams 0 --agents "$n" --duration "${FLEET_SECONDS:-10}"; done
+    ;;
+  *)
+    printf "%6s %6s %10s %8s %12s %10s %10s %10s %10s %8s %8s %13s\n" agents batch samples \
+      seconds samples/s batches/s "ack p50 ms" "ack p99 ms" "tuner MiB" "tuner s" "fits s" \
+      "ingest/cpu-s"
+    rows=("${@:2}")
+    [ ${#rows[@]} -gt 0 ] ||
+      rows=(200:10000:512 50:20000:64 50:20000:256 50:20000:1024 50:20000:4096)
+    for row in "${rows[@]}"; do IFS=: read -r a s b <<<"$row"; run "$a" "$s" "$b"; done
+    ;;
+esac

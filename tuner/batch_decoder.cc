@@ -83,6 +83,30 @@ absl::StatusOr<uint64_t> AddHistogramDelta(const v1::HistogramDelta& h, const st
   return count;
 }
 
+// Counts samples' bucket indexes into histograms with one AddToBucket per
+// distinct index (a sparse histogram's Record() per sample costs a search
+// and an insert): a dense count per bucket, then the touched buckets in
+// order.
+class BucketCounter {
+ public:
+  void AddTo(const std::vector<uint32_t>& indexes, LatencyHistogram* into) {
+    if (counts_.empty()) counts_.assign(LatencyHistogram::kBucketCount, 0);
+    touched_.clear();
+    for (uint32_t i : indexes) {
+      if (counts_[i]++ == 0) touched_.push_back(i);
+    }
+    std::sort(touched_.begin(), touched_.end());
+    for (uint32_t i : touched_) {
+      into->AddToBucket(static_cast<int>(i), counts_[i]);
+      counts_[i] = 0;
+    }
+  }
+
+ private:
+  std::vector<uint64_t> counts_;  // all 0 between calls
+  std::vector<uint32_t> touched_;
+};
+
 }  // namespace
 
 absl::StatusOr<TargetRecord> DecodeHello(const v1::Hello& hello) {
@@ -171,8 +195,7 @@ absl::StatusOr<BatchDelta> DecodeBatch(const v1::SampleBatch& batch, const v1::H
   using KeyTuple = std::tuple<uint32_t, uint32_t, uint32_t, uint32_t>;
   std::map<KeyTuple, KeyEvidence> keys;
   // Per key of the columns: its evidence and its samples' bucket indexes,
-  // sorted and counted into the histogram once at the end (a sparse
-  // histogram's Record() per sample costs a search and an insert).
+  // counted into the histogram once at the end.
   struct ColumnKey {
     KeyEvidence* evidence;
     std::vector<uint32_t> buckets;
@@ -218,15 +241,8 @@ absl::StatusOr<BatchDelta> DecodeBatch(const v1::SampleBatch& batch, const v1::H
     if (irq) ++e.irq_path;
     if (spin) ++e.spin_path;
   }
-  for (auto& [k, ck] : column_keys) {
-    std::sort(ck.buckets.begin(), ck.buckets.end());
-    for (size_t i = 0; i < ck.buckets.size();) {
-      size_t j = i;
-      while (j < ck.buckets.size() && ck.buckets[j] == ck.buckets[i]) ++j;
-      ck.evidence->histogram.AddToBucket(static_cast<int>(ck.buckets[i]), j - i);
-      i = j;
-    }
-  }
+  BucketCounter counter;
+  for (auto& [k, ck] : column_keys) counter.AddTo(ck.buckets, &ck.evidence->histogram);
   delta.completion_samples = static_cast<uint64_t>(n);
 
   if (batch.histograms_size() > kMaxHistogramsPerBatch) {
@@ -271,6 +287,13 @@ absl::StatusOr<BatchDelta> DecodeBatch(const v1::SampleBatch& batch, const v1::H
     return Invalid("dispatches", "columns have different lengths");
   }
   std::map<std::pair<uint32_t, uint32_t>, DispatchRecord> dispatch;
+  // Per (cpu class, device) of the columns: its record and its samples'
+  // handler and wake bucket indexes, counted in at the end.
+  struct ColumnDispatch {
+    DispatchRecord* record;
+    std::vector<uint32_t> handler, wake;
+  };
+  absl::flat_hash_map<std::pair<uint32_t, uint32_t>, ColumnDispatch> column_dispatch;
   for (int i = 0; i < m; ++i) {
     if (d.cpu_class_index(i) >= static_cast<uint32_t>(classes)) {
       return Invalid(absl::StrCat("dispatches.cpu_class_index[", i, "]"), "no such cpu class");
@@ -281,13 +304,21 @@ absl::StatusOr<BatchDelta> DecodeBatch(const v1::SampleBatch& batch, const v1::H
     if (d.handler_ns(i) > LatencyHistogram::kMaxValueNs || d.wake_ns(i) > LatencyHistogram::kMaxValueNs) {
       return Invalid(absl::StrCat("dispatches[", i, "]"), "beyond the histogram range");
     }
-    DispatchRecord& r = dispatch[{d.cpu_class_index(i), d.device_index(i)}];
-    if (r.device.empty()) {
-      r.cpu_class = hello.target().cpu_classes(d.cpu_class_index(i)).name();
-      r.device = hello.devices(d.device_index(i)).name();
+    const std::pair<uint32_t, uint32_t> k{d.cpu_class_index(i), d.device_index(i)};
+    ColumnDispatch& cd = column_dispatch[k];
+    if (cd.record == nullptr) {
+      cd.record = &dispatch[k];
+      cd.record->cpu_class = hello.target().cpu_classes(d.cpu_class_index(i)).name();
+      cd.record->device = hello.devices(d.device_index(i)).name();
     }
-    r.handler.Record(d.handler_ns(i));
-    if (d.wake_ns(i) > 0) r.wake.Record(d.wake_ns(i));  // 0: not measured
+    cd.handler.push_back(static_cast<uint32_t>(LatencyHistogram::BucketIndex(d.handler_ns(i))));
+    if (d.wake_ns(i) > 0) {  // 0: not measured
+      cd.wake.push_back(static_cast<uint32_t>(LatencyHistogram::BucketIndex(d.wake_ns(i))));
+    }
+  }
+  for (auto& [k, cd] : column_dispatch) {
+    counter.AddTo(cd.handler, &cd.record->handler);
+    counter.AddTo(cd.wake, &cd.record->wake);
   }
   delta.dispatch_samples = static_cast<uint64_t>(m);
   if (batch.dispatch_histograms_size() > kMaxCpuClasses * kMaxDevices) {

@@ -95,6 +95,38 @@ TEST(HistogramBatchTest, DecodesLikeTheSameSamplesAsColumns) {
   EXPECT_EQ(from_hist->dispatch_samples, 3u);
 }
 
+// Dispatch columns are counted per bucket, not recorded one by one: the
+// histograms must be the ones Record() of every sample gives, per (cpu
+// class, device), with a wake of 0 (not measured) left out.
+TEST(HistogramBatchTest, DispatchColumnsGiveTheHistogramsOfTheirSamples) {
+  const v1::Hello hello = TwoDeviceHello();
+  const std::vector<uint64_t> handler = {5000, 900, 5000, 123456, 900, 901, 70, 5000};
+  const std::vector<uint64_t> wake = {0, 20000, 20000, 0, 7, 99999999, 20001, 30000};
+  const std::vector<uint32_t> device = {1, 0, 1, 1, 0, 1, 1, 0};
+  v1::SampleBatch cols;
+  cols.set_seq(1);
+  LatencyHistogram want_handler[2], want_wake[2];
+  for (size_t i = 0; i < handler.size(); ++i) {
+    auto* d = cols.mutable_dispatches();
+    d->add_cpu_class_index(0);
+    d->add_device_index(device[i]);
+    d->add_handler_ns(handler[i]);
+    d->add_wake_ns(wake[i]);
+    want_handler[device[i]].Record(handler[i]);
+    if (wake[i] > 0) want_wake[device[i]].Record(wake[i]);
+  }
+  auto decoded = DecodeBatch(cols, hello);
+  ASSERT_TRUE(decoded.ok()) << decoded.status();
+  ASSERT_EQ(decoded->dispatch.size(), 2u);
+  for (const DispatchRecord& r : decoded->dispatch) {
+    const int dev = r.device == "vda" ? 0 : 1;
+    EXPECT_EQ(r.cpu_class, "default");
+    EXPECT_EQ(r.handler, want_handler[dev]) << r.device;
+    EXPECT_EQ(r.wake, want_wake[dev]) << r.device;
+  }
+  EXPECT_EQ(decoded->dispatch_samples, handler.size());
+}
+
 TEST(HistogramBatchTest, MalformedDeltasAreRefusedNamingTheField) {
   const v1::Hello hello = TwoDeviceHello();
   auto base = [] {

@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "absl/strings/str_cat.h"
@@ -14,6 +15,9 @@ namespace spintune {
 
 absl::StatusOr<std::unique_ptr<Fitter>> Fitter::Create(FitterOptions options,
                                                        std::function<void(FitResult)> deliver) {
+  if (!(options.max_cpu_share > 0 && options.max_cpu_share <= 1)) {
+    return absl::InvalidArgumentError("max_cpu_share must be in (0, 1]");
+  }
   if (options.db_path.empty() || options.db_path == ":memory:") {
     return absl::InvalidArgumentError("the tuner needs a database file, not ':memory:'");
   }
@@ -41,23 +45,47 @@ Fitter::~Fitter() {
 
 uint64_t Fitter::Enqueue(Request request) {
   std::lock_guard<std::mutex> lock(mu_);
+  std::vector<uint64_t>& waiting = waiting_[request.target_id];
   if (request.kind != Kind::kPredict) {
     // Merge into the target's waiting request of the same kind, or a sync
     // into the target's LAST waiting request: it has to come after all of
     // them (a drain's answer after the refit queued behind a verification).
-    for (auto q = requests_.rbegin(); q != requests_.rend(); ++q) {
-      if (q->target_id != request.target_id) continue;
-      if (request.kind == Kind::kSync || q->kind == request.kind) {
-        q->force = q->force || request.force;
-        return q->ticket;
+    for (auto t = waiting.rbegin(); t != waiting.rend(); ++t) {
+      Request& q = requests_.at(*t);
+      if (request.kind == Kind::kSync || q.kind == request.kind) {
+        const bool was_deferrable = Deferrable(q);
+        q.force = q.force || request.force;
+        // A sync (a drain) or a forced refit makes the request it joins urgent.
+        q.urgent = q.urgent || request.kind == Kind::kSync || request.force;
+        if (was_deferrable && !Deferrable(q)) {
+          ++urgent_;
+          cv_.notify_one();
+        }
+        return q.ticket;
       }
     }
   }
   request.ticket = next_ticket_++;
-  requests_.push_back(std::move(request));
+  if (!Deferrable(request)) ++urgent_;
+  waiting.push_back(request.ticket);
+  requests_.emplace(request.ticket, std::move(request));
   cv_.notify_one();
-  return requests_.back().ticket;
+  return waiting.back();
 }
+
+bool Fitter::Deferrable(const Request& r) {
+  return r.kind != Kind::kSync && !r.force && !r.urgent;
+}
+
+namespace {
+
+double ThreadCpuSeconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+}  // namespace
 
 uint64_t Fitter::Predict(int64_t target_id, TargetRecord target) {
   return Enqueue({target_id, Kind::kPredict, false, std::move(target), 0});
@@ -77,16 +105,31 @@ void Fitter::Loop() {
   // Fits yield the CPU to ingest (acks wait on it; fits only delay tables).
   setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), 10);
   pthread_setname_np(pthread_self(), "fitter");
+  absl::Time not_before = absl::InfinitePast();  // of the next deferrable request
   while (true) {
     Request request;
     {
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait(lock, [this] { return stop_ || !requests_.empty(); });
+      // Within the CPU share, unless a drain waits for something queued.
+      while (!stop_ && urgent_ == 0 && absl::Now() < not_before) {
+        cv_.wait_for(lock, absl::ToChronoNanoseconds(not_before - absl::Now()));
+      }
       if (stop_) return;
-      request = std::move(requests_.front());
-      requests_.pop_front();
+      request = std::move(requests_.begin()->second);
+      requests_.erase(requests_.begin());
+      if (!Deferrable(request)) --urgent_;
+      // Tickets rise: the oldest request is its target's first.
+      auto waiting = waiting_.find(request.target_id);
+      waiting->second.erase(waiting->second.begin());
+      if (waiting->second.empty()) waiting_.erase(waiting);
     }
+    const double cpu_start = ThreadCpuSeconds();
     FitResult result = Run(request);
+    if (Deferrable(request) && options_.max_cpu_share < 1) {
+      const double cpu = ThreadCpuSeconds() - cpu_start;
+      not_before = absl::Now() + absl::Seconds(cpu * (1 / options_.max_cpu_share - 1));
+    }
     result.target_id = request.target_id;
     result.ticket = request.ticket;
     deliver_(std::move(result));

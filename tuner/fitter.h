@@ -16,6 +16,9 @@
 // result of the request covering it carries. Requests run in order, so a
 // drain's fit comes after the target's cold-start prediction.
 //
+// Requests run within FitterOptions::max_cpu_share of a core, unless a
+// drain waits for one that is queued.
+//
 // Cold start: the other targets' evidence is cached; a target is loaded
 // when it first has samples and reloaded when its sample count changed, at
 // most once per TunerOptions::evidence_ttl.
@@ -27,7 +30,6 @@
 
 #include <condition_variable>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -53,6 +55,12 @@ struct FitterOptions {
   ChangeTest change;
   absl::Duration evidence_ttl = absl::Seconds(30);
   VerifierOptions verify;
+  // Most of one core the fitter's deferrable requests (refits not forced,
+  // predictions, verifications) may take: after one that took t of CPU,
+  // the next waits t * (1 / max_cpu_share - 1). Drains (forced refits,
+  // syncs) never wait. A fleet asks for more fits than a core can run; the
+  // share keeps them from crowding out ingest on a small machine.
+  double max_cpu_share = 0.25;
 };
 
 struct FitResult {
@@ -96,10 +104,13 @@ class Fitter {
     bool force = false;
     TargetRecord record;  // kPredict
     uint64_t ticket;
+    bool urgent = false;  // a drain waits for it: never deferred
   };
   Fitter(FitterOptions options, std::unique_ptr<Store> store,
          std::function<void(FitResult)> deliver);
   uint64_t Enqueue(Request request);
+  // A request that may wait for the fitter's CPU share.
+  static bool Deferrable(const Request& r);
   void Loop();
   FitResult Run(const Request& r);
   FitResult RunRefit(const Request& r);
@@ -122,7 +133,11 @@ class Fitter {
   std::condition_variable cv_;
   bool stop_ = false;
   uint64_t next_ticket_ = 1;
-  std::deque<Request> requests_;
+  std::map<uint64_t, Request> requests_;  // by ticket: in the order they run
+  size_t urgent_ = 0;                     // requests_ that are not Deferrable()
+  // Each target's waiting tickets, oldest first (merging without a scan of
+  // every target's requests: a fleet queues one per target).
+  std::map<int64_t, std::vector<uint64_t>> waiting_;
   std::thread thread_;
 };
 

@@ -38,7 +38,7 @@ std::vector<TunerJob> JobQueue::NextLocked() {
     take(other_);
     return unit;
   }
-  uint64_t samples = 0;
+  uint64_t bytes = 0;
   const size_t turns = ring_.size();
   for (size_t t = 0; t < turns; ++t) {
     const SessionHandle* s = ring_.front();
@@ -48,9 +48,9 @@ std::vector<TunerJob> JobQueue::NextLocked() {
       take(q);
     } else {
       for (size_t n = 0; n < kQuantum && !q.empty() && q.front().is_batch() &&
-                         unit.size() < kMaxGroupBatches && samples < kMaxGroupSamples;
+                         unit.size() < kMaxGroupBatches && bytes < kMaxGroupBytes;
            ++n) {
-        samples += q.front().samples;
+        bytes += q.front().bytes;
         take(q);
       }
     }
@@ -61,7 +61,7 @@ std::vector<TunerJob> JobQueue::NextLocked() {
       ring_.push_back(s);
     }
     if (!unit.back().is_batch() || unit.size() >= kMaxGroupBatches ||
-        samples >= kMaxGroupSamples) {
+        bytes >= kMaxGroupBytes) {
       break;
     }
   }

@@ -5,8 +5,10 @@
 // delays another by at most one turn; work without a stream (admin RPCs,
 // stream ends, background results) takes every other turn. Batch jobs are
 // handed out in groups (for one SQLite commit): up to `kQuantum` consecutive
-// batches of each stream in turn, within the group limits. The bytes of
-// queued batches are tracked for the tuner's memory bound.
+// batches of each stream in turn, within the group limits (batches, and
+// bytes as queued: batches are decoded before they are queued, so what the
+// commit costs grows with a batch's decoded size, not its samples). The
+// bytes of queued batches are tracked for the tuner's memory bound.
 //
 // Thread-safety: all methods are thread-safe.
 #ifndef SPINTUNE_TUNER_JOB_QUEUE_H_
@@ -32,12 +34,13 @@ namespace spintune {
 struct TunerJob {
   std::shared_ptr<SessionHandle> session;  // null: not a stream's job
   std::function<void()> run;               // empty: a batch job
-  // Batch jobs: the batch's seq and placeholder (its columns are dropped
-  // once decoded), what decoding it on the receiving thread gave, and its
-  // fingerprint.
+  // Batch jobs: the batch's seq alone (a placeholder: the whole batch, for
+  // the worker's checks), what decoding it on the receiving thread gave,
+  // and its fingerprint.
   v1::SampleBatch batch;
   uint64_t samples = 0;  // completion samples the batch held
   absl::StatusOr<BatchDelta> delta = absl::UnknownError("not decoded");
+  std::string staged_delta;  // EncodeBatchDelta(*delta), as the store stages it
   uint64_t fingerprint = 0;
   std::function<void()> done;  // runs after the job (may be empty)
   absl::Time received = absl::Now();
@@ -48,8 +51,10 @@ struct TunerJob {
 class JobQueue {
  public:
   static constexpr size_t kQuantum = 8;
-  static constexpr size_t kMaxGroupBatches = 64;
-  static constexpr uint64_t kMaxGroupSamples = 1 << 16;
+  // One fsync for up to this many batches: a fleet of small histogram
+  // batches is bound by commits per second, not by the bytes they carry.
+  static constexpr size_t kMaxGroupBatches = 256;
+  static constexpr uint64_t kMaxGroupBytes = 8ull << 20;
 
   void Push(TunerJob job);
   // The next unit of work, waiting up to `timeout`: one job, or a group of

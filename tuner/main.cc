@@ -80,6 +80,7 @@ int main(int argc, char** argv) {
   double shutdown_deadline_s = 5;
   uint64_t max_keys = 4096;
   double min_refit_interval_s = 1.0;
+  double max_fit_cpu_share = 0.25;
   double max_agent_rate = 0;
   int max_message_mb = 16;
   uint64_t max_queued_mb = 64;
@@ -123,6 +124,11 @@ int main(int argc, char** argv) {
   app.add_option("--min-refit-interval", min_refit_interval_s,
                  "Seconds between two refits of one target (a drain refits at once)")
       ->check(CLI::Range(0.0, 3600.0))
+      ->capture_default_str();
+  app.add_option("--max-fit-cpu-share", max_fit_cpu_share,
+                 "Most of one core refits and cold-start predictions may take when more are "
+                 "asked for than that runs (a drain's refit never waits)")
+      ->check(CLI::Range(0.01, 1.0))
       ->capture_default_str();
   app.add_option("--max-keys-per-target", max_keys,
                  "Most keys (cpu class, device, opcode, size class) one target may have")
@@ -212,6 +218,7 @@ int main(int argc, char** argv) {
   options.refit_samples = refit_samples;
   options.max_keys_per_target = max_keys;
   options.min_refit_interval = absl::Seconds(min_refit_interval_s);
+  options.max_fit_cpu_share = max_fit_cpu_share;
   options.max_agent_samples_per_second = max_agent_rate;
   options.max_message_bytes = max_message_mb << 20;
   options.max_queued_bytes = max_queued_mb << 20;

@@ -8,6 +8,7 @@
 #include "common/printable.h"
 #include "common/status_macros.h"
 #include "proto/sample_batch_util.h"
+#include "storage/delta_codec.h"
 #include "policy/policy_json.h"
 #include "policy/policy_proto.h"
 #include "tuner/batch_decoder.h"
@@ -60,7 +61,9 @@ uint64_t DeltaBytes(const BatchDelta& d) {
   return bytes;
 }
 
-uint64_t FingerprintOf(const v1::SampleBatch& batch) {
+// `batch` serialized deterministically: what its fingerprint is taken of,
+// and its size as received.
+std::string CanonicalBytes(const v1::SampleBatch& batch) {
   std::string bytes;
   {
     google::protobuf::io::StringOutputStream out(&bytes);
@@ -68,7 +71,7 @@ uint64_t FingerprintOf(const v1::SampleBatch& batch) {
     coded.SetSerializationDeterministic(true);
     batch.SerializeToCodedStream(&coded);
   }
-  return Fingerprint64(bytes);
+  return bytes;
 }
 
 }  // namespace
@@ -85,7 +88,8 @@ absl::StatusOr<std::unique_ptr<TunerCore>> TunerCore::Create(const TunerOptions&
   // through this slot (set below, cleared when the core stops the fitter).
   auto slot = std::make_shared<std::atomic<TunerCore*>>(nullptr);
   FitterOptions fo{options.db_path, options.store,        options.fit,
-                   options.change,  options.evidence_ttl, options.verify};
+                   options.change,  options.evidence_ttl, options.verify,
+                   options.max_fit_cpu_share};
   SPINTUNE_ASSIGN_OR_RETURN(auto fitter, Fitter::Create(fo, [slot](FitResult r) {
                               if (TunerCore* core = slot->load()) core->OnFitResult(std::move(r));
                             }));
@@ -327,25 +331,27 @@ void TunerCore::OnHello(std::shared_ptr<SessionHandle> session, v1::Hello hello,
 }
 
 void TunerCore::OnBatch(std::shared_ptr<SessionHandle> session, const v1::Hello& hello,
-                        v1::SampleBatch batch, uint64_t bytes, std::function<void()> done) {
+                        const v1::SampleBatch& batch, std::function<void()> done) {
   TunerJob job;
   job.session = std::move(session);
-  job.bytes = bytes;
   job.samples = CompletionSamples(batch);
-  job.fingerprint = FingerprintOf(batch);
-  if (!batch.has_dropped()) {
-    // Decoded here, on the receiving thread: the worker only stores. The
-    // columns are not needed after that.
-    job.delta = DecodeBatch(batch, hello);
-    batch.clear_completions();
-    batch.clear_dispatches();
-    batch.clear_histograms();
-    batch.clear_dispatch_histograms();
-    batch.clear_outcomes();
-    batch.clear_timer_oversleep();
-    if (job.delta.ok()) job.bytes = std::min(bytes, DeltaBytes(*job.delta));
+  {
+    const std::string bytes = CanonicalBytes(batch);
+    job.fingerprint = Fingerprint64(bytes);
+    job.bytes = bytes.size();
   }
-  job.batch = std::move(batch);
+  if (batch.has_dropped()) {
+    job.batch = batch;  // the worker checks the placeholder
+  } else {
+    // Decoded and encoded for staging here, on the receiving thread: the
+    // worker only checks limits and stores. It keeps the seq alone.
+    job.delta = DecodeBatch(batch, hello);
+    if (job.delta.ok()) {
+      job.staged_delta = EncodeBatchDelta(*job.delta);
+      job.bytes = DeltaBytes(*job.delta) + job.staged_delta.size();
+    }
+    job.batch.set_seq(batch.seq());
+  }
   job.done = std::move(done);
   queue_.Push(std::move(job));
 }
@@ -428,7 +434,9 @@ void TunerCore::IngestGroup(std::vector<TunerJob>& jobs) {
   }
   // (items is final now: point each batch at its delta.)
   for (auto& item : items) {
-    item.batch.delta = item.batch.refusal.ok() && !item.batch.dropped ? &item.delta : nullptr;
+    const bool stage = item.batch.refusal.ok() && !item.batch.dropped;
+    item.batch.delta = stage ? &item.delta : nullptr;
+    item.batch.encoded_delta = stage ? &item.job->staged_delta : nullptr;
   }
   std::vector<SequencedBatch> to_store;
   to_store.reserve(items.size());

@@ -91,6 +91,8 @@ struct TunerOptions {
   // at once).
   uint64_t refit_samples = 4096;
   absl::Duration min_refit_interval = absl::ZeroDuration();
+  // Most of a core refits and predictions may take (FitterOptions).
+  double max_fit_cpu_share = 0.25;
   // Most keys (cpu class, device, opcode, size class) one target may have;
   // a batch that would add more is refused with RESOURCE_EXHAUSTED.
   uint64_t max_keys_per_target = 4096;
@@ -173,10 +175,11 @@ class TunerCore {
   void CountRefusedCall(bool authenticated);
   void OnHello(std::shared_ptr<SessionHandle> session, v1::Hello hello,
                std::function<void()> done);
-  // Decodes `batch` against the stream's `hello` on the calling thread (the
-  // worker only stores it). `bytes`: its size as received.
+  // Fingerprints, decodes (against the stream's `hello`) and encodes
+  // `batch` for staging on the calling thread (the worker only checks
+  // limits and stores it).
   void OnBatch(std::shared_ptr<SessionHandle> session, const v1::Hello& hello,
-               v1::SampleBatch batch, uint64_t bytes, std::function<void()> done);
+               const v1::SampleBatch& batch, std::function<void()> done);
   void OnApplied(std::shared_ptr<SessionHandle> session, v1::PolicyApplied applied,
                  std::function<void()> done);
   void OnDrain(std::shared_ptr<SessionHandle> session, std::function<void()> done);

@@ -224,8 +224,9 @@ class SessionReactor final
         }
         state_->JobStarted();
         if (request_.has_batch()) {
-          const uint64_t bytes = request_.batch().ByteSizeLong();
-          core_->OnBatch(state_, hello_, std::move(*request_.mutable_batch()), bytes, done);
+          // Decoded from the read buffer in place: the next read parses into
+          // the same messages and reuses their allocations.
+          core_->OnBatch(state_, hello_, request_.batch(), done);
         } else if (request_.has_applied()) {
           core_->OnApplied(state_, std::move(*request_.mutable_applied()), done);
         } else if (request_.has_drain()) {
