@@ -107,7 +107,7 @@ applied=$(sed -n 's/.*applied_version=\([0-9]*\).*/\1/p' <<<"$summary")
 
 cli=$BUILD/cli/spintune
 latest=$("$cli" --tuner "$addr" policy "$agent_id" --format json |
-  sed -n 's/^ *"version": *\([0-9]*\).*/\1/p' | head -1)
+  sed -n 's/^  "version": *\([0-9]*\).*/\1/p')
 [ "$applied" = "$latest" ] || fail "the agent applied version $applied, the tuner's latest is $latest"
 n=0
 for blob in "$OUT"/tables/*.bin; do
