@@ -33,6 +33,24 @@ uint64_t StoredSamples(Store* store, const std::string& id) {
   return t.ok() && t->has_value() ? (*t)->total_samples : 0;
 }
 
+// `id` stored every sample once, in kBatch-sample batches, with the same
+// evidence as the uninterrupted run "reference" of the same board and seed.
+void ExpectStoredLikeTheReference(Store* store, const std::string& id) {
+  EXPECT_EQ(StoredSamples(store, id), kSamples);
+  auto target = store->FindTarget(id);
+  auto reference = store->FindTarget("reference");
+  ASSERT_TRUE(target.ok() && reference.ok() && target->has_value() && reference->has_value());
+  EXPECT_EQ(*store->LastDurableSeq((*target)->id), kSamples / kBatch);
+  auto a = store->LoadKeys((*target)->id);
+  auto b = store->LoadKeys((*reference)->id);
+  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_EQ(a->size(), b->size());
+  for (size_t i = 0; i < a->size(); ++i) {
+    EXPECT_EQ((*a)[i].key, (*b)[i].key);
+    EXPECT_EQ((*a)[i].histogram, (*b)[i].histogram) << "key " << (*a)[i].key.opcode;
+  }
+}
+
 TEST(AgentRestart, KillNineAndRestartLosesAndDuplicatesNothing) {
   testing::TempDir dir;
   TunerOptions options;
@@ -62,19 +80,7 @@ TEST(AgentRestart, KillNineAndRestartLosesAndDuplicatesNothing) {
   testing::RunResult ref = testing::Run(AgentArgs(addr, "reference", false, dir.File("state")), dir.path().string());
   ASSERT_EQ(ref.exit_code, 0) << ref.err;
 
-  EXPECT_EQ(StoredSamples(store->get(), "victim"), kSamples);
-  auto victim = (*store)->FindTarget("victim");
-  auto reference = (*store)->FindTarget("reference");
-  ASSERT_TRUE(victim.ok() && reference.ok());
-  EXPECT_EQ(*(*store)->LastDurableSeq((*victim)->id), kSamples / kBatch);
-  auto a = (*store)->LoadKeys((*victim)->id);
-  auto b = (*store)->LoadKeys((*reference)->id);
-  ASSERT_TRUE(a.ok() && b.ok());
-  ASSERT_EQ(a->size(), b->size());
-  for (size_t i = 0; i < a->size(); ++i) {
-    EXPECT_EQ((*a)[i].key, (*b)[i].key);
-    EXPECT_EQ((*a)[i].histogram, (*b)[i].histogram) << "key " << (*a)[i].key.opcode;
-  }
+  ExpectStoredLikeTheReference(store->get(), "victim");
   (*tuner)->Shutdown(absl::Seconds(2));
 }
 
@@ -112,19 +118,7 @@ TEST(AgentRestart, AnAgentOfTwoTunersMovesOnWhenOneIsKilled) {
       testing::Run(AgentArgs(addresses[1], "reference", false, dir.File("ref-state")),
                    dir.path().string());
   ASSERT_EQ(ref.exit_code, 0) << ref.err;
-  EXPECT_EQ(StoredSamples(store->get(), "mover"), kSamples);
-  auto mover = (*store)->FindTarget("mover");
-  auto reference = (*store)->FindTarget("reference");
-  ASSERT_TRUE(mover.ok() && reference.ok() && mover->has_value() && reference->has_value());
-  EXPECT_EQ(*(*store)->LastDurableSeq((*mover)->id), kSamples / kBatch);
-  auto a = (*store)->LoadKeys((*mover)->id);
-  auto b = (*store)->LoadKeys((*reference)->id);
-  ASSERT_TRUE(a.ok() && b.ok());
-  ASSERT_EQ(a->size(), b->size());
-  for (size_t i = 0; i < a->size(); ++i) {
-    EXPECT_EQ((*a)[i].key, (*b)[i].key);
-    EXPECT_EQ((*a)[i].histogram, (*b)[i].histogram) << "key " << (*a)[i].key.opcode;
-  }
+  ExpectStoredLikeTheReference(store->get(), "mover");
   // The CLI's --tuner list: the dead tuner is passed over.
   testing::RunResult cli = testing::Run(
       {SPINTUNE_CLI_BIN, "--tuner", addresses[0] + "," + addresses[1], "targets"},
