@@ -48,15 +48,17 @@ latest_version() {
 # rule, always blocking) goes back to the tuner. The verifier compares each
 # key the table changed with blocking and rolls back the keys measured
 # worse; the refit prices each key's IRQ path as measured. The agent
-# publishes the result and the driver measures it again, until a round
-# changes nothing (at most ROUNDS). Each round's agent gives the earlier
-# rounds' reports first (resent, not stored twice), then its own.
+# publishes the result and the driver measures it again, in a compare run
+# of its own: the last compare always follows the last report sent, so the
+# verification below is on requests no fit or verdict has seen. Rounds stop
+# when one changes no version, or at ROUNDS compare runs. Each round's agent
+# gives the earlier rounds' reports first (resent, not stored twice).
 ROUNDS=${SPINTUNE_URING_ROUNDS:-3}
 round=1
 reports=()
 compare "$OUT/round1"
 echo
-while [ "$round" -lt "$ROUNDS" ]; do
+while :; do
   before=$(latest_version)
   reports+=(--outcomes "$OUT/round$round-table.json" --outcomes "$OUT/round$round-block.json")
   "$BUILD/agent/spintune-agent" --tuner "$addr" --agent-id uring-ref \
@@ -65,12 +67,12 @@ while [ "$round" -lt "$ROUNDS" ]; do
     >"$OUT/agent-round$round.log" 2>&1
   after=$(latest_version)
   echo "round $round: the driver's outcomes sent; table version $before -> $after"
-  [ "$after" != "$before" ] || break
   "$BUILD/cli/spintune" --db "$OUT/spintune.db" policy uring-ref --format table
   echo
   round=$((round + 1))
   compare "$OUT/round$round"
   echo
+  [ "$after" != "$before" ] && [ "$round" -lt "$ROUNDS" ] || break
 done
 for mode in table block spin; do cp "$OUT/round$round-$mode.json" "$OUT/outcomes-$mode.json"; done
 # Its predictions against what the driver measured, per key.
