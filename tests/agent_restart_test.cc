@@ -129,5 +129,41 @@ TEST(AgentRestart, AnAgentOfTwoTunersMovesOnWhenOneIsKilled) {
   EXPECT_EQ(testing::WaitExit(tuners[1]), 0);
 }
 
+// Issue 15 item 1: on a deterministic source --max-samples is where the
+// stream ends; a second run of the same agent id says in one line what it
+// resumed and skipped, sends the rest, and the tuner holds the stream once.
+TEST(AgentRestart, AResumedAgentSaysWhatItSkippedAndSendsTheRest) {
+  testing::TempDir dir;
+  const pid_t tuner = testing::Spawn({SPINTUNE_TUNER_BIN, "--listen", "127.0.0.1:0", "--db",
+                                      dir.File("tuner.db"), "--shutdown-deadline", "2"},
+                                     dir.File("t.out"), dir.File("t.err"));
+  const std::string address = testing::WaitForLine(dir.File("t.out"), "listening on ");
+  ASSERT_FALSE(address.empty()) << testing::Slurp(dir.File("t.err"));
+  auto run = [&](uint64_t max_samples) {
+    return testing::Run({SPINTUNE_AGENT_BIN, "--tuner", address, "--agent-id", "resumer",
+                         "--source", "sim:microwatt-100mhz", "--seed", "3", "--max-samples",
+                         std::to_string(max_samples), "--batch-size", "500", "--state-dir",
+                         dir.File("state"), "--give-up-after", "20"},
+                        dir.path().string());
+  };
+  auto first = run(3000);
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  EXPECT_EQ(first.err.find("resumed agent id"), std::string::npos) << first.err;
+  auto second = run(5000);
+  ASSERT_EQ(second.exit_code, 0) << second.err;
+  EXPECT_NE(second.err.find("resumed agent id resumer: an earlier run sent the stream's first 6 "
+                            "batches (3000 samples; 0 of them still in the spool, resent now); "
+                            "this run skips them and sends the stream from sample 3001 to 5000"),
+            std::string::npos)
+      << second.err;
+  EXPECT_NE(second.err.find("done samples=2000 skipped=3000 batches_acked=4 "), std::string::npos)
+      << second.err;
+  kill(tuner, SIGINT);
+  EXPECT_EQ(testing::WaitExit(tuner), 0);
+  auto store = Store::Open(dir.File("tuner.db"), {}, OpenMode::kReadOnly);
+  ASSERT_TRUE(store.ok()) << store.status();
+  EXPECT_EQ(StoredSamples(store->get(), "resumer"), 5000u);
+}
+
 }  // namespace
 }  // namespace spintune
