@@ -390,7 +390,6 @@ absl::StatusOr<std::unique_ptr<Capture>> BpfCapture::Open(const CaptureConfig& o
       {s->progs.stc_irq_exit, "irq", "irq_handler_exit", true},
       {s->progs.stc_softirq_entry, "irq", "softirq_entry", true},
       {s->progs.stc_softirq_exit, "irq", "softirq_exit", true},
-      {s->progs.stc_waking, "sched", "sched_waking", true},
       {s->progs.stc_switch, "sched", "sched_switch", true},
       {s->progs.stc_mmc_start, "mmc", "mmc_request_start", mmc},
       {s->progs.stc_mmc_done, "mmc", "mmc_request_done", mmc},

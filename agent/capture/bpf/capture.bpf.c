@@ -82,12 +82,21 @@ struct irq_state {
 	__s32 softirq_depth;
 };
 
+/*
+ * An issuer asleep at its completion, until it runs again: a slot of a
+ * direct-mapped table indexed by the low bits of its pid, so that
+ * sched_switch (the most frequent event) knows in one array access, without
+ * a hash lookup, that the task switched in waits for nothing. Two waiters
+ * whose pids share the low bits at the same time keep the later one.
+ */
+#define STC_WAITER_SLOTS 4096
+
 struct waiter {
 	__u64 irq_entry_ns;
+	__u32 pid;	/* 0: free */
 	__u32 device;
 	__u16 cpu_class;
-	__u8 woken;
-	__u8 pad;
+	__u16 pad[3];
 };
 
 struct {
@@ -140,9 +149,9 @@ struct {
 } irq_declared SEC(".maps");
 
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 4096);
-	__type(key, __u32);	/* pid */
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, STC_WAITER_SLOTS);
+	__type(key, __u32);	/* pid % STC_WAITER_SLOTS */
 	__type(value, struct waiter);
 } waiters SEC(".maps");
 
@@ -421,12 +430,19 @@ static __always_inline void complete(__u64 now, const struct start *s, bool erro
 						occ->exit_ns - occ->entry_ns);
 			}
 			if (asleep && !occ->waiter) {
-				struct waiter w = {
-					.irq_entry_ns = occ->entry_ns, .device = s->device, .cpu_class = cls,
-				};
+				__u32 slot = s->pid % STC_WAITER_SLOTS;
+				struct waiter *w = bpf_map_lookup_elem(&waiters, &slot);
 
 				occ->waiter = s->pid;
-				bpf_map_update_elem(&waiters, &s->pid, &w, BPF_ANY);
+				if (w) {
+					/* The pid last: sched_switch matches on it. */
+					w->pid = 0;
+					w->irq_entry_ns = occ->entry_ns;
+					w->device = s->device;
+					w->cpu_class = cls;
+					asm volatile("" ::: "memory");
+					w->pid = s->pid;
+				}
 			}
 		}
 	} else if (pid == s->pid && !in_irq) {
@@ -670,33 +686,25 @@ int BPF_PROG(stc_softirq_exit, unsigned int vec)
 	return 0;
 }
 
-SEC("tp_btf/sched_waking")
-int BPF_PROG(stc_waking, struct task_struct *p)
-{
-	__u32 pid = (__u32)p->pid;
-	struct waiter *w = bpf_map_lookup_elem(&waiters, &pid);
-
-	if (w && bpf_ktime_get_ns() >= w->irq_entry_ns)
-		w->woken = 1;
-	return 0;
-}
-
+/*
+ * The issuer runs again: its wake latency, when within the window. A waiter
+ * is recorded only when the issuer was asleep at its completion, after the
+ * IRQ entry, so this first switch into it follows a wakeup after the IRQ:
+ * no sched_waking program is needed to tell.
+ */
 SEC("tp_btf/sched_switch")
 int BPF_PROG(stc_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
-	__u32 pid = (__u32)next->pid;
-	struct waiter *w = bpf_map_lookup_elem(&waiters, &pid);
+	__u32 pid = (__u32)next->pid, slot = pid % STC_WAITER_SLOTS;
+	struct waiter *w = bpf_map_lookup_elem(&waiters, &slot);
 	__u64 now;
 
-	if (!w)
+	if (!w || w->pid != pid || !pid)
 		return 0;
 	now = bpf_ktime_get_ns();
-	if (w->woken || now > w->irq_entry_ns + wake_window_ns) {
-		if (w->woken && now <= w->irq_entry_ns + wake_window_ns)
-			record_dispatch(w->device, w->cpu_class, STC_DISPATCH_WAKE,
-					now - w->irq_entry_ns);
-		bpf_map_delete_elem(&waiters, &pid);
-	}
+	if (now <= w->irq_entry_ns + wake_window_ns)
+		record_dispatch(w->device, w->cpu_class, STC_DISPATCH_WAKE, now - w->irq_entry_ns);
+	w->pid = 0;
 	return 0;
 }
 
