@@ -40,6 +40,9 @@ const volatile __u64 irq_window_ns = 2000000;	/* completion at most this after i
 const volatile __u64 wake_window_ns = 20000000;	/* waiter running at most this after the IRQ */
 const volatile __u32 sample_every = 0;		/* 0: no ring samples; N: every Nth completion per CPU */
 const volatile bool have_declared_irqs = false;	/* irq_declared holds --irq names */
+/* The measured devices, in the loader's order (a scan: cheaper than a hash for a few). */
+const volatile __u32 device_count = 0;
+const volatile struct stc_device_key device_keys[STC_MAX_DEVICES] = {};
 
 /* Pending starts. */
 enum stc_start_kind {
@@ -99,12 +102,6 @@ struct waiter {
 	__u16 pad[3];
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, STC_MAX_DEVICES);
-	__type(key, struct stc_device_key);
-	__type(value, __u32);
-} devices SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -219,13 +216,16 @@ static __always_inline __u16 class_of(__u32 cpu)
 
 static __always_inline int device_index(__u32 kind, __u32 id, __u32 *index)
 {
-	struct stc_device_key k = { .kind = kind, .id = id };
-	__u32 *v = bpf_map_lookup_elem(&devices, &k);
+	__u32 i;
 
-	if (!v)
-		return -1;
-	*index = *v;
-	return 0;
+#pragma clang loop unroll(disable)
+	for (i = 0; i < STC_MAX_DEVICES && i < device_count; i++) {
+		if (device_keys[i].kind == kind && device_keys[i].id == id) {
+			*index = i;
+			return 0;
+		}
+	}
+	return -1;
 }
 
 /* Adds one to a per-CPU counter map entry, creating it when new. */
