@@ -60,7 +60,7 @@ struct start_key {
 };
 
 struct start {
-	__u64 ts_ns;
+	__u64 ts_ns;	/* 0: ended (the entry waits for the key's next start) */
 	__u64 bytes;
 	__u64 task;	/* the issuing task_struct, read (never trusted) at completion */
 	__u32 pid;
@@ -377,8 +377,28 @@ static __always_inline void start_request(__u64 ts_ns, __u32 kind, __u64 id, __u
 		.cpu = (__s32)bpf_get_smp_processor_id(),
 	};
 
-	if (bpf_map_update_elem(&pending, &k, &s, flags) != 0 && flags == BPF_NOEXIST)
+	struct start *p = bpf_map_lookup_elem(&pending, &k);
+
+	/*
+	 * Requests, MMC requests and SPI transfers come from pools: the key of
+	 * a start was usually seen before, and its entry is overwritten in
+	 * place (no insert, no lock; no other program touches a request
+	 * between its end and its next start).
+	 */
+	if (p && p->ts_ns && flags == BPF_NOEXIST) {
 		count(STC_RETRIED);
+		return;
+	}
+	if (p)
+		*p = s;
+	else
+		bpf_map_update_elem(&pending, &k, &s, BPF_NOEXIST);
+}
+
+/* A start's end was seen: its entry stays for the next start of the key. */
+static __always_inline void consume(struct start *p)
+{
+	p->ts_ns = 0;
 }
 
 /* Classifies and records the completion of `s` (docs/traces.md, "How it waited"). */
@@ -457,12 +477,12 @@ static __always_inline bool take(__u32 kind, __u64 id, struct start *out)
 	struct start_key k = { .id = id, .kind = kind };
 	struct start *s = bpf_map_lookup_elem(&pending, &k);
 
-	if (!s) {
+	if (!s || !s->ts_ns) {
 		count(STC_UNPAIRED_ENDS);
 		return false;
 	}
 	*out = *s;
-	bpf_map_delete_elem(&pending, &k);
+	consume(s);
 	return true;
 }
 
@@ -532,10 +552,11 @@ static __always_inline void rq_complete(__u64 now, struct request *rq, __u8 erro
 	struct start s, *p;
 
 	p = bpf_map_lookup_elem(&pending, &k);
-	if (!p) {
+	if (!p || !p->ts_ns) {
 		__u32 device;
 
-		if (device_index(STC_DEV_BLOCK, block_dev(rq), &device) == 0)
+		/* (Only measured devices' requests have entries.) */
+		if (p || device_index(STC_DEV_BLOCK, block_dev(rq), &device) == 0)
 			count(STC_UNPAIRED_ENDS);
 		return;
 	}
@@ -546,7 +567,7 @@ static __always_inline void rq_complete(__u64 now, struct request *rq, __u8 erro
 		 * driver never saw it (the text path counts it apart, as a
 		 * flush-sequence end); the start it finds is stale.
 		 */
-		bpf_map_delete_elem(&pending, &k);
+		consume(p);
 		count(STC_UNPAIRED_ENDS);
 		return;
 	}
@@ -555,7 +576,7 @@ static __always_inline void rq_complete(__u64 now, struct request *rq, __u8 erro
 		return;
 	}
 	s = *p;
-	bpf_map_delete_elem(&pending, &k);
+	consume(p);
 	complete(now, &s, error != 0);
 }
 
@@ -588,9 +609,12 @@ SEC("tp_btf/block_rq_requeue")
 int BPF_PROG(stc_rq_requeue, struct request *rq)
 {
 	struct start_key k = { .id = (__u64)rq, .kind = STC_START_RQ };
+	struct start *p = bpf_map_lookup_elem(&pending, &k);
 
-	if (bpf_map_delete_elem(&pending, &k) == 0)
+	if (p && p->ts_ns) {
+		consume(p);
 		count(STC_REQUEUED);
+	}
 	return 0;
 }
 
