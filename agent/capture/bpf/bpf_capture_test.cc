@@ -88,8 +88,8 @@ TEST(BpfCaptureTest, KillDashNineLeavesNoProgramAttached) {
 // when the issuer sleeps at its completion, so the next switch into it
 // follows a wakeup after the IRQ. Same count as the correlator's
 // (sched_waking, then sched_switch into the woken issuer) on the same load,
-// and a median within 20%: on an idle machine the correlator's is 1-10%
-// higher (13-15% with the sched_waking program bpf had before).
+// and a median within 20%: on an idle machine the correlator's is 1-15%
+// higher (as it was with the sched_waking program bpf had before).
 TEST(BpfCaptureTest, WakeLatenciesAreTheCorrelators) {
   if (geteuid() != 0) GTEST_SKIP() << "bpf capture needs root";
   const CaptureSupport s = ProbeCaptureSupport();
