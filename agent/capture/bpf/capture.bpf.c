@@ -102,7 +102,6 @@ struct waiter {
 	__u16 pad[3];
 };
 
-
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);	/* the loader sets the number of possible CPUs */
