@@ -15,9 +15,10 @@
 #    on a busy machine it is a rough figure;
 #  - the agent process's own CPU (user + system, /proc/PID/stat);
 #  - bpf: the time the kernel ran the capture's BPF programs
-#    (kernel.bpf_stats_enabled, run_time_ns of the stc_* programs), exact
-#    whatever else runs, without the ~20-50 ns per call of the tracepoint
-#    itself;
+#    (kernel.bpf_stats_enabled, run_time_ns of the stc_* programs this agent
+#    loaded), exact whatever else runs, without the ~20-50 ns per call of
+#    the tracepoint itself, in total and per program (runs per request and
+#    ns per run);
 #  - the agent's peak resident memory (VmHWM).
 set -euo pipefail
 BUILD=${1:-build}
@@ -71,15 +72,20 @@ run_load() {
     "$(echo "($a1 - $a0) / $span" | bc -l)"
 }
 
-# Total run time (ns) and runs of the capture's BPF programs so far.
+# Ids of the loaded stc_* programs (other captures may run too).
+stc_prog_ids() {
+  bpftool -j prog show 2>/dev/null | python3 -c '
+import json, sys
+print(" ".join(str(p["id"]) for p in json.load(sys.stdin) if p.get("name", "").startswith("stc_")))'
+}
+# bpf_prog_stats IDS: "name runs run_time_ns" of those programs so far.
 bpf_prog_stats() {
   bpftool -j prog show 2>/dev/null | python3 -c '
 import json, sys
-t = c = 0
+ids = set(sys.argv[1].split())
 for p in json.load(sys.stdin):
-    if p.get("name", "").startswith("stc_"):
-        t += p.get("run_time_ns", 0); c += p.get("run_cnt", 0)
-print(t, c)'
+    if str(p["id"]) in ids:
+        print(p["name"], p.get("run_cnt", 0), p.get("run_time_ns", 0))' "$1"
 }
 stats_was=$(sysctl -n kernel.bpf_stats_enabled 2>/dev/null || echo 0)
 
@@ -97,6 +103,7 @@ printf "%-5s %-5s %10s %6s %7s %6s %7s %7s %5s %7s %7s\n" mode run "req/s" "CPU 
 for r in $(seq "$REPEAT"); do
   for mode in $MODES; do
     read -r base_rps base_m base_a _ < <(run_load)
+    ids_before=" $(stc_prog_ids) "
     "$BUILD/agent/spintune-agent" --tuner "$addr" --source "tracefs:$disk" --capture "$mode" \
       --platform "$OUT/platform.json" --state-dir "" --spool-dir "" --batch-size 4096 \
       >"$OUT/agent-$mode.log" 2>&1 &
@@ -104,20 +111,36 @@ for r in $(seq "$REPEAT"); do
     for _ in $(seq 100); do grep -q "session up" "$OUT/agent-$mode.log" && break; sleep 0.1; done
     grep -q "capture $mode: measuring" "$OUT/agent-$mode.log" ||
       { echo "the agent did not start capturing with $mode:"; cat "$OUT/agent-$mode.log"; exit 1; }
-    [ "$mode" = bpf ] && sysctl -qw kernel.bpf_stats_enabled=1 && read -r bt0 bc0 < <(bpf_prog_stats)
+    if [ "$mode" = bpf ]; then
+      ours=""
+      for i in $(stc_prog_ids); do [[ "$ids_before" == *" $i "* ]] || ours="$ours $i"; done
+      sysctl -qw kernel.bpf_stats_enabled=1
+      bpf_prog_stats "$ours" >"$OUT/bpf-stats-0"
+    fi
     read -r rps m a agent_cpu < <(run_load "$agent_pid")
     if [ "$mode" = bpf ]; then
       # Kernel memory of the capture's maps (not in the agent's RSS).
       map_kib=$( { bpftool -j prog show; echo; bpftool -j map show; } 2>/dev/null | python3 -c '
 import json, sys
 progs, maps = [json.loads(l) for l in sys.stdin.read().split("\n") if l.strip()]
-ids = {i for p in progs if p.get("name", "").startswith("stc_") for i in p.get("map_ids", [])}
-print(sum(m.get("bytes_memlock", 0) for m in maps if m["id"] in ids) // 1024)')
-      read -r bt1 bc1 < <(bpf_prog_stats)
+ours = set(sys.argv[1].split())
+ids = {i for p in progs if str(p["id"]) in ours for i in p.get("map_ids", [])}
+print(sum(m.get("bytes_memlock", 0) for m in maps if m["id"] in ids) // 1024)' "$ours")
+      bpf_prog_stats "$ours" >"$OUT/bpf-stats-1"
       sysctl -qw kernel.bpf_stats_enabled="$stats_was"
       requests=$(sed -n 's/.*: \([0-9]*\) reads, \([0-9]*\) writes.*/\1 \2/p' "$OUT/load.out" | awk '{print $1 + $2}')
-      bpf_lines+=("$(printf "bpf programs: %.0f ns and %.1f runs per request (%d requests, whole run); maps %d KiB of kernel memory" \
-        "$(echo "($bt1 - $bt0) / $requests" | bc -l)" "$(echo "($bc1 - $bc0) / $requests" | bc -l)" "$requests" "$map_kib")")
+      # Per program and in total: runs per request, ns per run, ns per request.
+      bpf_lines+=("$(awk -v req="$requests" -v maps="$map_kib" '
+        NR == FNR { c0[$1] += $2; t0[$1] += $3; next }
+        { c[$1] += $2; t[$1] += $3; if (!($1 in seen)) { seen[$1] = 1; order[n++] = $1 } }
+        END {
+          for (i = 0; i < n; i++) {
+            p = order[i]; dc = c[p] - c0[p]; dt = t[p] - t0[p]; C += dc; T += dt
+            if (dc > 0) lines = lines sprintf("\n  %-24s %5.2f runs/req %6.0f ns/run %6.0f ns/req", p, dc / req, dt / dc, dt / req)
+          }
+          printf "bpf programs: %.0f ns and %.1f runs per request (%d requests, whole run); maps %d KiB of kernel memory%s",
+            T / req, C / req, req, maps, lines
+        }' "$OUT/bpf-stats-0" "$OUT/bpf-stats-1")")
     fi
     rss=$(awk '/VmHWM/ {printf "%.1f", $2 / 1024}' "/proc/$agent_pid/status")
     kill -INT "$agent_pid"; wait "$agent_pid" || true; agent_pid=

@@ -365,6 +365,11 @@ absl::StatusOr<std::unique_ptr<Capture>> BpfCapture::Open(const CaptureConfig& o
   s->rodata->wake_window_ns = options.correlator.wake_window_ns;
   s->rodata->sample_every = options.sample_every;
   s->rodata->have_declared_irqs = !options.correlator.irq_device.empty();
+  s->rodata->device_count = static_cast<uint32_t>(keys.size());
+  for (size_t i = 0; i < keys.size(); ++i) {
+    s->rodata->device_keys[i].kind = keys[i].kind;
+    s->rodata->device_keys[i].id = keys[i].id;
+  }
   c->ncpus_ = libbpf_num_possible_cpus();
   if (c->ncpus_ <= 0) return absl::FailedPreconditionError("bpf capture: cannot count the CPUs");
   bpf_map__set_max_entries(s->maps.cpu_class, static_cast<uint32_t>(c->ncpus_));
@@ -390,7 +395,6 @@ absl::StatusOr<std::unique_ptr<Capture>> BpfCapture::Open(const CaptureConfig& o
       {s->progs.stc_irq_exit, "irq", "irq_handler_exit", true},
       {s->progs.stc_softirq_entry, "irq", "softirq_entry", true},
       {s->progs.stc_softirq_exit, "irq", "softirq_exit", true},
-      {s->progs.stc_waking, "sched", "sched_waking", true},
       {s->progs.stc_switch, "sched", "sched_switch", true},
       {s->progs.stc_mmc_start, "mmc", "mmc_request_start", mmc},
       {s->progs.stc_mmc_done, "mmc", "mmc_request_done", mmc},
@@ -411,12 +415,6 @@ absl::StatusOr<std::unique_ptr<Capture>> BpfCapture::Open(const CaptureConfig& o
   if (int err = spintune_capture__load(s); err != 0) {
     return absl::FailedPreconditionError(absl::StrCat(
         "bpf capture: loading the program failed (", std::strerror(-err), "): ", TakeLibbpfLines()));
-  }
-  for (size_t i = 0; i < keys.size(); ++i) {
-    const uint32_t index = static_cast<uint32_t>(i);
-    if (bpf_map_update_elem(bpf_map__fd(s->maps.devices), &keys[i], &index, BPF_ANY) != 0) {
-      return absl::InternalError(absl::StrCat("bpf capture: devices map: ", std::strerror(errno)));
-    }
   }
   std::map<std::string, uint32_t> index_of;
   for (size_t i = 0; i < c->device_names_.size(); ++i) index_of[c->device_names_[i]] = static_cast<uint32_t>(i);

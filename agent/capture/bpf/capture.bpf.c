@@ -40,6 +40,9 @@ const volatile __u64 irq_window_ns = 2000000;	/* completion at most this after i
 const volatile __u64 wake_window_ns = 20000000;	/* waiter running at most this after the IRQ */
 const volatile __u32 sample_every = 0;		/* 0: no ring samples; N: every Nth completion per CPU */
 const volatile bool have_declared_irqs = false;	/* irq_declared holds --irq names */
+/* The measured devices, in the loader's order (a scan: cheaper than a hash for a few). */
+const volatile __u32 device_count = 0;
+const volatile struct stc_device_key device_keys[STC_MAX_DEVICES] = {};
 
 /* Pending starts. */
 enum stc_start_kind {
@@ -57,7 +60,7 @@ struct start_key {
 };
 
 struct start {
-	__u64 ts_ns;
+	__u64 ts_ns;	/* 0: ended (the entry waits for the key's next start) */
 	__u64 bytes;
 	__u64 task;	/* the issuing task_struct, read (never trusted) at completion */
 	__u32 pid;
@@ -82,20 +85,22 @@ struct irq_state {
 	__s32 softirq_depth;
 };
 
+/*
+ * An issuer asleep at its completion, until it runs again: a slot of a
+ * direct-mapped table indexed by the low bits of its pid, so that
+ * sched_switch (the most frequent event) knows in one array access, without
+ * a hash lookup, that the task switched in waits for nothing. Two waiters
+ * whose pids share the low bits at the same time keep the later one.
+ */
+#define STC_WAITER_SLOTS 4096
+
 struct waiter {
 	__u64 irq_entry_ns;
+	__u32 pid;	/* 0: free */
 	__u32 device;
 	__u16 cpu_class;
-	__u8 woken;
-	__u8 pad;
+	__u16 pad[3];
 };
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, STC_MAX_DEVICES);
-	__type(key, struct stc_device_key);
-	__type(value, __u32);
-} devices SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -140,9 +145,9 @@ struct {
 } irq_declared SEC(".maps");
 
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 4096);
-	__type(key, __u32);	/* pid */
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, STC_WAITER_SLOTS);
+	__type(key, __u32);	/* pid % STC_WAITER_SLOTS */
 	__type(value, struct waiter);
 } waiters SEC(".maps");
 
@@ -210,13 +215,16 @@ static __always_inline __u16 class_of(__u32 cpu)
 
 static __always_inline int device_index(__u32 kind, __u32 id, __u32 *index)
 {
-	struct stc_device_key k = { .kind = kind, .id = id };
-	__u32 *v = bpf_map_lookup_elem(&devices, &k);
+	__u32 i;
 
-	if (!v)
-		return -1;
-	*index = *v;
-	return 0;
+#pragma clang loop unroll(disable)
+	for (i = 0; i < STC_MAX_DEVICES && i < device_count; i++) {
+		if (device_keys[i].kind == kind && device_keys[i].id == id) {
+			*index = i;
+			return 0;
+		}
+	}
+	return -1;
 }
 
 /* Adds one to a per-CPU counter map entry, creating it when new. */
@@ -368,8 +376,28 @@ static __always_inline void start_request(__u64 ts_ns, __u32 kind, __u64 id, __u
 		.cpu = (__s32)bpf_get_smp_processor_id(),
 	};
 
-	if (bpf_map_update_elem(&pending, &k, &s, flags) != 0 && flags == BPF_NOEXIST)
+	struct start *p = bpf_map_lookup_elem(&pending, &k);
+
+	/*
+	 * Requests, MMC requests and SPI transfers come from pools: the key of
+	 * a start was usually seen before, and its entry is overwritten in
+	 * place (no insert, no lock; no other program touches a request
+	 * between its end and its next start).
+	 */
+	if (p && p->ts_ns && flags == BPF_NOEXIST) {
 		count(STC_RETRIED);
+		return;
+	}
+	if (p)
+		*p = s;
+	else
+		bpf_map_update_elem(&pending, &k, &s, BPF_NOEXIST);
+}
+
+/* A start's end was seen: its entry stays for the next start of the key. */
+static __always_inline void consume(struct start *p)
+{
+	p->ts_ns = 0;
 }
 
 /* Classifies and records the completion of `s` (docs/traces.md, "How it waited"). */
@@ -421,12 +449,19 @@ static __always_inline void complete(__u64 now, const struct start *s, bool erro
 						occ->exit_ns - occ->entry_ns);
 			}
 			if (asleep && !occ->waiter) {
-				struct waiter w = {
-					.irq_entry_ns = occ->entry_ns, .device = s->device, .cpu_class = cls,
-				};
+				__u32 slot = s->pid % STC_WAITER_SLOTS;
+				struct waiter *w = bpf_map_lookup_elem(&waiters, &slot);
 
 				occ->waiter = s->pid;
-				bpf_map_update_elem(&waiters, &s->pid, &w, BPF_ANY);
+				if (w) {
+					/* The pid last: sched_switch matches on it. */
+					w->pid = 0;
+					w->irq_entry_ns = occ->entry_ns;
+					w->device = s->device;
+					w->cpu_class = cls;
+					asm volatile("" ::: "memory");
+					w->pid = s->pid;
+				}
 			}
 		}
 	} else if (pid == s->pid && !in_irq) {
@@ -441,12 +476,12 @@ static __always_inline bool take(__u32 kind, __u64 id, struct start *out)
 	struct start_key k = { .id = id, .kind = kind };
 	struct start *s = bpf_map_lookup_elem(&pending, &k);
 
-	if (!s) {
+	if (!s || !s->ts_ns) {
 		count(STC_UNPAIRED_ENDS);
 		return false;
 	}
 	*out = *s;
-	bpf_map_delete_elem(&pending, &k);
+	consume(s);
 	return true;
 }
 
@@ -516,10 +551,11 @@ static __always_inline void rq_complete(__u64 now, struct request *rq, __u8 erro
 	struct start s, *p;
 
 	p = bpf_map_lookup_elem(&pending, &k);
-	if (!p) {
+	if (!p || !p->ts_ns) {
 		__u32 device;
 
-		if (device_index(STC_DEV_BLOCK, block_dev(rq), &device) == 0)
+		/* (Only measured devices' requests have entries.) */
+		if (p || device_index(STC_DEV_BLOCK, block_dev(rq), &device) == 0)
 			count(STC_UNPAIRED_ENDS);
 		return;
 	}
@@ -530,7 +566,7 @@ static __always_inline void rq_complete(__u64 now, struct request *rq, __u8 erro
 		 * driver never saw it (the text path counts it apart, as a
 		 * flush-sequence end); the start it finds is stale.
 		 */
-		bpf_map_delete_elem(&pending, &k);
+		consume(p);
 		count(STC_UNPAIRED_ENDS);
 		return;
 	}
@@ -539,7 +575,7 @@ static __always_inline void rq_complete(__u64 now, struct request *rq, __u8 erro
 		return;
 	}
 	s = *p;
-	bpf_map_delete_elem(&pending, &k);
+	consume(p);
 	complete(now, &s, error != 0);
 }
 
@@ -560,11 +596,11 @@ int BPF_PROG(stc_rq_complete, struct request *rq, __u8 error, unsigned int nr_by
 SEC("tp_btf/block_rq_complete")
 int BPF_PROG(stc_rq_complete_nested, struct request *rq, __u8 error, unsigned int nr_bytes)
 {
-	__u64 now = bpf_ktime_get_ns();
 	__u32 zero = 0, *busy = bpf_map_lookup_elem(&completing, &zero);
 
+	/* Runs at every completion: the clock only for the rare one that is ours. */
 	if (busy && *busy)	/* stc_rq_complete is interrupted: this one is ours */
-		rq_complete(now, rq, error, nr_bytes);
+		rq_complete(bpf_ktime_get_ns(), rq, error, nr_bytes);
 	return 0;
 }
 
@@ -572,9 +608,12 @@ SEC("tp_btf/block_rq_requeue")
 int BPF_PROG(stc_rq_requeue, struct request *rq)
 {
 	struct start_key k = { .id = (__u64)rq, .kind = STC_START_RQ };
+	struct start *p = bpf_map_lookup_elem(&pending, &k);
 
-	if (bpf_map_delete_elem(&pending, &k) == 0)
+	if (p && p->ts_ns) {
+		consume(p);
 		count(STC_REQUEUED);
+	}
 	return 0;
 }
 
@@ -670,33 +709,25 @@ int BPF_PROG(stc_softirq_exit, unsigned int vec)
 	return 0;
 }
 
-SEC("tp_btf/sched_waking")
-int BPF_PROG(stc_waking, struct task_struct *p)
-{
-	__u32 pid = (__u32)p->pid;
-	struct waiter *w = bpf_map_lookup_elem(&waiters, &pid);
-
-	if (w && bpf_ktime_get_ns() >= w->irq_entry_ns)
-		w->woken = 1;
-	return 0;
-}
-
+/*
+ * The issuer runs again: its wake latency, when within the window. A waiter
+ * is recorded only when the issuer was asleep at its completion, after the
+ * IRQ entry, so this first switch into it follows a wakeup after the IRQ:
+ * no sched_waking program is needed to tell.
+ */
 SEC("tp_btf/sched_switch")
 int BPF_PROG(stc_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
-	__u32 pid = (__u32)next->pid;
-	struct waiter *w = bpf_map_lookup_elem(&waiters, &pid);
+	__u32 pid = (__u32)next->pid, slot = pid % STC_WAITER_SLOTS;
+	struct waiter *w = bpf_map_lookup_elem(&waiters, &slot);
 	__u64 now;
 
-	if (!w)
+	if (!w || w->pid != pid || !pid)
 		return 0;
 	now = bpf_ktime_get_ns();
-	if (w->woken || now > w->irq_entry_ns + wake_window_ns) {
-		if (w->woken && now <= w->irq_entry_ns + wake_window_ns)
-			record_dispatch(w->device, w->cpu_class, STC_DISPATCH_WAKE,
-					now - w->irq_entry_ns);
-		bpf_map_delete_elem(&waiters, &pid);
-	}
+	if (now <= w->irq_entry_ns + wake_window_ns)
+		record_dispatch(w->device, w->cpu_class, STC_DISPATCH_WAKE, now - w->irq_entry_ns);
+	w->pid = 0;
 	return 0;
 }
 
