@@ -15,7 +15,7 @@ DEB_PACKAGES := cmake ninja-build g++ pkg-config \
   dpkg-dev man-db crossbuild-essential-arm64 crossbuild-essential-armhf qemu-user-static mmdebstrap
 # Where `make install` puts things (DESTDIR is honoured); the boards `make cross` builds for.
 PREFIX ?= /usr/local
-CROSS_ARCHES ?= arm64 armhf
+CROSS_ARCHES ?= arm64 armhf armel
 
 .PHONY: all deps configure build demo demo-live test bench uring-ref vboard install package cross clean
 

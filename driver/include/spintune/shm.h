@@ -12,9 +12,11 @@
  *
  * Concurrency: a seqlock. One writer (the agent) makes seq odd, stores the
  * blob, makes seq even; readers copy the blob and retry while seq was odd or
- * changed. All accesses are atomic (relaxed 8-byte words inside acquire/
- * release fences), so a reader never sees a torn table and never blocks the
- * writer. No libc, no allocation.
+ * changed. All accesses are atomic (relaxed 4-byte halves of the 8-byte
+ * words inside acquire/release fences: 32-bit CPUs without 64-bit atomics,
+ * such as ARMv5, would otherwise call libatomic, whose 64-bit load writes
+ * and faults on a read-only mapping), so a reader never sees a torn table
+ * and never blocks the writer. No libc, no allocation.
  */
 #ifndef SPINTUNE_SHM_H
 #define SPINTUNE_SHM_H
@@ -42,6 +44,33 @@ struct spintune_shm {
 	uint64_t table_version;
 	uint64_t data[]; /* capacity bytes */
 };
+
+/* A 4-byte half of an 8-byte field (may alias the uint64_t it is part of). */
+typedef uint32_t __attribute__((may_alias)) spintune__shm_half;
+
+/* Stores @value into @word as two relaxed 4-byte halves. */
+static inline void spintune__shm_store64(uint64_t *word, uint64_t value)
+{
+	spintune__shm_half *h = (spintune__shm_half *)word;
+	spintune__shm_half v[2];
+
+	__builtin_memcpy(v, &value, sizeof(value));
+	__atomic_store_n(&h[0], v[0], __ATOMIC_RELAXED);
+	__atomic_store_n(&h[1], v[1], __ATOMIC_RELAXED);
+}
+
+/* Loads @word as two relaxed 4-byte halves. */
+static inline uint64_t spintune__shm_load64(const uint64_t *word)
+{
+	const spintune__shm_half *h = (const spintune__shm_half *)word;
+	spintune__shm_half v[2];
+	uint64_t value;
+
+	v[0] = __atomic_load_n(&h[0], __ATOMIC_RELAXED);
+	v[1] = __atomic_load_n(&h[1], __ATOMIC_RELAXED);
+	__builtin_memcpy(&value, v, sizeof(value));
+	return value;
+}
 
 /**
  * spintune_shm_init() - format a fresh region (writer side, once).
@@ -85,10 +114,10 @@ static inline int spintune_shm_publish(struct spintune_shm *shm, const void *blo
 
 		for (b = 0; b < 8 && i * 8 + b < len; b++)
 			word |= (uint64_t)src[i * 8 + b] << (8 * b);
-		__atomic_store_n(&shm->data[i], word, __ATOMIC_RELAXED);
+		spintune__shm_store64(&shm->data[i], word);
 	}
 	__atomic_store_n(&shm->blob_bytes, len, __ATOMIC_RELAXED);
-	__atomic_store_n(&shm->table_version, table_version, __ATOMIC_RELAXED);
+	spintune__shm_store64(&shm->table_version, table_version);
 	__atomic_store_n(&shm->seq, seq + 2, __ATOMIC_RELEASE);
 	return 0;
 }
@@ -132,7 +161,7 @@ static inline int spintune_shm_snapshot(const struct spintune_shm *shm, void *ou
 			return -E2BIG;
 		}
 		for (i = 0; i < (n + 7) / 8; i++) {
-			const uint64_t word = __atomic_load_n(&shm->data[i], __ATOMIC_RELAXED);
+			const uint64_t word = spintune__shm_load64(&shm->data[i]);
 			uint32_t b;
 
 			for (b = 0; b < 8 && i * 8 + b < n; b++)
