@@ -18,12 +18,7 @@ WaitParams WaitFor(const BoardModel& board, const std::optional<PolicyTable>& ta
                    uint32_t opcode, uint64_t bytes) {
   if (table) {
     const PolicyKey key{board.cpu_class, board.device_name, opcode, SizeClassOf(bytes)};
-    const PolicyEntry* fallback = nullptr;
-    for (const auto& e : table->entries) {
-      if (!e.fallback && e.key == key) return e.wait;
-      if (e.fallback && e.key.device == board.device_name) fallback = &e;
-    }
-    if (fallback) return fallback->wait;
+    if (const PolicyEntry* e = table->EntryFor(key)) return e->wait;
   }
   for (const auto& rule : board.default_rules) {
     if (rule.Matches(opcode, bytes)) return rule.wait;

@@ -83,11 +83,7 @@ absl::Status RunVerify(const Repository& repo, const VerifyFlags& flags, std::os
        "|PRED-MEAS|/MEAS"}};
   for (const auto& [key, bytes_moments] : mine.keys) {
     const PolicyKey pk{key.cpu_class, mine.file.device, key.opcode, key.size_class};
-    const PolicyEntry* entry = nullptr;
-    for (const auto& e : table.entries) {
-      if (!e.fallback && e.key == pk) entry = &e;
-      if (e.fallback && e.key.device == pk.device && entry == nullptr) entry = &e;
-    }
+    const PolicyEntry* entry = table.EntryFor(pk);
     if (entry == nullptr) continue;
     json measured = json::object();
     double best_fixed = 0;

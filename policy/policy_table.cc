@@ -19,6 +19,15 @@ int PolicyTable::CpuClassIndex(const std::string& cpu_class) const {
   return -1;
 }
 
+const PolicyEntry* PolicyTable::EntryFor(const PolicyKey& key) const {
+  const PolicyEntry* fallback = nullptr;
+  for (const auto& e : entries) {
+    if (!e.fallback && e.key == key) return &e;
+    if (e.fallback && fallback == nullptr && e.key.device == key.device) fallback = &e;
+  }
+  return fallback;
+}
+
 void SortEntries(std::vector<PolicyEntry>* entries) {
   std::stable_sort(entries->begin(), entries->end(),
             [](const PolicyEntry& a, const PolicyEntry& b) {

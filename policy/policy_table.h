@@ -114,6 +114,9 @@ struct PolicyTable {
   uint64_t TotalSamples() const;
   // Index of `cpu_class` in cpu_classes, or -1.
   int CpuClassIndex(const std::string& cpu_class) const;
+  // The entry a driver uses for `key`: its own (the first, for a key with
+  // context leaves), else its device's fallback; null when neither exists.
+  const PolicyEntry* EntryFor(const PolicyKey& key) const;
 };
 
 // Sorts by (device, fallback last, cpu class, opcode, size class); stable,

@@ -13,17 +13,6 @@
 namespace spintune {
 namespace {
 
-// The entry of `table` a driver uses for `key`: its own, else its device's
-// fallback.
-const PolicyEntry* EntryFor(const PolicyTable& table, const PolicyKey& key) {
-  const PolicyEntry* fallback = nullptr;
-  for (const auto& e : table.entries) {
-    if (e.fallback && e.key.device == key.device) fallback = &e;
-    if (!e.fallback && e.key == key) return &e;
-  }
-  return fallback;
-}
-
 // The wait of `key` under its device's default rule among `devices` (IRQ
 // when it has none).
 WaitParams DefaultWait(const std::vector<DeviceInfo>& devices, const PolicyKey& key) {
@@ -42,7 +31,7 @@ absl::StatusOr<WaitParams> WaitUnder(Store& store, int64_t target_id, uint64_t v
   if (version == 0) return DefaultWait(devices, key);
   SPINTUNE_ASSIGN_OR_RETURN(auto table, store.LoadPolicy(target_id, version));
   if (!table) return absl::NotFoundError(absl::StrCat("no version ", version));
-  const PolicyEntry* e = EntryFor(*table, key);
+  const PolicyEntry* e = table->EntryFor(key);
   return e ? e->wait : WaitParams::Irq();
 }
 
@@ -230,7 +219,7 @@ absl::StatusOr<std::map<PolicyKey, CostMoments>> IrqPathOutcomes(
         it = versions.emplace(o.version, std::move(t)).first;
       }
       if (!it->second) continue;  // a version this tuner never stored
-      const PolicyEntry* e = EntryFor(*it->second, o.key);
+      const PolicyEntry* e = it->second->EntryFor(o.key);
       if (e) wait = e->wait;
     }
     if (wait.strategy == Strategy::kIrq) irq[o.key].Merge(o.moments);
