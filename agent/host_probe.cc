@@ -24,6 +24,7 @@
 #include "absl/strings/strip.h"
 #include "agent/io_load.h"
 #include "agent/live_trace.h"
+#include "common/cpu_clock.h"
 
 namespace spintune {
 namespace {
@@ -31,12 +32,6 @@ namespace {
 uint64_t NowNs() {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
-
-uint64_t ThreadCpuNs() {
-  timespec ts;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
   return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
 }
 

@@ -25,6 +25,7 @@
 #include "agent/live_trace.h"
 #include "agent/trace/trace_reader.h"
 #include "agent/tracefs_instance.h"
+#include "common/cpu_clock.h"
 
 namespace spintune {
 namespace {
@@ -107,11 +108,7 @@ absl::Status Tile(const std::string& source, const std::string& path, uint64_t l
   return out ? absl::OkStatus() : absl::UnavailableError(path + ": write failed");
 }
 
-double ThreadCpuSeconds() {
-  timespec ts;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
-}
+double ThreadCpuSeconds() { return static_cast<double>(ThreadCpuNs()) / 1e9; }
 
 enum class ReaderMode { kTextRead, kTextParse, kRawRead };
 

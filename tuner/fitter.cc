@@ -3,10 +3,10 @@
 #include <pthread.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "absl/strings/str_cat.h"
+#include "common/cpu_clock.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
 #include "tuner/fit_inputs.h"
@@ -77,16 +77,6 @@ bool Fitter::Deferrable(const Request& r) {
   return r.kind != Kind::kSync && !r.force && !r.urgent;
 }
 
-namespace {
-
-double ThreadCpuSeconds() {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
-}
-
-}  // namespace
-
 uint64_t Fitter::Predict(int64_t target_id, TargetRecord target) {
   return Enqueue({target_id, Kind::kPredict, false, std::move(target), 0});
 }
@@ -124,10 +114,10 @@ void Fitter::Loop() {
       waiting->second.erase(waiting->second.begin());
       if (waiting->second.empty()) waiting_.erase(waiting);
     }
-    const double cpu_start = ThreadCpuSeconds();
+    const uint64_t cpu_start_ns = ThreadCpuNs();
     FitResult result = Run(request);
     if (Deferrable(request) && options_.max_cpu_share < 1) {
-      const double cpu = ThreadCpuSeconds() - cpu_start;
+      const double cpu = static_cast<double>(ThreadCpuNs() - cpu_start_ns) / 1e9;
       not_before = absl::Now() + absl::Seconds(cpu * (1 / options_.max_cpu_share - 1));
     }
     result.target_id = request.target_id;
