@@ -109,7 +109,8 @@ absl::StatusOr<DeclaredSpace> SpaceFromDeclaration(const v1::KnobsDeclared& d) {
         const v1::KnobField& field = k.fields(f);
         const std::string fat = absl::StrCat(at, ".fields[", f, "]");
         SPINTUNE_RETURN_IF_ERROR(CheckName(field.name(), fat + ".name"));
-        if (field.width() < 1 || field.width() > 32 || field.shift() + field.width() > 64) {
+        if (field.width() < 1 || field.width() > 32 ||
+            uint64_t{field.shift()} + field.width() > 64) {
           return Invalid(fat, "needs width 1..32 and shift + width <= 64");
         }
         const uint64_t mask = ((uint64_t{1} << field.width()) - 1) << field.shift();

@@ -83,6 +83,17 @@ TEST(KnobProtocol, BadDeclarationsNameTheField) {
   }
 }
 
+// A shift whose sum with the width wraps around in 32 bits is refused as
+// out of range, not shifted by (found by Fuzz.knob_declared under UBSan).
+TEST(KnobProtocol, AShiftThatWrapsAroundIsRefused) {
+  v1::KnobsDeclared d = Declared();
+  d.mutable_knobs(0)->mutable_fields(1)->set_shift(0xFFFFFFFFu);
+  auto s = SpaceFromDeclaration(d);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().message(),
+            "knobs_declared.knobs[0].fields[1]: needs width 1..32 and shift + width <= 64");
+}
+
 TEST(KnobProtocol, SettingsTravelAsCoordinatesAndAreKeptWithTheirEvidence) {
   auto s = SpaceFromDeclaration(Declared());
   ASSERT_TRUE(s.ok());
