@@ -39,6 +39,7 @@ struct TunerJob {
   // and its fingerprint.
   v1::SampleBatch batch;
   uint64_t samples = 0;  // completion samples the batch held
+  // Decoded, then its histograms dropped: staged_delta holds them.
   absl::StatusOr<BatchDelta> delta = absl::UnknownError("not decoded");
   std::string staged_delta;  // EncodeBatchDelta(*delta), as the store stages it
   uint64_t fingerprint = 0;

@@ -51,6 +51,17 @@ absl::Status CheckPlaceholder(const v1::SampleBatch& batch) {
   return absl::OkStatus();
 }
 
+// Once a batch is encoded for staging, the worker needs of its delta only
+// the keys and the counts (limits, acknowledgement, refits): its
+// histograms are freed here, on the receiving thread, instead of on the
+// one ingest worker (a fleet's 64-key batches made freeing a tenth of the
+// worker's time).
+void DropHistograms(BatchDelta& d) {
+  for (KeyEvidence& k : d.keys) k.histogram = LatencyHistogram();
+  for (DispatchRecord& r : d.dispatch) r.handler = r.wake = LatencyHistogram();
+  d.timers = {};
+}
+
 // Memory a decoded batch holds, roughly (for the queue's bound).
 uint64_t DeltaBytes(const BatchDelta& d) {
   uint64_t bytes = sizeof(BatchDelta);
@@ -348,6 +359,7 @@ void TunerCore::OnBatch(std::shared_ptr<SessionHandle> session, const v1::Hello&
     job.delta = DecodeBatch(batch, hello);
     if (job.delta.ok()) {
       job.staged_delta = EncodeBatchDelta(*job.delta);
+      DropHistograms(*job.delta);
       job.bytes = DeltaBytes(*job.delta) + job.staged_delta.size();
     }
     job.batch.set_seq(batch.seq());
@@ -368,6 +380,7 @@ void TunerCore::IngestGroup(std::vector<TunerJob>& jobs) {
     TunerJob* job;
     BatchDelta delta;
     SequencedBatch batch;
+    std::vector<PolicyKey> new_keys;  // keys of the target this batch adds
   };
   std::vector<Item> items;
   items.reserve(jobs.size());
@@ -413,7 +426,8 @@ void TunerCore::IngestGroup(std::vector<TunerJob>& jobs) {
       sb.refused_samples = job.samples;
     } else {
       item.delta = std::move(*job.delta);
-      absl::Status limit = CheckKeyLimit(session, item.delta, &group_keys[session.target_id]);
+      absl::Status limit = CheckKeyLimit(session, item.delta, &group_keys[session.target_id],
+                                         &item.new_keys);
       if (absl::IsUnavailable(limit)) {
         Count(&TunerCounters::storage_errors);
         defer(job, limit);
@@ -494,7 +508,7 @@ void TunerCore::IngestGroup(std::vector<TunerJob>& jobs) {
         }
         if (!stored || sb.dropped) break;
         if (!items[n].delta.outcomes.empty()) verify.insert(session.target_id);
-        for (const auto& k : items[n].delta.keys) known_keys_[session.target_id].insert(k.key);
+        known_keys_[session.target_id].insert(items[n].new_keys.begin(), items[n].new_keys.end());
         stored_since_fit_.insert(session.target_id);
         uint64_t& since = samples_since_fit_[session.target_id];
         since += items[n].delta.completion_samples;
@@ -546,7 +560,8 @@ void TunerCore::RefuseOutOfOrder(TunerJob& job, uint64_t durable) {
 }
 
 absl::Status TunerCore::CheckKeyLimit(SessionHandle& session, const BatchDelta& delta,
-                                      std::set<PolicyKey>* group_keys) {
+                                      std::set<PolicyKey>* group_keys,
+                                      std::vector<PolicyKey>* added) {
   auto known = known_keys_.find(session.target_id);
   if (known == known_keys_.end()) {
     auto keys = store_->ListKeys(session.target_id);
@@ -558,18 +573,18 @@ absl::Status TunerCore::CheckKeyLimit(SessionHandle& session, const BatchDelta& 
     known = known_keys_.emplace(session.target_id,
                                 std::set<PolicyKey>(keys->begin(), keys->end())).first;
   }
-  std::vector<PolicyKey> added;
+  added->clear();
   for (const auto& k : delta.keys) {
-    if (known->second.count(k.key) == 0 && group_keys->count(k.key) == 0) added.push_back(k.key);
+    if (known->second.count(k.key) == 0 && group_keys->count(k.key) == 0) added->push_back(k.key);
   }
-  const uint64_t total = known->second.size() + group_keys->size() + added.size();
+  const uint64_t total = known->second.size() + group_keys->size() + added->size();
   if (total > options_.max_keys_per_target) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "completions: the target would have ", total,
         " keys (cpu class, device, opcode, size class); the limit is ",
         options_.max_keys_per_target, " (--max-keys-per-target)"));
   }
-  group_keys->insert(added.begin(), added.end());
+  group_keys->insert(added->begin(), added->end());
   return absl::OkStatus();
 }
 

@@ -237,9 +237,10 @@ class TunerCore {
 
   // The key cardinality limit (refuse) and the agent's rate limit (resend
   // later) for a decoded batch of `session`. RESOURCE_EXHAUSTED naming the
-  // limit's flag; Unavailable when the keys cannot be read.
+  // limit's flag; Unavailable when the keys cannot be read. `added`
+  // receives the batch's keys that neither the target nor `group_keys` has.
   absl::Status CheckKeyLimit(SessionHandle& session, const BatchDelta& delta,
-                             std::set<PolicyKey>* group_keys);
+                             std::set<PolicyKey>* group_keys, std::vector<PolicyKey>* added);
   absl::Status CheckRate(SessionHandle& session, const BatchDelta& delta);
 
   const TunerOptions options_;
