@@ -86,7 +86,9 @@ TEST(Benchmark, ContextSuite) {
     const bool iid = c.what.rfind("i.i.d.", 0) == 0;
     const bool markov_l1 = c.what.rfind("markov/", 0) == 0 &&
                            c.what.find("(latency weight 1,") != std::string::npos;
-    if (iid || markov_l1) EXPECT_TRUE(c.ok) << c.what;
+    if (iid || markov_l1) {
+      EXPECT_TRUE(c.ok) << c.what;
+    }
   }
 }
 

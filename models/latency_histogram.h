@@ -17,6 +17,7 @@
 #ifndef SPINTUNE_MODELS_LATENCY_HISTOGRAM_H_
 #define SPINTUNE_MODELS_LATENCY_HISTOGRAM_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <utility>
 #include <vector>
@@ -55,6 +56,8 @@ class LatencyHistogram {
   // Adds every sample of `other`.
   void Merge(const LatencyHistogram& other);
   void Clear() { buckets_.clear(); total_count_ = 0; }
+  // Room for `buckets` non-empty buckets without reallocating.
+  void Reserve(size_t buckets) { buckets_.reserve(buckets); }
 
   uint64_t total_count() const { return total_count_; }
   bool empty() const { return total_count_ == 0; }

@@ -19,7 +19,10 @@ void PutBytes(std::string* out, absl::string_view bytes) {
   out->append(bytes.data(), bytes.size());
 }
 
-void PutHistogram(std::string* out, const LatencyHistogram& h) { PutBytes(out, EncodeHistogram(h)); }
+void PutHistogram(std::string* out, const LatencyHistogram& h) {
+  PutVarint(out, EncodedHistogramBytes(h));
+  AppendHistogram(out, h);
+}
 
 void PutKey(std::string* out, const PolicyKey& key) {
   PutBytes(out, key.cpu_class);

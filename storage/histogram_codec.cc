@@ -6,14 +6,30 @@
 namespace spintune {
 
 std::string EncodeHistogram(const LatencyHistogram& h) {
-  std::string out(1, '\x01');
+  std::string out;
+  out.reserve(EncodedHistogramBytes(h));
+  AppendHistogram(&out, h);
+  return out;
+}
+
+void AppendHistogram(std::string* out, const LatencyHistogram& h) {
+  out->push_back('\x01');
   int previous = -1;
   for (const auto& [index, count] : h.buckets()) {
-    PutVarint(&out, static_cast<uint64_t>(index - previous));
-    PutVarint(&out, count);
+    PutVarint(out, static_cast<uint64_t>(index - previous));
+    PutVarint(out, count);
     previous = index;
   }
-  return out;
+}
+
+size_t EncodedHistogramBytes(const LatencyHistogram& h) {
+  size_t bytes = 1;
+  int previous = -1;
+  for (const auto& [index, count] : h.buckets()) {
+    bytes += VarintBytes(static_cast<uint64_t>(index - previous)) + VarintBytes(count);
+    previous = index;
+  }
+  return bytes;
 }
 
 absl::StatusOr<LatencyHistogram> DecodeHistogram(absl::string_view bytes) {

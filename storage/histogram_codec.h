@@ -15,6 +15,10 @@
 namespace spintune {
 
 std::string EncodeHistogram(const LatencyHistogram& histogram);
+// Appends EncodeHistogram(histogram) to `out` without a copy of its own.
+void AppendHistogram(std::string* out, const LatencyHistogram& histogram);
+// EncodeHistogram(histogram).size(), without encoding it.
+size_t EncodedHistogramBytes(const LatencyHistogram& histogram);
 // DataLoss for malformed bytes (bad version, truncated varint, bucket out of
 // range, count overflow).
 absl::StatusOr<LatencyHistogram> DecodeHistogram(absl::string_view bytes);

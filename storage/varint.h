@@ -17,6 +17,16 @@ inline void PutVarint(std::string* out, uint64_t v) {
   out->push_back(static_cast<char>(v));
 }
 
+// Bytes PutVarint(v) appends.
+inline size_t VarintBytes(uint64_t v) {
+  size_t n = 1;
+  while (v >= 0x80) {
+    v >>= 7;
+    ++n;
+  }
+  return n;
+}
+
 // False for a truncated or over-long varint; consumes what it read.
 inline bool GetVarint(absl::string_view* in, uint64_t* v) {
   uint64_t result = 0;

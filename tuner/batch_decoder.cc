@@ -76,6 +76,7 @@ absl::StatusOr<uint64_t> AddHistogramDelta(const v1::HistogramDelta& h, const st
     return Invalid(field + ".sum_ns", "outside what the buckets allow");
   }
   index = 0;
+  into->Reserve(into->buckets().size() + n);
   for (int i = 0; i < n; ++i) {
     index += h.bucket_index(i);
     into->AddToBucket(static_cast<int>(index), h.bucket_count(i));

@@ -409,7 +409,7 @@ void TunerCore::IngestGroup(std::vector<TunerJob>& jobs) {
       RefuseOutOfOrder(job, next - 1);
       continue;
     }
-    Item item{&job, {}, {}};
+    Item item{&job, {}, {}, {}};
     SequencedBatch& sb = item.batch;
     sb.target_id = session.target_id;
     sb.seq = sb.last_seq = b.seq();
