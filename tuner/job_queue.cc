@@ -3,7 +3,7 @@
 namespace spintune {
 
 void JobQueue::Push(TunerJob job) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   bytes_ += job.bytes;
   ++jobs_;
   if (!job.session) {
@@ -13,20 +13,19 @@ void JobQueue::Push(TunerJob job) {
     if (q.empty()) ring_.push_back(job.session.get());
     q.push_back(std::move(job));
   }
-  cv_.notify_one();
 }
 
 std::vector<TunerJob> JobQueue::Next(absl::Duration timeout) {
-  std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait_for(lock, absl::ToChronoNanoseconds(timeout),
-               [this] { return stopped_ || jobs_ > 0; });
+  absl::MutexLock lock(&mu_);
+  auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopped_ || jobs_ > 0; };
+  mu_.AwaitWithTimeout(absl::Condition(&ready), timeout);
   if (stopped_) return {};
   return NextLocked();
 }
 
 std::vector<TunerJob> JobQueue::NextLocked() {
   std::vector<TunerJob> unit;
-  auto take = [&](std::deque<TunerJob>& q) {
+  auto take = [&](std::deque<TunerJob>& q) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     bytes_ -= q.front().bytes;
     --jobs_;
     unit.push_back(std::move(q.front()));
@@ -70,13 +69,12 @@ std::vector<TunerJob> JobQueue::NextLocked() {
 }
 
 void JobQueue::Stop() {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   stopped_ = true;
-  cv_.notify_all();
 }
 
 std::vector<TunerJob> JobQueue::TakeAll() {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   std::vector<TunerJob> all;
   for (auto& j : other_) all.push_back(std::move(j));
   for (auto& [s, q] : streams_) {
@@ -91,17 +89,17 @@ std::vector<TunerJob> JobQueue::TakeAll() {
 }
 
 bool JobQueue::stopped() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return stopped_;
 }
 
 uint64_t JobQueue::queued_bytes() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return bytes_;
 }
 
 size_t JobQueue::queued_jobs() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return jobs_;
 }
 

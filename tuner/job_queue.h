@@ -14,17 +14,17 @@
 #ifndef SPINTUNE_TUNER_JOB_QUEUE_H_
 #define SPINTUNE_TUNER_JOB_QUEUE_H_
 
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <vector>
 
-#include "absl/time/time.h"
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "spintune/v1/spintune.pb.h"
 #include "storage/store.h"
 #include "tuner/session_handle.h"
@@ -70,17 +70,17 @@ class JobQueue {
   size_t queued_jobs() const;
 
  private:
-  std::vector<TunerJob> NextLocked();
+  std::vector<TunerJob> NextLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  bool stopped_ = false;
-  std::map<const SessionHandle*, std::deque<TunerJob>> streams_;
-  std::deque<const SessionHandle*> ring_;  // streams with jobs, in turn order
-  std::deque<TunerJob> other_;
-  bool other_turn_ = false;
-  uint64_t bytes_ = 0;
-  size_t jobs_ = 0;
+  mutable absl::Mutex mu_;
+  bool stopped_ ABSL_GUARDED_BY(mu_) = false;
+  std::map<const SessionHandle*, std::deque<TunerJob>> streams_ ABSL_GUARDED_BY(mu_);
+  // Streams with jobs, in turn order.
+  std::deque<const SessionHandle*> ring_ ABSL_GUARDED_BY(mu_);
+  std::deque<TunerJob> other_ ABSL_GUARDED_BY(mu_);
+  bool other_turn_ ABSL_GUARDED_BY(mu_) = false;
+  uint64_t bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  size_t jobs_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace spintune
