@@ -23,9 +23,8 @@ Compactor::Compactor(CompactorOptions options, std::unique_ptr<Store> store,
 
 Compactor::~Compactor() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     stop_ = true;
-    cv_.notify_all();
   }
   thread_.join();
 }
@@ -34,8 +33,8 @@ void Compactor::Loop() {
   pthread_setname_np(pthread_self(), "compactor");
   while (true) {
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait_for(lock, absl::ToChronoNanoseconds(options_.period), [this] { return stop_; });
+      absl::MutexLock lock(&mu_);
+      mu_.AwaitWithTimeout(absl::Condition(&stop_), options_.period);
       if (stop_) return;
     }
     auto targets = store_->TargetsToCompact(options_.min_batches, options_.max_age);
@@ -45,7 +44,7 @@ void Compactor::Loop() {
     }
     for (int64_t target : *targets) {
       {
-        std::lock_guard<std::mutex> lock(mu_);
+        absl::MutexLock lock(&mu_);
         if (stop_) return;
       }
       auto folded = store_->Compact(target);

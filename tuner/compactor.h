@@ -12,13 +12,13 @@
 #ifndef SPINTUNE_TUNER_COMPACTOR_H_
 #define SPINTUNE_TUNER_COMPACTOR_H_
 
-#include <condition_variable>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <thread>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "storage/store.h"
 
@@ -47,9 +47,8 @@ class Compactor {
   const CompactorOptions options_;
   std::unique_ptr<Store> store_;
   const std::function<void(const absl::Status&)> on_error_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stop_ = false;
+  absl::Mutex mu_;
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;
 };
 
