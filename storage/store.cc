@@ -18,6 +18,8 @@
 #include "storage/delta_codec.h"
 #include "storage/histogram_codec.h"
 #include "storage/migrations.h"
+#include "storage/pg_db.h"
+#include "storage/sqlite_db.h"
 
 namespace spintune {
 namespace {
@@ -32,26 +34,64 @@ PolicyKey KeyAt(const Statement& q, int first) {
           static_cast<uint32_t>(q.ColumnInt(first + 3))};
 }
 
+// INSERT of every column of `table` (bound as ?1..?N in order) that
+// replaces the row with the same first `key_columns` columns: an upsert both
+// engines take.
+std::string Upsert(absl::string_view table, std::initializer_list<absl::string_view> columns,
+                   size_t key_columns) {
+  std::string names, values, key, update;
+  size_t i = 0;
+  for (absl::string_view c : columns) {
+    const char* sep = i == 0 ? "" : ", ";
+    absl::StrAppend(&names, sep, c);
+    absl::StrAppend(&values, sep, "?", i + 1);
+    if (i < key_columns) {
+      absl::StrAppend(&key, sep, c);
+    } else {
+      absl::StrAppend(&update, update.empty() ? "" : ", ", c, " = excluded.", c);
+    }
+    ++i;
+  }
+  return absl::StrCat("INSERT INTO ", table, "(", names, ") VALUES (", values, ") ON CONFLICT (",
+                      key, ") DO UPDATE SET ", update);
+}
+
 }  // namespace
 
 std::string NowRfc3339() {
   return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", absl::Now(), absl::UTCTimeZone());
 }
 
-absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path,
+absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& db_spec,
                                                    const StoreOptions& options, OpenMode mode) {
   if (options.window_samples == 0 || options.keep_windows == 0) {
     return absl::InvalidArgumentError("window_samples and keep_windows must be > 0");
   }
-  struct stat st;
-  const bool exists = path != ":memory:" && stat(path.c_str(), &st) == 0 && st.st_size > 0;
-  if (mode != OpenMode::kCreate || exists) {
-    // Checked before anything is written to it (switching a file to WAL
-    // mode is a write): a file of another program is never converted.
-    SPINTUNE_ASSIGN_OR_RETURN(auto reader, SqliteDb::Open(path, 0, OpenMode::kReadOnly));
-    SPINTUNE_RETURN_IF_ERROR(CheckSpintuneDatabase(reader.get(), mode != OpenMode::kReadOnly));
+  SPINTUNE_ASSIGN_OR_RETURN(DbSpec spec, ParseDbSpec(db_spec));
+  std::unique_ptr<SqlDb> db;
+  if (spec.postgres) {
+    SPINTUNE_ASSIGN_OR_RETURN(db, PgDb::Open(spec.target, mode));
+    SPINTUNE_ASSIGN_OR_RETURN(bool empty, db->IsEmpty());
+    if (empty && mode != OpenMode::kCreate) {
+      return absl::NotFoundError(absl::StrCat("no spintune database in ", db->name(),
+                                              " (the tuner creates it: spintune-tuner --db ",
+                                              db->name(), ")"));
+    }
+    if (!empty) {
+      SPINTUNE_RETURN_IF_ERROR(CheckSpintuneDatabase(db.get(), mode != OpenMode::kReadOnly));
+    }
+  } else {
+    const std::string& path = spec.target;
+    struct stat st;
+    const bool exists = path != ":memory:" && stat(path.c_str(), &st) == 0 && st.st_size > 0;
+    if (mode != OpenMode::kCreate || exists) {
+      // Checked before anything is written to it (switching a file to WAL
+      // mode is a write): a file of another program is never converted.
+      SPINTUNE_ASSIGN_OR_RETURN(auto reader, SqliteDb::Open(path, 0, OpenMode::kReadOnly));
+      SPINTUNE_RETURN_IF_ERROR(CheckSpintuneDatabase(reader.get(), mode != OpenMode::kReadOnly));
+    }
+    SPINTUNE_ASSIGN_OR_RETURN(db, SqliteDb::Open(path, options.reserve_bytes, mode));
   }
-  SPINTUNE_ASSIGN_OR_RETURN(auto db, SqliteDb::Open(path, options.reserve_bytes, mode));
   if (mode != OpenMode::kReadOnly) SPINTUNE_RETURN_IF_ERROR(MigrateToLatest(db.get()));
   return std::unique_ptr<Store>(new Store(std::move(db), options));
 }
@@ -243,8 +283,10 @@ absl::StatusOr<int64_t> Store::MergeKey(int64_t target_id, const KeyEvidence& de
   find->Reset();
   merged.histogram.Merge(delta.histogram);
   SPINTUNE_ASSIGN_OR_RETURN(
-      auto put, db_->Cached("INSERT OR REPLACE INTO histograms VALUES (?1, ?2, ?3, ?4, ?5, "
-                            "?6, ?7, ?8)"));
+      auto put, db_->Cached(Upsert("histograms",
+                                   {"key_id", "samples", "errors", "irq_timeouts", "spin_timeouts",
+                                    "irq_path", "spin_path", "buckets"},
+                                   1)));
   put->Bind(1, key_id).Bind(2, I(merged.histogram.total_count()));
   put->Bind(3, I(merged.errors + delta.errors));
   put->Bind(4, I(merged.irq_timeouts + delta.irq_timeouts));
@@ -259,7 +301,7 @@ absl::StatusOr<int64_t> Store::MergeKey(int64_t target_id, const KeyEvidence& de
 absl::Status Store::MergeWindow(int64_t key_id, uint64_t window, const LatencyHistogram& delta) {
   SPINTUNE_ASSIGN_OR_RETURN(
       auto win, db_->Cached("SELECT buckets FROM histogram_windows WHERE key_id = ?1 AND "
-                            "window = ?2"));
+                            "\"window\" = ?2"));
   win->Bind(1, key_id).Bind(2, I(window));
   SPINTUNE_ASSIGN_OR_RETURN(bool has_window, win->Step());
   LatencyHistogram windowed;
@@ -269,8 +311,8 @@ absl::Status Store::MergeWindow(int64_t key_id, uint64_t window, const LatencyHi
   win->Reset();
   windowed.Merge(delta);
   SPINTUNE_ASSIGN_OR_RETURN(
-      auto put_window, db_->Cached("INSERT OR REPLACE INTO histogram_windows VALUES (?1, ?2, "
-                                   "?3, ?4)"));
+      auto put_window,
+      db_->Cached(Upsert("histogram_windows", {"key_id", "\"window\"", "samples", "buckets"}, 2)));
   put_window->Bind(1, key_id).Bind(2, I(window)).Bind(3, I(windowed.total_count()));
   put_window->BindBlob(4, EncodeHistogram(windowed));
   return put_window->Run();
@@ -290,8 +332,10 @@ absl::Status Store::MergeDispatch(int64_t target_id, const DispatchRecord& delta
   handler.Merge(delta.handler);
   wake.Merge(delta.wake);
   SPINTUNE_ASSIGN_OR_RETURN(
-      auto put, db_->Cached("INSERT OR REPLACE INTO dispatch_stats VALUES (?1, ?2, ?3, ?4, "
-                             "?5, ?6)"));
+      auto put, db_->Cached(Upsert("dispatch_stats",
+                                   {"target_id", "cpu_class", "device", "samples",
+                                    "handler_buckets", "wake_buckets"},
+                                   3)));
   put->Bind(1, target_id).Bind(2, delta.cpu_class).Bind(3, delta.device);
   put->Bind(4, I(handler.total_count()));
   put->BindBlob(5, EncodeHistogram(handler)).BindBlob(6, EncodeHistogram(wake));
@@ -327,7 +371,9 @@ absl::StatusOr<std::vector<IngestResult>> Store::IngestBatches(
   absl::Cleanup reset = [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS { db_->ResetCached(); };
   SPINTUNE_RETURN_IF_ERROR(tx.Begin());
   SPINTUNE_ASSIGN_OR_RETURN(
-      auto target, db_->Cached("SELECT total_samples, last_seq FROM targets WHERE id = ?1"));
+      auto target, db_->Cached(absl::StrCat(
+                       "SELECT total_samples, last_seq FROM targets WHERE id = ?1",
+                       db_->ForUpdate())));
   SPINTUNE_ASSIGN_OR_RETURN(
       auto earlier, db_->Cached("SELECT fingerprint, refused_code, refused_message FROM "
                                  "ingested WHERE target_id = ?1 AND seq = ?2"));
@@ -344,7 +390,7 @@ absl::StatusOr<std::vector<IngestResult>> Store::IngestBatches(
                                 "refused_samples = refused_samples + ?7, "
                                 "last_seq = ?8, last_seen = ?9 WHERE id = ?1"));
   SPINTUNE_ASSIGN_OR_RETURN(
-      auto stage, db_->Cached("INSERT INTO pending_deltas(target_id, seq, window, staged_at, "
+      auto stage, db_->Cached("INSERT INTO pending_deltas(target_id, seq, \"window\", staged_at, "
                               "delta) VALUES (?1, ?2, ?3, ?4, ?5)"));
   const std::string now = NowRfc3339();
   const int64_t staged_at = absl::ToUnixSeconds(absl::Now());
@@ -436,7 +482,7 @@ absl::StatusOr<std::vector<IngestResult>> Store::IngestBatches(
 absl::StatusOr<std::vector<std::pair<uint64_t, BatchDelta>>> Store::StagedDeltas(
     int64_t target_id, uint64_t* last_seq) {
   SPINTUNE_ASSIGN_OR_RETURN(
-      auto q, db_->Prepare("SELECT seq, window, delta FROM pending_deltas WHERE target_id = ?1 "
+      auto q, db_->Prepare("SELECT seq, \"window\", delta FROM pending_deltas WHERE target_id = ?1 "
                            "ORDER BY seq"));
   q->Bind(1, target_id);
   std::vector<std::pair<uint64_t, BatchDelta>> out;
@@ -499,11 +545,13 @@ absl::Status Store::CompactLocked(int64_t target_id, uint64_t* folded) {
     SPINTUNE_ASSIGN_OR_RETURN(
         auto put, db_->Cached(
                       "INSERT INTO outcomes VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, "
-                      "?12) ON CONFLICT DO UPDATE SET requests = requests + ?7, "
-                      "cpu_ns_sum = cpu_ns_sum + ?8, latency_ns_sum = latency_ns_sum + ?9, "
-                      "cpu_ns_sq_sum = cpu_ns_sq_sum + ?10, "
-                      "latency_ns_sq_sum = latency_ns_sq_sum + ?11, "
-                      "cpu_latency_ns_sum = cpu_latency_ns_sum + ?12"));
+                      "?12) ON CONFLICT (target_id, cpu_class, device, opcode, size_class, version) "
+                      "DO UPDATE SET requests = outcomes.requests + ?7, "
+                      "cpu_ns_sum = outcomes.cpu_ns_sum + ?8, "
+                      "latency_ns_sum = outcomes.latency_ns_sum + ?9, "
+                      "cpu_ns_sq_sum = outcomes.cpu_ns_sq_sum + ?10, "
+                      "latency_ns_sq_sum = outcomes.latency_ns_sq_sum + ?11, "
+                      "cpu_latency_ns_sum = outcomes.cpu_latency_ns_sum + ?12"));
     const PolicyKey& k = kv.first;
     put->Bind(1, target_id).Bind(2, k.cpu_class).Bind(3, k.device).Bind(4, I(k.opcode));
     put->Bind(5, I(k.size_class)).Bind(6, I(kv.second)).Bind(7, I(m.requests));
@@ -524,7 +572,8 @@ absl::Status Store::CompactLocked(int64_t target_id, uint64_t* folded) {
     find->Reset();
     merged.Merge(h);
     SPINTUNE_ASSIGN_OR_RETURN(
-        auto put, db_->Cached("INSERT OR REPLACE INTO timer_oversleep VALUES (?1, ?2, ?3, ?4)"));
+        auto put, db_->Cached(Upsert("timer_oversleep",
+                                     {"target_id", "cpu_class", "samples", "buckets"}, 2)));
     put->Bind(1, target_id).Bind(2, cpu_class).Bind(3, I(merged.total_count()));
     put->BindBlob(4, EncodeHistogram(merged));
     SPINTUNE_RETURN_IF_ERROR(put->Run());
@@ -596,7 +645,7 @@ absl::StatusOr<std::vector<KeyEvidence>> Store::LoadKeys(int64_t target_id) {
                            "k.size_class"));
   SPINTUNE_ASSIGN_OR_RETURN(
       auto windows, db_->Prepare("SELECT buckets FROM histogram_windows WHERE key_id = ?1 AND "
-                                 "window >= ?2"));
+                                 "\"window\" >= ?2"));
   q->Bind(1, target_id);
   std::vector<KeyEvidence> out;
   while (true) {
@@ -684,12 +733,13 @@ absl::StatusOr<std::vector<PolicyKey>> Store::DetectChanges(int64_t target_id,
                    keys->ColumnInt(5)});
   }
   SPINTUNE_ASSIGN_OR_RETURN(
-      auto windows, db_->Prepare("SELECT window, buckets FROM histogram_windows WHERE key_id = "
-                                 "?1 AND window >= ?2 ORDER BY window"));
+      auto windows, db_->Prepare("SELECT \"window\", buckets FROM histogram_windows WHERE "
+                                 "key_id = ?1 AND \"window\" >= ?2 ORDER BY \"window\""));
   SPINTUNE_ASSIGN_OR_RETURN(
       auto mark, db_->Prepare("UPDATE keys SET since_window = ?2 WHERE id = ?1"));
   SPINTUNE_ASSIGN_OR_RETURN(
-      auto prune, db_->Prepare("DELETE FROM histogram_windows WHERE key_id = ?1 AND window < ?2"));
+      auto prune,
+      db_->Prepare("DELETE FROM histogram_windows WHERE key_id = ?1 AND \"window\" < ?2"));
   std::vector<PolicyKey> changed;
   for (const Key& k : all) {
     windows->Bind(1, k.id).Bind(2, k.since);
@@ -812,8 +862,14 @@ absl::StatusOr<std::vector<TimerRecord>> Store::LoadTimerOversleep(int64_t targe
 absl::Status Store::RecordVerification(int64_t target_id, const VerificationRecord& v) {
   absl::MutexLock lock(&mu_);
   SPINTUNE_ASSIGN_OR_RETURN(
-      auto q, db_->Prepare("INSERT OR REPLACE INTO verifications VALUES (?1, ?2, ?3, ?4, ?5, ?6, "
-                           "?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)"));
+      auto q, db_->Prepare(Upsert(
+                  "verifications",
+                  {"target_id", "version", "cpu_class", "device", "opcode", "size_class",
+                   "verdict", "predicted_cost_ns", "measured_cost_ns", "measured_low_ns",
+                   "measured_high_ns", "requests", "incumbent_version", "incumbent_cost_ns",
+                   "incumbent_low_ns", "incumbent_high_ns", "rollback_version", "reason",
+                   "decided_at"},
+                  6)));
   q->Bind(1, target_id).Bind(2, I(v.version)).Bind(3, v.key.cpu_class).Bind(4, v.key.device);
   q->Bind(5, I(v.key.opcode)).Bind(6, I(v.key.size_class)).Bind(7, v.verdict);
   q->Bind(8, v.predicted_cost_ns).Bind(9, v.measured.mean_ns).Bind(10, v.measured.low_ns);
@@ -858,8 +914,11 @@ absl::StatusOr<std::vector<VerificationRecord>> Store::ListVerifications(int64_t
 absl::Status Store::HoldKey(int64_t target_id, const HeldKey& held) {
   absl::MutexLock lock(&mu_);
   SPINTUNE_ASSIGN_OR_RETURN(
-      auto q, db_->Prepare("INSERT OR REPLACE INTO held_keys VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, "
-                           "?8, ?9, ?10)"));
+      auto q, db_->Prepare(Upsert("held_keys",
+                                  {"target_id", "cpu_class", "device", "opcode", "size_class",
+                                   "strategy", "spin_ns", "sleep_ns", "poll_interval_ns",
+                                   "samples_at_hold"},
+                                  5)));
   q->Bind(1, target_id).Bind(2, held.key.cpu_class).Bind(3, held.key.device);
   q->Bind(4, I(held.key.opcode)).Bind(5, I(held.key.size_class));
   q->Bind(6, static_cast<int64_t>(held.wait.strategy)).Bind(7, I(held.wait.spin_ns));
@@ -928,17 +987,18 @@ absl::StatusOr<uint64_t> Store::AppendPinnedVersion(int64_t target_id, PolicyTab
 absl::StatusOr<uint64_t> Store::AppendVersion(int64_t target_id, PolicyTable* table, bool pin) {
   Transaction tx(db_.get());
   SPINTUNE_RETURN_IF_ERROR(tx.Begin());
-  if (!pin) {
-    // Checked in the transaction: a rollback between a refit's start and
-    // its store wins.
-    SPINTUNE_ASSIGN_OR_RETURN(auto p,
-                              db_->Prepare("SELECT pinned_version FROM targets WHERE id = ?1"));
-    p->Bind(1, target_id);
-    SPINTUNE_ASSIGN_OR_RETURN(bool found, p->Step());
-    if (found && p->ColumnInt(0) != 0) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("target is pinned to version ", p->ColumnInt(0)));
-    }
+  // The target's row locked first: versions are numbered one at a time
+  // whoever appends them (another tuner, a rollback).
+  SPINTUNE_ASSIGN_OR_RETURN(
+      auto p, db_->Prepare(absl::StrCat("SELECT pinned_version FROM targets WHERE id = ?1",
+                                        db_->ForUpdate())));
+  p->Bind(1, target_id);
+  SPINTUNE_ASSIGN_OR_RETURN(bool found, p->Step());
+  // Checked in the transaction: a rollback between a refit's start and its
+  // store wins.
+  if (!pin && found && p->ColumnInt(0) != 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("target is pinned to version ", p->ColumnInt(0)));
   }
   SPINTUNE_ASSIGN_OR_RETURN(auto q, db_->Prepare("SELECT COALESCE(MAX(version), 0) FROM "
                                                  "policy_versions WHERE target_id = ?1"));
@@ -972,9 +1032,7 @@ absl::Status Store::Unpin(int64_t target_id) {
 
 absl::StatusOr<int64_t> Store::DataVersion() {
   absl::MutexLock lock(&mu_);
-  SPINTUNE_ASSIGN_OR_RETURN(auto q, db_->Prepare("PRAGMA data_version"));
-  SPINTUNE_ASSIGN_OR_RETURN(bool row, q->Step());
-  return row ? q->ColumnInt(0) : 0;
+  return db_->DataVersion();
 }
 
 absl::Status Store::SaveProfile(const Profile& p) {
@@ -1207,16 +1265,7 @@ absl::StatusOr<TokenRecord> Store::LookupToken(const std::string& token) {
 
 absl::Status Store::CheckIntegrity() {
   absl::MutexLock lock(&mu_);
-  SPINTUNE_ASSIGN_OR_RETURN(auto q, db_->Prepare("PRAGMA integrity_check"));
-  std::string findings;
-  while (true) {
-    SPINTUNE_ASSIGN_OR_RETURN(bool row, q->Step());
-    if (!row) break;
-    const std::string line = q->ColumnText(0);
-    if (line != "ok") absl::StrAppend(&findings, line, "; ");
-  }
-  if (!findings.empty()) return absl::DataLossError("database integrity: " + findings);
-  return absl::OkStatus();
+  return db_->CheckIntegrity();
 }
 
 absl::Status Store::RecordApplied(int64_t target_id, uint64_t version,
