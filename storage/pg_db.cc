@@ -208,8 +208,10 @@ absl::Status PgDb::EnsureConnected() {
   }
   if (conn_ == nullptr) {
     // Defaults first: what the URI says wins.
-    const char* keys[] = {"connect_timeout", "fallback_application_name", "dbname", nullptr};
-    const char* values[] = {"10", "spintune", uri_.c_str(), nullptr};
+    const char* keys[] = {"connect_timeout",     "keepalives_idle", "keepalives_interval",
+                          "keepalives_count",    "fallback_application_name", "dbname",
+                          nullptr};
+    const char* values[] = {"10", "10", "5", "3", "spintune", uri_.c_str(), nullptr};
     conn_ = PQconnectdbParams(keys, values, /*expand_dbname=*/1);
   } else {
     PQreset(conn_);
@@ -221,6 +223,10 @@ absl::Status PgDb::EnsureConnected() {
   }
   PQsetNoticeProcessor(conn_, IgnoreNotice, nullptr);
   prepared_.clear();  // a new session has none
+  // A tuner cut off by the network loses its target locks within about
+  // 25 s (the server's keepalive probes; nothing on a Unix socket).
+  SPINTUNE_RETURN_IF_ERROR(Exec("SET tcp_keepalives_idle = 10; SET tcp_keepalives_interval = 5; "
+                                "SET tcp_keepalives_count = 3"));
   if (read_only_) return Exec("SET default_transaction_read_only = on");
   return absl::OkStatus();
 }
@@ -359,8 +365,10 @@ absl::StatusOr<int64_t> PgDb::DataVersion() {
   return row ? q->ColumnInt(0) : 0;
 }
 
-// The advisory lock key of spintune's schema migrations ("spin" in ASCII).
+// The advisory lock keys: spintune's schema migrations ("spin" in ASCII),
+// and (as the first of two keys, the target id the second) target leases.
 constexpr int64_t kSchemaLock = 0x7370696e;
+constexpr int64_t kTargetLock = 0x74617267;  // "targ"
 
 absl::Status PgDb::LockSchema() {
   return Exec(absl::StrCat("SELECT pg_advisory_lock(", kSchemaLock, ")"));
@@ -368,6 +376,20 @@ absl::Status PgDb::LockSchema() {
 
 void PgDb::UnlockSchema() {
   Exec(absl::StrCat("SELECT pg_advisory_unlock(", kSchemaLock, ")")).IgnoreError();
+}
+
+absl::StatusOr<bool> PgDb::TryLockTarget(int64_t target_id) {
+  SPINTUNE_ASSIGN_OR_RETURN(
+      auto q, Prepare(absl::StrCat("SELECT pg_try_advisory_lock(", kTargetLock,
+                                   ", CAST(?1 AS INTEGER))")));
+  q->Bind(1, target_id);
+  SPINTUNE_ASSIGN_OR_RETURN(bool row, q->Step());
+  return row && q->ColumnInt(0) == 1;
+}
+
+void PgDb::UnlockTarget(int64_t target_id) {
+  Exec(absl::StrCat("SELECT pg_advisory_unlock(", kTargetLock, ", ", target_id, ")"))
+      .IgnoreError();
 }
 
 }  // namespace spintune

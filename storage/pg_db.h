@@ -90,6 +90,8 @@ class PgDb : public SqlDb {
   absl::Status CheckIntegrity() override { return absl::OkStatus(); }
   absl::Status LockSchema() override;
   void UnlockSchema() override;
+  absl::StatusOr<bool> TryLockTarget(int64_t target_id) override;
+  void UnlockTarget(int64_t target_id) override;
 
   // Runs `sql` ($N parameters) prepared with `params`; the result (rows, or
   // none) is the caller's to PQclear. Used by PgStatement.

@@ -136,5 +136,26 @@ TEST(PgDb, StoreOpenRefusesAnEmptyOrForeignDatabaseUnlessCreating) {
   EXPECT_FALSE(*(*db)->HasTable("schema_version")) << "left as it was";
 }
 
+// Tuners sharing the database refit a target one at a time: the lease is
+// one store's until it releases it or its connection ends.
+TEST(PgDb, ATargetLeaseIsOneStoresUntilReleasedOrItsConnectionEnds) {
+  auto dir = PostgresTestSocketDir();
+  if (!dir.ok()) GTEST_SKIP() << dir.status().message();
+  auto uri = FreshPostgresDatabase();
+  ASSERT_TRUE(uri.ok()) << uri.status();
+  auto a = Store::Open(*uri);
+  auto b = Store::Open(*uri);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_TRUE(*(*a)->LeaseTarget(1));
+  EXPECT_FALSE(*(*b)->LeaseTarget(1));
+  EXPECT_TRUE(*(*b)->LeaseTarget(2)) << "one lease per target";
+  (*a)->ReleaseTarget(1);
+  EXPECT_TRUE(*(*b)->LeaseTarget(1));
+  EXPECT_FALSE(*(*a)->LeaseTarget(1));
+  b->reset();  // a tuner that dies
+  EXPECT_TRUE(*(*a)->LeaseTarget(1));
+  EXPECT_TRUE(*(*a)->LeaseTarget(2));
+}
+
 }  // namespace
 }  // namespace spintune

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -24,19 +25,38 @@ bool Running(const std::string& dir) {
   return !dir.empty() && std::filesystem::exists(dir + "/.s.PGSQL.5432");
 }
 
-std::string Script(const char* action, const std::string& state) {
-  return absl::StrCat(SPINTUNE_SOURCE_DIR "/tools/pg_test_cluster.sh ", action, " '", state, "'");
+// Runs tools/pg_test_cluster.sh ACTION STATE; what it printed, or why it
+// failed.
+absl::StatusOr<std::string> Script(const char* action, const std::string& state) {
+  const std::string command =
+      absl::StrCat(SPINTUNE_SOURCE_DIR "/tools/pg_test_cluster.sh ", action, " '", state, "' 2>&1");
+  FILE* out = popen(command.c_str(), "r");
+  if (out == nullptr) return absl::InternalError("popen failed");
+  std::string said;
+  char buf[256];
+  while (fgets(buf, sizeof(buf), out)) said += buf;
+  if (pclose(out) != 0) return absl::InternalError(absl::StrCat(command, " failed: ", said));
+  return said;
 }
 
-std::string& PrivateState() {
-  static std::string* state = new std::string();
-  return *state;
+// A new cluster's socket directory (written into `state`).
+absl::StatusOr<std::string> StartCluster(const std::string& state) {
+  SPINTUNE_ASSIGN_OR_RETURN(std::string said, Script("start", state));
+  const std::string dir = ReadLine(state);
+  if (!Running(dir)) return absl::UnavailableError(absl::StrCat("no PostgreSQL test cluster: ", said));
+  return dir;
 }
 
-void StopPrivateCluster() {
-  if (!PrivateState().empty()) {
-    std::system((Script("stop", PrivateState()) + " >/dev/null 2>&1").c_str());
-  }
+std::string StatePath(const char* what) {
+  static int made = 0;
+  return absl::StrCat(std::filesystem::temp_directory_path().string(), "/spintune-pg-", what, "-",
+                      getpid(), "-", ++made);
+}
+
+std::string* own_state = nullptr;
+
+void StopOwnCluster() {
+  if (own_state != nullptr) Script("stop", *own_state).IgnoreError();
 }
 
 }  // namespace
@@ -49,24 +69,16 @@ absl::StatusOr<std::string> PostgresTestSocketDir() {
       if (Running(shared)) return new absl::StatusOr<std::string>(shared);
     }
     // Else one of this process's own, stopped at exit.
-    PrivateState() = absl::StrCat(std::filesystem::temp_directory_path().string(), "/spintune-pg-state-", getpid());
-    const std::string command = Script("start", PrivateState());
-    FILE* out = popen(command.c_str(), "r");
-    std::string said;
-    char buf[256];
-    while (out && fgets(buf, sizeof(buf), out)) said += buf;
-    const int rc = out ? pclose(out) : -1;
-    std::atexit(StopPrivateCluster);
-    const std::string own = ReadLine(PrivateState());
-    if (rc == 0 && Running(own)) return new absl::StatusOr<std::string>(own);
-    return new absl::StatusOr<std::string>(absl::UnavailableError(
-        absl::StrCat("no PostgreSQL test cluster: ", said.empty() ? command + " failed" : said)));
+    own_state = new std::string(StatePath("own"));
+    std::atexit(StopOwnCluster);
+    return new absl::StatusOr<std::string>(StartCluster(*own_state));
   }();
   return *dir;
 }
 
-absl::StatusOr<std::string> FreshPostgresDatabase() {
-  SPINTUNE_ASSIGN_OR_RETURN(std::string dir, PostgresTestSocketDir());
+absl::StatusOr<std::string> FreshPostgresDatabase(const std::string& socket_dir) {
+  std::string dir = socket_dir;
+  if (dir.empty()) SPINTUNE_ASSIGN_OR_RETURN(dir, PostgresTestSocketDir());
   static int made = 0;
   const std::string name = absl::StrCat("t", getpid(), "_", ++made);
   SPINTUNE_ASSIGN_OR_RETURN(
@@ -74,5 +86,21 @@ absl::StatusOr<std::string> FreshPostgresDatabase() {
   SPINTUNE_RETURN_IF_ERROR(admin->Exec(absl::StrCat("CREATE DATABASE ", name)));
   return absl::StrCat("postgresql:///", name, "?host=", dir, "&user=postgres");
 }
+
+absl::StatusOr<std::unique_ptr<PrivatePostgresCluster>> PrivatePostgresCluster::Start() {
+  const std::string state = StatePath("private");
+  auto dir = StartCluster(state);
+  if (!dir.ok()) {
+    Script("stop", state).IgnoreError();
+    return dir.status();
+  }
+  return std::unique_ptr<PrivatePostgresCluster>(new PrivatePostgresCluster(state, *dir));
+}
+
+PrivatePostgresCluster::~PrivatePostgresCluster() { Script("stop", state_).IgnoreError(); }
+
+absl::Status PrivatePostgresCluster::Pause() { return Script("pause", state_).status(); }
+
+absl::Status PrivatePostgresCluster::Resume() { return Script("resume", state_).status(); }
 
 }  // namespace spintune

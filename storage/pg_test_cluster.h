@@ -1,24 +1,45 @@
-// Test support: databases on the throw-away PostgreSQL cluster of the tests
-// (tools/pg_test_cluster.sh). Under CTest the cluster is a fixture
-// (PgTestCluster.Start/Stop, storage/CMakeLists.txt) shared by every test
+// Test support: databases on throw-away PostgreSQL clusters
+// (tools/pg_test_cluster.sh). Under CTest the shared cluster is a fixture
+// (PgTestCluster.Start/Stop, storage/CMakeLists.txt) used by every test
 // process; a test binary run by hand starts its own and stops it at exit.
 //
 // Thread-safety: call from the test's main thread.
 #ifndef SPINTUNE_STORAGE_PG_TEST_CLUSTER_H_
 #define SPINTUNE_STORAGE_PG_TEST_CLUSTER_H_
 
+#include <memory>
 #include <string>
 
 #include "absl/status/statusor.h"
 
 namespace spintune {
 
-// The directory of the cluster's Unix socket. Unavailable, with the reason
-// to skip on, when no PostgreSQL server is installed.
+// The directory of the shared cluster's Unix socket. Unavailable, with the
+// reason to skip on, when no PostgreSQL server is installed.
 absl::StatusOr<std::string> PostgresTestSocketDir();
 
-// A new empty database on the cluster: its URI (user postgres, trusted).
-absl::StatusOr<std::string> FreshPostgresDatabase();
+// A new empty database on the cluster listening in `socket_dir` (default:
+// the shared one): its URI (user postgres, trusted).
+absl::StatusOr<std::string> FreshPostgresDatabase(const std::string& socket_dir = "");
+
+// A cluster of one test's own, for stopping its server under a tuner.
+// Removed by the destructor.
+class PrivatePostgresCluster {
+ public:
+  // Unavailable as PostgresTestSocketDir().
+  static absl::StatusOr<std::unique_ptr<PrivatePostgresCluster>> Start();
+  ~PrivatePostgresCluster();
+  const std::string& socket_dir() const { return socket_dir_; }
+  // Stops the server as a crash would (connections cut, new ones refused).
+  absl::Status Pause();
+  absl::Status Resume();
+
+ private:
+  PrivatePostgresCluster(std::string state, std::string socket_dir)
+      : state_(std::move(state)), socket_dir_(std::move(socket_dir)) {}
+  std::string state_;
+  std::string socket_dir_;
+};
 
 }  // namespace spintune
 

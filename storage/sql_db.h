@@ -108,6 +108,15 @@ class SqlDb {
   // (PostgreSQL: an advisory lock; SQLite: BEGIN IMMEDIATE does it).
   virtual absl::Status LockSchema() { return absl::OkStatus(); }
   virtual void UnlockSchema() {}
+  // A lock between processes on `target_id`, held by this connection until
+  // UnlockTarget() or the connection's end (PostgreSQL: an advisory lock,
+  // freed when its process dies). False when another connection holds it.
+  // SQLite: always true (its tuners share one host and one write lock).
+  virtual absl::StatusOr<bool> TryLockTarget(int64_t target_id) {
+    (void)target_id;
+    return true;
+  }
+  virtual void UnlockTarget(int64_t target_id) { (void)target_id; }
 
  private:
   // Destroyed after the derived class closed the connection (SQLite:

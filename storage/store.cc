@@ -1030,6 +1030,16 @@ absl::Status Store::Unpin(int64_t target_id) {
   return q->Run();
 }
 
+absl::StatusOr<bool> Store::LeaseTarget(int64_t target_id) {
+  absl::MutexLock lock(&mu_);
+  return db_->TryLockTarget(target_id);
+}
+
+void Store::ReleaseTarget(int64_t target_id) {
+  absl::MutexLock lock(&mu_);
+  db_->UnlockTarget(target_id);
+}
+
 absl::StatusOr<int64_t> Store::DataVersion() {
   absl::MutexLock lock(&mu_);
   return db_->DataVersion();

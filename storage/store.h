@@ -289,6 +289,15 @@ class Store {
   // The valid (not revoked) token, or NotFound.
   absl::StatusOr<TokenRecord> LookupToken(const std::string& token);
 
+  // Several tuners on one database: a tuner refits (and stores versions
+  // for) a target only while it holds the target's lease. True when this
+  // store holds it now (or did already); false when another does. A lease
+  // ends with ReleaseTarget() or with this store's connection (PostgreSQL:
+  // at once when its process dies, within about 25 s when the network
+  // fails). SQLite: always true.
+  absl::StatusOr<bool> LeaseTarget(int64_t target_id);
+  void ReleaseTarget(int64_t target_id);
+
   // Changes whenever another connection (another process) committed to
   // the database since the last call (SqlDb::DataVersion).
   absl::StatusOr<int64_t> DataVersion();

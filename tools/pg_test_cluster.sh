@@ -5,6 +5,9 @@
 #                                    the directory into the file STATE
 #   pg_test_cluster.sh stop STATE    stop it (fast, then immediate, then SIGKILL,
 #                                    each with a deadline) and remove the directory
+#   pg_test_cluster.sh pause STATE   stop the server as a crash would (immediate),
+#                                    keeping the cluster (a test's database outage)
+#   pg_test_cluster.sh resume STATE  start it again
 # Run as root (CI), the cluster belongs to Debian's unprivileged `postgres`
 # user (runuser). Without a PostgreSQL server installed, start says so, writes
 # no STATE and exits 0: the tests that need it skip.
@@ -25,6 +28,11 @@ stop_cluster() {
         [[ -n $pid ]] && kill -9 "$pid" 2>/dev/null || true; }
   fi
   rm -rf "$dir"
+}
+
+start_server() {
+  "${as_owner[@]}" "$bindir/pg_ctl" -D "$1/data" -l "$1/server.log" -w -t 30 \
+    -o "$(cat "$1/options")" start >/dev/null
 }
 
 case $action in
@@ -50,9 +58,9 @@ start)
   { echo "local all spintune_pw scram-sha-256"; cat "$dir/data/pg_hba.conf"; } >"$dir/hba"
   "${as_owner[@]}" cp "$dir/hba" "$dir/data/pg_hba.conf"
   # Durability is not what these tests check: no fsync.
-  "${as_owner[@]}" "$bindir/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 30 \
-    -o "-c listen_addresses= -k $dir -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300" \
-    start >/dev/null || { cat "$dir/server.log"; false; }
+  echo "-c listen_addresses= -k $dir -c fsync=off -c synchronous_commit=off" \
+    "-c full_page_writes=off -c max_connections=300" >"$dir/options"
+  start_server "$dir" || { cat "$dir/server.log"; false; }
   "${as_owner[@]}" "$bindir/psql" -q -h "$dir" -U postgres -d postgres \
     -c "CREATE ROLE spintune_pw LOGIN CREATEDB PASSWORD 'right'" >/dev/null
   echo "$dir" >"$state"
@@ -62,8 +70,14 @@ stop)
   if [[ -s $state ]]; then stop_cluster "$(cat "$state")"; fi
   rm -f "$state"
   ;;
+pause)
+  "${as_owner[@]}" "$bindir/pg_ctl" -D "$(cat "$state")/data" -m immediate -t 10 -w stop >/dev/null
+  ;;
+resume)
+  start_server "$(cat "$state")"
+  ;;
 *)
-  echo "usage: $0 start|stop STATE" >&2
+  echo "usage: $0 start|stop|pause|resume STATE" >&2
   exit 2
   ;;
 esac
