@@ -227,6 +227,11 @@ absl::Status PgDb::EnsureConnected() {
   // 25 s (the server's keepalive probes; nothing on a Unix socket).
   SPINTUNE_RETURN_IF_ERROR(Exec("SET tcp_keepalives_idle = 10; SET tcp_keepalives_interval = 5; "
                                 "SET tcp_keepalives_count = 3"));
+  // The tuner acknowledges a batch after its commit: the commit must be
+  // durable, whatever the server's default (a stronger setting is kept).
+  SPINTUNE_RETURN_IF_ERROR(
+      Exec("SELECT set_config('synchronous_commit', 'on', false) "
+           "WHERE current_setting('synchronous_commit') IN ('off', 'local')"));
   if (read_only_) return Exec("SET default_transaction_read_only = on");
   return absl::OkStatus();
 }

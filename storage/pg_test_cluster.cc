@@ -78,7 +78,9 @@ absl::StatusOr<std::string> PostgresTestSocketDir() {
 
 absl::StatusOr<std::string> FreshPostgresDatabase(const std::string& socket_dir) {
   std::string dir = socket_dir;
-  if (dir.empty()) SPINTUNE_ASSIGN_OR_RETURN(dir, PostgresTestSocketDir());
+  if (dir.empty()) {
+    SPINTUNE_ASSIGN_OR_RETURN(dir, PostgresTestSocketDir());
+  }
   static int made = 0;
   const std::string name = absl::StrCat("t", getpid(), "_", ++made);
   SPINTUNE_ASSIGN_OR_RETURN(

@@ -56,6 +56,22 @@ std::string Upsert(absl::string_view table, std::initializer_list<absl::string_v
                       key, ") DO UPDATE SET ", update);
 }
 
+// The upserts compaction runs for every key, window and record it folds.
+enum class Put { kHistogram, kWindow, kDispatch, kTimer };
+const std::string& UpsertOf(Put table) {
+  static const std::string* const kSql = new std::string[4]{
+      Upsert("histograms",
+             {"key_id", "samples", "errors", "irq_timeouts", "spin_timeouts", "irq_path",
+              "spin_path", "buckets"},
+             1),
+      Upsert("histogram_windows", {"key_id", "\"window\"", "samples", "buckets"}, 2),
+      Upsert("dispatch_stats",
+             {"target_id", "cpu_class", "device", "samples", "handler_buckets", "wake_buckets"},
+             3),
+      Upsert("timer_oversleep", {"target_id", "cpu_class", "samples", "buckets"}, 2)};
+  return kSql[static_cast<int>(table)];
+}
+
 }  // namespace
 
 std::string NowRfc3339() {
@@ -283,10 +299,7 @@ absl::StatusOr<int64_t> Store::MergeKey(int64_t target_id, const KeyEvidence& de
   find->Reset();
   merged.histogram.Merge(delta.histogram);
   SPINTUNE_ASSIGN_OR_RETURN(
-      auto put, db_->Cached(Upsert("histograms",
-                                   {"key_id", "samples", "errors", "irq_timeouts", "spin_timeouts",
-                                    "irq_path", "spin_path", "buckets"},
-                                   1)));
+      auto put, db_->Cached(UpsertOf(Put::kHistogram)));
   put->Bind(1, key_id).Bind(2, I(merged.histogram.total_count()));
   put->Bind(3, I(merged.errors + delta.errors));
   put->Bind(4, I(merged.irq_timeouts + delta.irq_timeouts));
@@ -311,8 +324,7 @@ absl::Status Store::MergeWindow(int64_t key_id, uint64_t window, const LatencyHi
   win->Reset();
   windowed.Merge(delta);
   SPINTUNE_ASSIGN_OR_RETURN(
-      auto put_window,
-      db_->Cached(Upsert("histogram_windows", {"key_id", "\"window\"", "samples", "buckets"}, 2)));
+      auto put_window, db_->Cached(UpsertOf(Put::kWindow)));
   put_window->Bind(1, key_id).Bind(2, I(window)).Bind(3, I(windowed.total_count()));
   put_window->BindBlob(4, EncodeHistogram(windowed));
   return put_window->Run();
@@ -332,10 +344,7 @@ absl::Status Store::MergeDispatch(int64_t target_id, const DispatchRecord& delta
   handler.Merge(delta.handler);
   wake.Merge(delta.wake);
   SPINTUNE_ASSIGN_OR_RETURN(
-      auto put, db_->Cached(Upsert("dispatch_stats",
-                                   {"target_id", "cpu_class", "device", "samples",
-                                    "handler_buckets", "wake_buckets"},
-                                   3)));
+      auto put, db_->Cached(UpsertOf(Put::kDispatch)));
   put->Bind(1, target_id).Bind(2, delta.cpu_class).Bind(3, delta.device);
   put->Bind(4, I(handler.total_count()));
   put->BindBlob(5, EncodeHistogram(handler)).BindBlob(6, EncodeHistogram(wake));
@@ -572,8 +581,7 @@ absl::Status Store::CompactLocked(int64_t target_id, uint64_t* folded) {
     find->Reset();
     merged.Merge(h);
     SPINTUNE_ASSIGN_OR_RETURN(
-        auto put, db_->Cached(Upsert("timer_oversleep",
-                                     {"target_id", "cpu_class", "samples", "buckets"}, 2)));
+        auto put, db_->Cached(UpsertOf(Put::kTimer)));
     put->Bind(1, target_id).Bind(2, cpu_class).Bind(3, I(merged.total_count()));
     put->BindBlob(4, EncodeHistogram(merged));
     SPINTUNE_RETURN_IF_ERROR(put->Run());

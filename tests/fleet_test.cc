@@ -101,7 +101,7 @@ TEST_F(Fleet, ATunerRefusesAnUnreachableOrRefusingDatabaseInOneLine) {
 // target were fitted one refit at a time (no two versions on the same
 // evidence). The CLI reads the same database.
 TEST_F(Fleet, TwoTunersOnePostgresAgentsMoveOnWhenOneIsKilled) {
-  constexpr int kAgents = 16;
+  constexpr int kAgents = 50;
   const std::string a = StartTuner("a");
   const std::string b = StartTuner("b");
   ASSERT_FALSE(a.empty() || b.empty());
@@ -145,11 +145,13 @@ TEST_F(Fleet, TwoTunersOnePostgresAgentsMoveOnWhenOneIsKilled) {
   for (const auto& t : *targets) {
     EXPECT_EQ(t.total_samples, kSamples) << t.agent_id;
     EXPECT_EQ(t.last_seq, kSamples / kBatch) << t.agent_id;
-    // Version by version, each fitted on more evidence than the one before.
+    // Fitted version by version, each on more evidence than the one before:
+    // no two tuners stored a version of the same refit.
     uint64_t samples = 0;
     for (uint64_t v = 1; v <= t.current_version; ++v) {
       auto table = (*store)->LoadPolicy(t.id, v);
       ASSERT_TRUE(table.ok() && table->has_value()) << t.agent_id << " v" << v;
+      if ((*table)->origin != "fitted") continue;
       EXPECT_GT((*table)->TotalSamples(), samples) << t.agent_id << " v" << v;
       samples = (*table)->TotalSamples();
     }
@@ -157,7 +159,7 @@ TEST_F(Fleet, TwoTunersOnePostgresAgentsMoveOnWhenOneIsKilled) {
   const testing::RunResult cli =
       testing::Run({SPINTUNE_CLI_BIN, "--db", db_, "targets"}, dir_.path().string());
   EXPECT_EQ(cli.exit_code, 0) << cli.err;
-  EXPECT_NE(cli.out.find("board-15"), std::string::npos) << cli.out;
+  EXPECT_NE(cli.out.find("board-49"), std::string::npos) << cli.out;
   kill(tuners_[0], SIGINT);
   EXPECT_EQ(testing::WaitExit(tuners_[0]), 0);
   tuners_.clear();
