@@ -2,6 +2,7 @@
 
 #include <vector>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 
@@ -316,7 +317,9 @@ absl::Status CheckSpintuneDatabase(SqlDb* db, bool may_migrate) {
   if (!version.ok() || *version == 0) {
     return absl::InvalidArgumentError(
         absl::StrCat(db->name(), " is not a spintune database",
-                     version.ok() ? "" : absl::StrCat(" (unreadable: ", version.status().message(), ")")));
+                     version.ok() ? std::string()
+                                  : absl::StrCat(" (unreadable: ", version.status().message(),
+                                                 ")")));
   }
   const int current = *version;
   if (current > LatestSchemaVersion()) {
@@ -334,10 +337,7 @@ absl::Status CheckSpintuneDatabase(SqlDb* db, bool may_migrate) {
 
 absl::Status MigrateToLatest(SqlDb* db) {
   SPINTUNE_RETURN_IF_ERROR(db->LockSchema());
-  struct Unlock {
-    SqlDb* db;
-    ~Unlock() { db->UnlockSchema(); }
-  } unlock{db};
+  absl::Cleanup unlock = [db] { db->UnlockSchema(); };
   SPINTUNE_RETURN_IF_ERROR(
       db->Exec(db->Ddl("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")));
   SPINTUNE_ASSIGN_OR_RETURN(int current, SchemaVersion(db));

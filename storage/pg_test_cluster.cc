@@ -43,7 +43,9 @@ absl::StatusOr<std::string> Script(const char* action, const std::string& state)
 absl::StatusOr<std::string> StartCluster(const std::string& state) {
   SPINTUNE_ASSIGN_OR_RETURN(std::string said, Script("start", state));
   const std::string dir = ReadLine(state);
-  if (!Running(dir)) return absl::UnavailableError(absl::StrCat("no PostgreSQL test cluster: ", said));
+  if (!Running(dir)) {
+    return absl::UnavailableError(absl::StrCat("no PostgreSQL test cluster: ", said));
+  }
   return dir;
 }
 

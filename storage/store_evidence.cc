@@ -190,8 +190,8 @@ absl::Status Store::CompactLocked(int64_t target_id, uint64_t* folded) {
     SPINTUNE_ASSIGN_OR_RETURN(
         auto put, db_->Cached(
                       "INSERT INTO outcomes VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, "
-                      "?12) ON CONFLICT (target_id, cpu_class, device, opcode, size_class, version) "
-                      "DO UPDATE SET requests = outcomes.requests + ?7, "
+                      "?12) ON CONFLICT (target_id, cpu_class, device, opcode, size_class, "
+                      "version) DO UPDATE SET requests = outcomes.requests + ?7, "
                       "cpu_ns_sum = outcomes.cpu_ns_sum + ?8, "
                       "latency_ns_sum = outcomes.latency_ns_sum + ?9, "
                       "cpu_ns_sq_sum = outcomes.cpu_ns_sq_sum + ?10, "
