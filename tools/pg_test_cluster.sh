@@ -60,8 +60,10 @@ start)
   # No fsync: no test crashes the machine. Commits still wait for their WAL
   # write (synchronous_commit stays on), so a server crash (pause) loses no
   # acknowledged batch.
-  echo "-c listen_addresses= -k $dir -c fsync=off -c full_page_writes=off" \
-    "-c max_connections=300" >"$dir/options"
+  # PG_DURABLE=1 (benchmarks): fsync as in production.
+  nosync="-c fsync=off -c full_page_writes=off"
+  [[ ${PG_DURABLE:-0} == 1 ]] && nosync=""
+  echo "-c listen_addresses= -k $dir $nosync -c max_connections=300" >"$dir/options"
   start_server "$dir" || { cat "$dir/server.log"; false; }
   "${as_owner[@]}" "$bindir/psql" -q -h "$dir" -U postgres -d postgres \
     -c "CREATE ROLE spintune_pw LOGIN CREATEDB PASSWORD 'right'" >/dev/null
