@@ -2,6 +2,7 @@
 // errors, a lost connection, and Store::Open's checks on PostgreSQL.
 #include "storage/pg_db.h"
 
+#include "absl/time/clock.h"
 #include "gtest/gtest.h"
 #include "storage/pg_test_cluster.h"
 #include "storage/store.h"
@@ -152,7 +153,9 @@ TEST(PgDb, ATargetLeaseIsOneStoresUntilReleasedOrItsConnectionEnds) {
   (*a)->ReleaseTarget(1);
   EXPECT_TRUE(*(*b)->LeaseTarget(1));
   EXPECT_FALSE(*(*a)->LeaseTarget(1));
-  b->reset();  // a tuner that dies
+  b->reset();  // a tuner that dies: its server process ends a moment later
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (!*(*a)->LeaseTarget(1) && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(10));
   EXPECT_TRUE(*(*a)->LeaseTarget(1));
   EXPECT_TRUE(*(*a)->LeaseTarget(2));
 }
