@@ -95,6 +95,43 @@ TEST_F(Fleet, ATunerRefusesAnUnreachableOrRefusingDatabaseInOneLine) {
   EXPECT_NE(cli.err.find(cases[0].second), std::string::npos) << cli.err;
 }
 
+// Issue 14 item 3: tokens, profiles, reports and headers work on a
+// PostgreSQL database as on SQLite: an agent's run stored by the tuner,
+// then the CLI's database commands on it, reading and writing.
+TEST_F(Fleet, TheCliWorksOnThePostgresDatabase) {
+  const std::string address = StartTuner("t");
+  ASSERT_FALSE(address.empty());
+  testing::RunResult agent =
+      testing::Run(AgentArgs(address, "board-1", dir_.File("state")), dir_.path().string());
+  ASSERT_EQ(agent.exit_code, 0) << agent.err;
+  auto cli = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {SPINTUNE_CLI_BIN, "--db", db_});
+    testing::RunResult r = testing::Run(args, dir_.path().string());
+    EXPECT_EQ(r.exit_code, 0) << args[3] << ": " << r.err;
+    return r.out;
+  };
+  EXPECT_NE(cli({"targets"}).find("board-1"), std::string::npos);
+  EXPECT_NE(cli({"policy", "board-1", "--format", "json"}).find("\"entries\""), std::string::npos);
+  cli({"header", "board-1", "-o", dir_.File("board1.h")});
+  EXPECT_NE(testing::Slurp(dir_.File("board1.h")).find("spintune"), std::string::npos);
+  cli({"report", "--target", "board-1", "-o", dir_.File("r.html")});
+  EXPECT_NE(testing::Slurp(dir_.File("r.html")).find("board-1"), std::string::npos);
+  EXPECT_EQ(cli({"tokens", "add", "b1", "--target", "board-1"}).rfind("st_", 0), 0u);
+  cli({"tokens", "revoke", "b1"});
+  EXPECT_NE(cli({"tokens", "list"}).find("b1"), std::string::npos);
+  cli({"profiles", "save", "v1", "--target", "board-1", "--note", "on postgres"});
+  EXPECT_NE(cli({"profiles", "list"}).find("on postgres"), std::string::npos);
+  cli({"profiles", "export", "v1", "-o", dir_.File("v1.json")});
+  cli({"profiles", "import", dir_.File("v1.json"), "--name", "v1-copy"});
+  cli({"profiles", "rollback", "board-1", "--to", "v1"});
+  auto store = Store::Open(db_, {}, OpenMode::kReadOnly);
+  ASSERT_TRUE(store.ok()) << store.status();
+  auto t = (*store)->FindTarget("board-1");
+  ASSERT_TRUE(t.ok() && t->has_value());
+  EXPECT_EQ((*t)->pinned_version, (*t)->current_version) << "the rollback pinned it";
+  EXPECT_EQ((*store)->ListProfiles()->size(), 2u);
+}
+
 // Two tuners on one PostgreSQL database, agents streaming through
 // `--tuner A,B` (half of them B,A). A is killed (-9) mid-stream: every agent
 // finishes on B, every sample is stored exactly once, and the tables of a
