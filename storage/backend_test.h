@@ -22,8 +22,7 @@ class BackendTest : public ::testing::TestWithParam<Backend> {
  protected:
   void SetUp() override {
     if (GetParam() == Backend::kPostgres) {
-      auto dir = PostgresTestSocketDir();
-      if (!dir.ok()) GTEST_SKIP() << dir.status().message();
+      SPINTUNE_POSTGRES_OR_SKIP(dir);
     }
   }
   void TearDown() override {

@@ -22,8 +22,7 @@ TEST(PgDb, RewritesParametersOutsideQuotes) {
 }
 
 TEST(PgDb, TranslatesTheSchemaDdl) {
-  auto dir = PostgresTestSocketDir();
-  if (!dir.ok()) GTEST_SKIP() << dir.status().message();
+  SPINTUNE_POSTGRES_OR_SKIP(dir);
   auto uri = FreshPostgresDatabase();
   ASSERT_TRUE(uri.ok()) << uri.status();
   auto pg = PgDb::Open(*uri, OpenMode::kCreate);
@@ -51,24 +50,22 @@ TEST(PgDb, AnUnreachableServerIsOneLineWithoutThePassword) {
 }
 
 TEST(PgDb, AWrongPasswordIsOneLineWithoutThePassword) {
-  auto dir = PostgresTestSocketDir();
-  if (!dir.ok()) GTEST_SKIP() << dir.status().message();
+  SPINTUNE_POSTGRES_OR_SKIP(dir);
   auto db = PgDb::Open(
-      "postgresql://spintune_pw:wrong@/postgres?host=" + *dir, OpenMode::kCreate);
+      "postgresql://spintune_pw:wrong@/postgres?host=" + dir, OpenMode::kCreate);
   ASSERT_FALSE(db.ok());
   EXPECT_TRUE(absl::IsUnavailable(db.status())) << db.status();
   const std::string m(db.status().message());
   EXPECT_EQ(m.find('\n'), std::string::npos) << m;
   EXPECT_EQ(m.find("wrong"), std::string::npos) << m;
   EXPECT_NE(m.find("password authentication failed"), std::string::npos) << m;
-  EXPECT_TRUE(PgDb::Open("postgresql://spintune_pw:right@/postgres?host=" + *dir,
+  EXPECT_TRUE(PgDb::Open("postgresql://spintune_pw:right@/postgres?host=" + dir,
                          OpenMode::kCreate)
                   .ok());
 }
 
 TEST(PgDb, ReconnectsAfterALostConnectionOutsideTransactions) {
-  auto dir = PostgresTestSocketDir();
-  if (!dir.ok()) GTEST_SKIP() << dir.status().message();
+  SPINTUNE_POSTGRES_OR_SKIP(dir);
   auto uri = FreshPostgresDatabase();
   ASSERT_TRUE(uri.ok()) << uri.status();
   auto db = PgDb::Open(*uri, OpenMode::kCreate);
@@ -105,8 +102,7 @@ TEST(PgDb, ReconnectsAfterALostConnectionOutsideTransactions) {
 }
 
 TEST(PgDb, StoreOpenRefusesAnEmptyOrForeignDatabaseUnlessCreating) {
-  auto dir = PostgresTestSocketDir();
-  if (!dir.ok()) GTEST_SKIP() << dir.status().message();
+  SPINTUNE_POSTGRES_OR_SKIP(dir);
   auto uri = FreshPostgresDatabase();
   ASSERT_TRUE(uri.ok()) << uri.status();
   EXPECT_TRUE(absl::IsNotFound(Store::Open(*uri, {}, OpenMode::kReadOnly).status()));
@@ -140,8 +136,7 @@ TEST(PgDb, StoreOpenRefusesAnEmptyOrForeignDatabaseUnlessCreating) {
 // Tuners sharing the database refit a target one at a time: the lease is
 // one store's until it releases it or its connection ends.
 TEST(PgDb, ATargetLeaseIsOneStoresUntilReleasedOrItsConnectionEnds) {
-  auto dir = PostgresTestSocketDir();
-  if (!dir.ok()) GTEST_SKIP() << dir.status().message();
+  SPINTUNE_POSTGRES_OR_SKIP(dir);
   auto uri = FreshPostgresDatabase();
   ASSERT_TRUE(uri.ok()) << uri.status();
   auto a = Store::Open(*uri);

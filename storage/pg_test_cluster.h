@@ -11,12 +11,27 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "gtest/gtest.h"
 
 namespace spintune {
 
 // The directory of the shared cluster's Unix socket. Unavailable, with the
 // reason to skip on, when no PostgreSQL server is installed.
 absl::StatusOr<std::string> PostgresTestSocketDir();
+
+// In a test body or SetUp(): declares std::string `var`, the shared
+// cluster's socket directory. Skips the test, saying why, where no
+// PostgreSQL server is installed; fails it when the cluster did not start.
+#define SPINTUNE_POSTGRES_OR_SKIP(var)                                            \
+  std::string var;                                                                \
+  {                                                                               \
+    auto spintune_pg_dir_ = ::spintune::PostgresTestSocketDir();                  \
+    if (absl::IsUnavailable(spintune_pg_dir_.status())) {                         \
+      GTEST_SKIP() << spintune_pg_dir_.status().message();                        \
+    }                                                                             \
+    ASSERT_TRUE(spintune_pg_dir_.ok()) << spintune_pg_dir_.status();              \
+    var = *spintune_pg_dir_;                                                      \
+  }
 
 // A new empty database on the cluster listening in `socket_dir` (default:
 // the shared one): its URI (user postgres, trusted).

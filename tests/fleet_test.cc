@@ -38,9 +38,8 @@ int Lines(const std::string& text) {
 class Fleet : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto dir = PostgresTestSocketDir();
-    if (!dir.ok()) GTEST_SKIP() << dir.status().message();
-    socket_dir_ = *dir;
+    SPINTUNE_POSTGRES_OR_SKIP(dir);
+    socket_dir_ = dir;
     auto uri = FreshPostgresDatabase();
     ASSERT_TRUE(uri.ok()) << uri.status();
     db_ = *uri;

@@ -15,7 +15,7 @@ set -euo pipefail
 action=${1:?start or stop}
 state=${2:?state file}
 
-bindir=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1 || true)
+bindir=${PG_BINDIR-$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1 || true)}
 as_owner=()
 if [[ $(id -u) -eq 0 ]]; then as_owner=(runuser -u postgres --); fi
 
