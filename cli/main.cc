@@ -46,7 +46,9 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", spintune::Version());
   app.require_subcommand(1);
   spintune::Repository repo;
-  app.add_option("--db", repo.db, "Tuner database file")->capture_default_str();
+  app.add_option("--db", repo.db,
+                 "Tuner database: a file (or sqlite:PATH), or postgresql://USER@HOST/DB")
+      ->capture_default_str();
   app.add_option("--tuner", repo.tuner, "Ask a running tuner (host:port, or a list a:1,b:2: the first that answers) instead of --db");
   std::string token_file;
   app.add_option("--token-file", token_file, "Admin bearer token for --tuner");

@@ -34,4 +34,19 @@ bool DistributionChanged(const LatencyHistogram& reference, const LatencyHistogr
   return KsDistance(reference, recent) > std::max(test.min_effect, critical);
 }
 
+WindowVerdict JudgeWindows(const std::vector<std::pair<int64_t, LatencyHistogram>>& windows,
+                           int64_t since, const ChangeTest& test, uint64_t min_recent,
+                           uint64_t keep_windows) {
+  WindowVerdict v;
+  if (windows.size() < 2) return v;
+  const auto& [latest, recent] = windows.back();
+  if (recent.total_count() < min_recent) return v;
+  LatencyHistogram before;
+  for (size_t i = 0; i + 1 < windows.size(); ++i) before.Merge(windows[i].second);
+  v.changed = before.total_count() >= min_recent && DistributionChanged(before, recent, test);
+  v.keep_from = v.changed ? latest
+                          : std::max<int64_t>(since, latest - static_cast<int64_t>(keep_windows));
+  return v;
+}
+
 }  // namespace spintune

@@ -38,5 +38,26 @@ TEST(ChangeDetector, GarbageCollectionOnsetAndClockChangeAreDetected) {
   EXPECT_TRUE(DistributionChanged(Draw(rng, 8000, 150e3, 0.0), Draw(rng, 512, 300e3, 0.0)));
 }
 
+// The drift decision the store carries out for each key's windows.
+TEST(ChangeDetector, JudgeWindowsChangesOrPrunesOnlyOnEnoughEvidence) {
+  std::mt19937_64 rng(3);
+  std::vector<std::pair<int64_t, LatencyHistogram>> w;
+  for (int64_t i = 0; i < 40; ++i) w.emplace_back(i, Draw(rng, 600, 150e3, 0.03));
+  // Stationary: no change; the last 32 windows kept.
+  WindowVerdict v = JudgeWindows(w, 0, ChangeTest(), 512, 32);
+  EXPECT_FALSE(v.changed);
+  EXPECT_EQ(v.keep_from, 39 - 32);
+  // Never before the key's evidence starts.
+  EXPECT_EQ(JudgeWindows({w.begin() + 20, w.end()}, 20, ChangeTest(), 512, 32).keep_from, 20);
+  // Too few samples in the latest window, or a single window: no verdict.
+  EXPECT_EQ(JudgeWindows(w, 0, ChangeTest(), 601, 32).keep_from, 0);
+  EXPECT_EQ(JudgeWindows({w.back()}, 39, ChangeTest(), 512, 32).keep_from, 0);
+  // Garbage collection starts: evidence from the latest window on.
+  w.emplace_back(40, Draw(rng, 600, 150e3, 0.30));
+  v = JudgeWindows(w, 0, ChangeTest(), 512, 32);
+  EXPECT_TRUE(v.changed);
+  EXPECT_EQ(v.keep_from, 40);
+}
+
 }  // namespace
 }  // namespace spintune

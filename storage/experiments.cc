@@ -125,15 +125,17 @@ absl::StatusOr<int64_t> Store::CreateExperiment(ExperimentRecord* r) {
       db_->Prepare("INSERT INTO experiments (target_id, name, fingerprint, space_json, "
                    "start_json, metric, metric_unit, lower_is_better, constraints, workload, "
                    "max_trials, apply_winner, seed, state, created_at) VALUES (?1, ?2, ?3, ?4, "
-                   "?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, 'running', ?14)"));
+                   "?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, 'running', ?14) RETURNING id"));
   q->Bind(1, r->target_id).Bind(2, r->name).Bind(3, static_cast<int64_t>(r->fingerprint));
   q->Bind(4, SpaceToJson(r->space).dump()).Bind(5, SettingToJson(r->start).dump());
   q->Bind(6, r->metric).Bind(7, r->metric_unit).Bind(8, int64_t{r->lower_is_better});
   q->Bind(9, r->constraints).Bind(10, r->workload).Bind(11, int64_t{r->max_trials});
   q->Bind(12, int64_t{r->apply_winner}).Bind(13, static_cast<int64_t>(r->seed));
   q->Bind(14, r->created_at);
-  SPINTUNE_RETURN_IF_ERROR(q->Run());
-  r->id = db_->LastInsertRowId();
+  SPINTUNE_ASSIGN_OR_RETURN(bool row, q->Step());
+  if (!row) return absl::InternalError("experiments: INSERT returned no id");
+  r->id = q->ColumnInt(0);
+  q->Reset();
   return r->id;
 }
 

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "gtest/gtest.h"
+#include "storage/backend_test.h"
 #include "storage/migrations.h"
 #include "storage/store.h"
 
@@ -48,8 +49,11 @@ std::vector<KnobSettingRecord> Winner(int64_t experiment) {
           {"ahci0-dma", "P0DMACR.RXTS", 3, "3", "P0DMACR", 4, 4, experiment, "beats", ""}};
 }
 
-TEST(StoreExperiments, KeepsExperimentsTrialsAndConclusions) {
-  auto store = Store::Open(":memory:");
+class StoreExperiments : public BackendTest {};
+INSTANTIATE_SPINTUNE_BACKENDS(StoreExperiments);
+
+TEST_P(StoreExperiments, KeepsExperimentsTrialsAndConclusions) {
+  auto store = Store::Open(NewDb());
   ASSERT_TRUE(store.ok()) << store.status();
   auto target = (*store)->UpsertTarget(Board());
   ASSERT_TRUE(target.ok());
@@ -109,18 +113,16 @@ TEST(StoreExperiments, KeepsExperimentsTrialsAndConclusions) {
 // Migrations 1-8 are main's, unchanged; 9 adds the knob tables. A version 8
 // database (this one with migration 9 undone) upgrades in place and keeps
 // its rows; one newer than 9 is still refused.
-TEST(StoreExperiments, UpgradesAVersion8DatabaseAndRefusesNewer) {
+TEST_P(StoreExperiments, UpgradesAVersion8DatabaseAndRefusesNewer) {
   ASSERT_EQ(LatestSchemaVersion(), 9);
-  const std::string path =
-      ::testing::TempDir() + "/experiments_v8_" + std::to_string(getpid()) + ".db";
-  std::filesystem::remove(path);
+  const std::string path = NewDb(/*file=*/true);
   {
     auto store = Store::Open(path);
     ASSERT_TRUE(store.ok()) << store.status();
     ASSERT_TRUE((*store)->UpsertTarget(Board()).ok());
   }
   {
-    auto db = SqliteDb::Open(path);
+    auto db = OpenSqlDb(path);
     ASSERT_TRUE(db.ok());
     ASSERT_TRUE((*db)->Exec("DROP TABLE knob_settings; DROP TABLE knob_trials; "
                             "DROP TABLE experiments; DELETE FROM schema_version WHERE version = 9")
@@ -136,18 +138,17 @@ TEST(StoreExperiments, UpgradesAVersion8DatabaseAndRefusesNewer) {
     EXPECT_TRUE((*store)->CreateExperiment(&e).ok());
   }
   {
-    auto db = SqliteDb::Open(path);
+    auto db = OpenSqlDb(path);
     ASSERT_TRUE(db.ok());
     EXPECT_EQ(*SchemaVersion(db->get()), 9);
     ASSERT_TRUE((*db)->Exec("INSERT INTO schema_version VALUES (10)").ok());
   }
   auto newer = Store::Open(path);
   EXPECT_TRUE(absl::IsFailedPrecondition(newer.status())) << newer.status();
-  for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path + suffix);
 }
 
-TEST(StoreExperiments, AbortIsRequestedOnlyForRunningExperiments) {
-  auto store = Store::Open(":memory:");
+TEST_P(StoreExperiments, AbortIsRequestedOnlyForRunningExperiments) {
+  auto store = Store::Open(NewDb());
   ASSERT_TRUE(store.ok());
   auto target = (*store)->UpsertTarget(Board());
   ExperimentRecord e = Dma(*target);
@@ -164,8 +165,8 @@ TEST(StoreExperiments, AbortIsRequestedOnlyForRunningExperiments) {
   EXPECT_TRUE(absl::IsNotFound((*store)->RequestAbort(77)));
 }
 
-TEST(StoreExperiments, ProfilesCarryKnobSettingsAlsoWithoutAPolicy) {
-  auto store = Store::Open(":memory:");
+TEST_P(StoreExperiments, ProfilesCarryKnobSettingsAlsoWithoutAPolicy) {
+  auto store = Store::Open(NewDb());
   ASSERT_TRUE(store.ok());
   auto target = (*store)->UpsertTarget(Board());
   EXPECT_TRUE(absl::IsNotFound((*store)->SnapshotProfile(*target, 0, "p").status()));

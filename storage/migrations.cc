@@ -2,6 +2,7 @@
 
 #include <vector>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 
@@ -9,7 +10,10 @@ namespace spintune {
 namespace {
 
 // Index i holds the SQL of migration i + 1. Never edit a shipped entry: add
-// a new one.
+// a new one at the end. Written for SQLite, run on PostgreSQL through
+// SqlDb::Ddl(): columns INTEGER (64-bit), REAL, TEXT or BLOB; `id INTEGER
+// PRIMARY KEY` for a generated id; plain CREATE/ALTER/UPDATE/INSERT that
+// both engines take (no PRAGMA, no SQLite-only functions).
 const std::vector<const char*>& Migrations() {
   static const std::vector<const char*> kMigrations = {
       // 1: the foundation schema.
@@ -299,11 +303,8 @@ CREATE TABLE knob_settings (
 
 int LatestSchemaVersion() { return static_cast<int>(Migrations().size()); }
 
-absl::StatusOr<int> SchemaVersion(SqliteDb* db) {
-  SPINTUNE_ASSIGN_OR_RETURN(
-      auto exists, db->Prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND "
-                               "name = 'schema_version'"));
-  SPINTUNE_ASSIGN_OR_RETURN(bool has_table, exists->Step());
+absl::StatusOr<int> SchemaVersion(SqlDb* db) {
+  SPINTUNE_ASSIGN_OR_RETURN(bool has_table, db->HasTable("schema_version"));
   if (!has_table) return 0;
   SPINTUNE_ASSIGN_OR_RETURN(auto stmt, db->Prepare("SELECT MAX(version) FROM schema_version"));
   SPINTUNE_ASSIGN_OR_RETURN(bool row, stmt->Step());
@@ -311,40 +312,44 @@ absl::StatusOr<int> SchemaVersion(SqliteDb* db) {
   return static_cast<int>(stmt->ColumnInt(0));
 }
 
-absl::Status CheckSpintuneDatabase(SqliteDb* db, bool may_migrate) {
+absl::Status CheckSpintuneDatabase(SqlDb* db, bool may_migrate) {
   absl::StatusOr<int> version = SchemaVersion(db);
   if (!version.ok() || *version == 0) {
     return absl::InvalidArgumentError(
-        absl::StrCat(db->path(), " is not a spintune database",
-                     version.ok() ? "" : " (not an SQLite file)"));
+        absl::StrCat(db->name(), " is not a spintune database",
+                     version.ok() ? std::string()
+                                  : absl::StrCat(" (unreadable: ", version.status().message(),
+                                                 ")")));
   }
   const int current = *version;
   if (current > LatestSchemaVersion()) {
     return absl::FailedPreconditionError(absl::StrCat(
-        db->path(), ": schema version ", current, " is newer than this spintune (",
+        db->name(), ": schema version ", current, " is newer than this spintune (",
         LatestSchemaVersion(), "); upgrade spintune"));
   }
   if (current < LatestSchemaVersion() && !may_migrate) {
     return absl::FailedPreconditionError(absl::StrCat(
-        db->path(), ": schema version ", current, " is older than this spintune (",
+        db->name(), ": schema version ", current, " is older than this spintune (",
         LatestSchemaVersion(), "); start spintune-tuner on it once to upgrade it"));
   }
   return absl::OkStatus();
 }
 
-absl::Status MigrateToLatest(SqliteDb* db) {
+absl::Status MigrateToLatest(SqlDb* db) {
+  SPINTUNE_RETURN_IF_ERROR(db->LockSchema());
+  absl::Cleanup unlock = [db] { db->UnlockSchema(); };
   SPINTUNE_RETURN_IF_ERROR(
-      db->Exec("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)"));
+      db->Exec(db->Ddl("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")));
   SPINTUNE_ASSIGN_OR_RETURN(int current, SchemaVersion(db));
   if (current > LatestSchemaVersion()) {
     return absl::FailedPreconditionError(absl::StrCat(
-        db->path(), ": schema version ", current, " is newer than this spintune (",
+        db->name(), ": schema version ", current, " is newer than this spintune (",
         LatestSchemaVersion(), "); upgrade spintune"));
   }
   for (int v = current + 1; v <= LatestSchemaVersion(); ++v) {
     Transaction tx(db);
     SPINTUNE_RETURN_IF_ERROR(tx.Begin());
-    SPINTUNE_RETURN_IF_ERROR(db->Exec(Migrations()[v - 1]));
+    SPINTUNE_RETURN_IF_ERROR(db->Exec(db->Ddl(Migrations()[v - 1])));
     SPINTUNE_RETURN_IF_ERROR(
         db->Exec(absl::StrCat("INSERT INTO schema_version(version) VALUES (", v, ")")));
     SPINTUNE_RETURN_IF_ERROR(tx.Commit());

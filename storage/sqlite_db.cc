@@ -12,32 +12,32 @@
 
 namespace spintune {
 
-Statement::~Statement() { sqlite3_finalize(stmt_); }
+SqliteStatement::~SqliteStatement() { sqlite3_finalize(stmt_); }
 
-Statement& Statement::Bind(int index, int64_t value) {
+Statement& SqliteStatement::Bind(int index, int64_t value) {
   sqlite3_bind_int64(stmt_, index, value);
   return *this;
 }
-Statement& Statement::Bind(int index, double value) {
+Statement& SqliteStatement::Bind(int index, double value) {
   sqlite3_bind_double(stmt_, index, value);
   return *this;
 }
-Statement& Statement::Bind(int index, absl::string_view text) {
+Statement& SqliteStatement::Bind(int index, absl::string_view text) {
   sqlite3_bind_text(stmt_, index, text.data(), static_cast<int>(text.size()),
                     SQLITE_TRANSIENT);
   return *this;
 }
-Statement& Statement::BindBlob(int index, absl::string_view bytes) {
+Statement& SqliteStatement::BindBlob(int index, absl::string_view bytes) {
   sqlite3_bind_blob(stmt_, index, bytes.data(), static_cast<int>(bytes.size()),
                     SQLITE_TRANSIENT);
   return *this;
 }
-Statement& Statement::BindNull(int index) {
+Statement& SqliteStatement::BindNull(int index) {
   sqlite3_bind_null(stmt_, index);
   return *this;
 }
 
-absl::StatusOr<bool> Statement::Step() {
+absl::StatusOr<bool> SqliteStatement::Step() {
   // A write outside a transaction waits for room like a transaction does.
   if (!sqlite3_stmt_busy(stmt_) && !sqlite3_stmt_readonly(stmt_) &&
       sqlite3_get_autocommit(db_->raw())) {
@@ -51,31 +51,24 @@ absl::StatusOr<bool> Statement::Step() {
   return s;
 }
 
-absl::Status Statement::Run() {
-  auto row = Step();
-  Reset();
-  if (!row.ok()) return row.status();
-  return absl::OkStatus();
-}
-
-void Statement::Reset() {
+void SqliteStatement::Reset() {
   sqlite3_reset(stmt_);
   sqlite3_clear_bindings(stmt_);
 }
 
-int64_t Statement::ColumnInt(int c) const { return sqlite3_column_int64(stmt_, c); }
-double Statement::ColumnDouble(int c) const { return sqlite3_column_double(stmt_, c); }
-std::string Statement::ColumnText(int c) const {
+int64_t SqliteStatement::ColumnInt(int c) const { return sqlite3_column_int64(stmt_, c); }
+double SqliteStatement::ColumnDouble(int c) const { return sqlite3_column_double(stmt_, c); }
+std::string SqliteStatement::ColumnText(int c) const {
   const unsigned char* t = sqlite3_column_text(stmt_, c);
   return t ? std::string(reinterpret_cast<const char*>(t), sqlite3_column_bytes(stmt_, c))
            : std::string();
 }
-std::string Statement::ColumnBlob(int c) const {
+std::string SqliteStatement::ColumnBlob(int c) const {
   const void* b = sqlite3_column_blob(stmt_, c);
   return b ? std::string(static_cast<const char*>(b), sqlite3_column_bytes(stmt_, c))
            : std::string();
 }
-bool Statement::ColumnIsNull(int c) const {
+bool SqliteStatement::ColumnIsNull(int c) const {
   return sqlite3_column_type(stmt_, c) == SQLITE_NULL;
 }
 
@@ -256,42 +249,50 @@ absl::StatusOr<std::unique_ptr<Statement>> SqliteDb::Prepare(absl::string_view s
   const int rc =
       sqlite3_prepare_v2(db_, sql.data(), static_cast<int>(sql.size()), &stmt, nullptr);
   if (rc != SQLITE_OK) return Error(sql, rc);
-  return std::make_unique<Statement>(this, stmt);
+  return std::make_unique<SqliteStatement>(this, stmt);
 }
 
-absl::StatusOr<Statement*> SqliteDb::Cached(absl::string_view sql) {
-  auto it = cached_.find(sql);
-  if (it == cached_.end()) {
-    SPINTUNE_ASSIGN_OR_RETURN(auto stmt, Prepare(sql));
-    it = cached_.emplace(std::string(sql), std::move(stmt)).first;
-  } else {
-    it->second->Reset();
-  }
-  return it->second.get();
-}
-
-void SqliteDb::ResetCached() {
-  for (auto& [sql, stmt] : cached_) stmt->Reset();
-}
-
-int64_t SqliteDb::LastInsertRowId() const { return sqlite3_last_insert_rowid(db_); }
 int SqliteDb::Changes() const { return sqlite3_changes(db_); }
 
-Transaction::~Transaction() {
-  if (open_) db_->Exec("ROLLBACK").IgnoreError();
+absl::Status SqliteDb::Begin() {
+  if (absl::Status room = EnsureRoom(); !room.ok()) return room;
+  return Exec("BEGIN IMMEDIATE");
 }
 
-absl::Status Transaction::Begin() {
-  if (absl::Status room = db_->EnsureRoom(); !room.ok()) return room;
-  absl::Status s = db_->Exec("BEGIN IMMEDIATE");
-  open_ = s.ok();
-  return s;
+absl::Status SqliteDb::Commit() { return Exec("COMMIT"); }
+
+void SqliteDb::Rollback() { Exec("ROLLBACK").IgnoreError(); }
+
+absl::StatusOr<bool> SqliteDb::HasTable(absl::string_view table) {
+  SPINTUNE_ASSIGN_OR_RETURN(
+      auto q, Prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1"));
+  q->Bind(1, table);
+  return q->Step();
 }
 
-absl::Status Transaction::Commit() {
-  absl::Status s = db_->Exec("COMMIT");
-  if (s.ok()) open_ = false;
-  return s;
+absl::StatusOr<bool> SqliteDb::IsEmpty() {
+  SPINTUNE_ASSIGN_OR_RETURN(auto q, Prepare("SELECT 1 FROM sqlite_master LIMIT 1"));
+  SPINTUNE_ASSIGN_OR_RETURN(bool any, q->Step());
+  return !any;
+}
+
+absl::StatusOr<int64_t> SqliteDb::DataVersion() {
+  SPINTUNE_ASSIGN_OR_RETURN(auto q, Prepare("PRAGMA data_version"));
+  SPINTUNE_ASSIGN_OR_RETURN(bool row, q->Step());
+  return row ? q->ColumnInt(0) : 0;
+}
+
+absl::Status SqliteDb::CheckIntegrity() {
+  SPINTUNE_ASSIGN_OR_RETURN(auto q, Prepare("PRAGMA integrity_check"));
+  std::string findings;
+  while (true) {
+    SPINTUNE_ASSIGN_OR_RETURN(bool row, q->Step());
+    if (!row) break;
+    const std::string line = q->ColumnText(0);
+    if (line != "ok") absl::StrAppend(&findings, line, "; ");
+  }
+  if (!findings.empty()) return absl::DataLossError("database integrity: " + findings);
+  return absl::OkStatus();
 }
 
 }  // namespace spintune

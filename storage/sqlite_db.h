@@ -1,6 +1,6 @@
-// Thin RAII layer over the SQLite C API: a connection, prepared statements
-// and transactions, with every error turned into an absl::Status that
-// carries sqlite3_errmsg() text. Internal to storage/.
+// The SQLite backend of SqlDb (storage/sql_db.h): a thin RAII layer over the
+// SQLite C API, with every error turned into an absl::Status that carries
+// sqlite3_errmsg() text. Internal to storage/.
 //
 // Thread-safety: a SqliteDb and its statements must be used by one thread at
 // a time (Store serializes access).
@@ -11,10 +11,10 @@
 #include <memory>
 #include <string>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "storage/sql_db.h"
 
 struct sqlite3;
 struct sqlite3_stmt;
@@ -23,46 +23,32 @@ namespace spintune {
 
 class SqliteDb;
 
-// A prepared statement. Bind with 1-based indexes, Step() until it returns
-// false, Reset() to reuse.
-class Statement {
+class SqliteStatement : public Statement {
  public:
-  Statement(SqliteDb* db, sqlite3_stmt* stmt) : db_(db), stmt_(stmt) {}
-  ~Statement();
-  Statement(const Statement&) = delete;
-  Statement& operator=(const Statement&) = delete;
+  SqliteStatement(SqliteDb* db, sqlite3_stmt* stmt) : db_(db), stmt_(stmt) {}
+  ~SqliteStatement() override;
+  SqliteStatement(const SqliteStatement&) = delete;
+  SqliteStatement& operator=(const SqliteStatement&) = delete;
 
-  Statement& Bind(int index, int64_t value);
-  Statement& Bind(int index, double value);
-  Statement& Bind(int index, absl::string_view text);
-  Statement& BindBlob(int index, absl::string_view bytes);
-  Statement& BindNull(int index);
-
-  // True when a row is available, false when done.
-  absl::StatusOr<bool> Step();
-  // Steps once, expecting no row (INSERT/UPDATE/DELETE).
-  absl::Status Run();
-  void Reset();
-
-  int64_t ColumnInt(int column) const;
-  double ColumnDouble(int column) const;
-  std::string ColumnText(int column) const;
-  std::string ColumnBlob(int column) const;
-  bool ColumnIsNull(int column) const;
+  Statement& Bind(int index, int64_t value) override;
+  Statement& Bind(int index, double value) override;
+  Statement& Bind(int index, absl::string_view text) override;
+  Statement& BindBlob(int index, absl::string_view bytes) override;
+  Statement& BindNull(int index) override;
+  absl::StatusOr<bool> Step() override;
+  void Reset() override;
+  int64_t ColumnInt(int column) const override;
+  double ColumnDouble(int column) const override;
+  std::string ColumnText(int column) const override;
+  std::string ColumnBlob(int column) const override;
+  bool ColumnIsNull(int column) const override;
 
  private:
   SqliteDb* db_;
   sqlite3_stmt* stmt_;
 };
 
-// How Open() treats the file.
-enum class OpenMode {
-  kCreate,    // create it if missing (the tuner)
-  kExisting,  // it must exist (tools that write)
-  kReadOnly,  // it must exist; never written, works on read-only media
-};
-
-class SqliteDb {
+class SqliteDb : public SqlDb {
  public:
   // Opens (creating if needed) `path`; ":memory:" for an in-memory database.
   // Sets WAL journaling, synchronous=FULL (an acknowledged batch survives power
@@ -79,20 +65,21 @@ class SqliteDb {
   static absl::StatusOr<std::unique_ptr<SqliteDb>> Open(const std::string& path,
                                                         uint64_t reserve_bytes = 0,
                                                         OpenMode mode = OpenMode::kCreate);
-  ~SqliteDb();
+  ~SqliteDb() override;
 
-  absl::Status Exec(absl::string_view sql);
-  absl::StatusOr<std::unique_ptr<Statement>> Prepare(absl::string_view sql);
-  // The statement for `sql`, prepared once and kept (reset, bindings
-  // cleared) for the connection's lifetime: for statements run on every
-  // batch. The pointer stays valid until the SqliteDb is destroyed; the
-  // caller must not hold it across another call with the same `sql`.
-  absl::StatusOr<Statement*> Cached(absl::string_view sql);
-  // Resets every cached statement (a stepped, unreset one holds a read
-  // snapshot that keeps the write-ahead log from being checkpointed).
-  void ResetCached();
-  int64_t LastInsertRowId() const;
-  int Changes() const;
+  absl::Status Exec(absl::string_view sql) override;
+  absl::StatusOr<std::unique_ptr<Statement>> Prepare(absl::string_view sql) override;
+  int Changes() const override;
+  const std::string& name() const override { return path_; }
+  absl::Status Begin() override;
+  absl::Status Commit() override;
+  void Rollback() override;
+  std::string Ddl(absl::string_view ddl) const override { return std::string(ddl); }
+  absl::string_view ForUpdate() const override { return ""; }
+  absl::StatusOr<bool> HasTable(absl::string_view table) override;
+  absl::StatusOr<bool> IsEmpty() override;
+  absl::StatusOr<int64_t> DataVersion() override;
+  absl::Status CheckIntegrity() override;
 
   // Status for the connection's last error, prefixed with `context`.
   // Notes a full disk (see Open()).
@@ -100,8 +87,8 @@ class SqliteDb {
   const std::string& path() const { return path_; }
 
   // OK when a write may start: after a full disk, once the log could be
-  // checkpointed and truncated. Called by Transaction::Begin() and before
-  // a write statement outside a transaction.
+  // checkpointed and truncated. Called by Begin() and before a write
+  // statement outside a transaction.
   absl::Status EnsureRoom();
   sqlite3* raw() const { return db_; }
 
@@ -113,23 +100,7 @@ class SqliteDb {
   sqlite3* db_;
   std::string path_;
   uint64_t reserve_bytes_;
-  // Declared after db_: destroyed (finalized) after sqlite3_close_v2 marked
-  // the connection for closing, which then completes.
-  absl::flat_hash_map<std::string, std::unique_ptr<Statement>> cached_;
   mutable bool full_ = false;
-};
-
-// Runs BEGIN IMMEDIATE; rolls back on destruction unless Commit() succeeded.
-class Transaction {
- public:
-  explicit Transaction(SqliteDb* db) : db_(db) {}
-  ~Transaction();
-  absl::Status Begin();
-  absl::Status Commit();
-
- private:
-  SqliteDb* db_;
-  bool open_ = false;
 };
 
 }  // namespace spintune

@@ -1,13 +1,9 @@
+// Store: opening the database, targets and ingest (storage/store.h).
 #include "storage/store.h"
 
-#include <openssl/rand.h>
 #include <sys/stat.h>
-#include <openssl/sha.h>
 
-#include <algorithm>
 #include <map>
-#include <set>
-#include <tuple>
 
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
@@ -16,21 +12,37 @@
 #include "common/status_macros.h"
 #include "policy/policy_json.h"
 #include "storage/delta_codec.h"
-#include "storage/histogram_codec.h"
 #include "storage/migrations.h"
+#include "storage/pg_db.h"
+#include "storage/sqlite_db.h"
+#include "storage/store_rows.h"
 
 namespace spintune {
+
+std::string store_rows::Upsert(absl::string_view table,
+                               std::initializer_list<absl::string_view> columns,
+                               size_t key_columns) {
+  std::string names, values, key, update;
+  size_t i = 0;
+  for (absl::string_view c : columns) {
+    const char* sep = i == 0 ? "" : ", ";
+    absl::StrAppend(&names, sep, c);
+    absl::StrAppend(&values, sep, "?", i + 1);
+    if (i < key_columns) {
+      absl::StrAppend(&key, sep, c);
+    } else {
+      absl::StrAppend(&update, update.empty() ? "" : ", ", c, " = excluded.", c);
+    }
+    ++i;
+  }
+  return absl::StrCat("INSERT INTO ", table, "(", names, ") VALUES (", values, ") ON CONFLICT (",
+                      key, ") DO UPDATE SET ", update);
+}
+
 namespace {
 
-int64_t I(uint64_t v) { return static_cast<int64_t>(v); }
-uint64_t U(int64_t v) { return v < 0 ? 0 : static_cast<uint64_t>(v); }
-
-// The key in columns first..first+3 (cpu_class, device, opcode, size_class).
-PolicyKey KeyAt(const Statement& q, int first) {
-  return {q.ColumnText(first), q.ColumnText(first + 1),
-          static_cast<uint32_t>(q.ColumnInt(first + 2)),
-          static_cast<uint32_t>(q.ColumnInt(first + 3))};
-}
+using store_rows::I;
+using store_rows::U;
 
 }  // namespace
 
@@ -38,20 +50,36 @@ std::string NowRfc3339() {
   return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", absl::Now(), absl::UTCTimeZone());
 }
 
-absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path,
+absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& db_spec,
                                                    const StoreOptions& options, OpenMode mode) {
   if (options.window_samples == 0 || options.keep_windows == 0) {
     return absl::InvalidArgumentError("window_samples and keep_windows must be > 0");
   }
-  struct stat st;
-  const bool exists = path != ":memory:" && stat(path.c_str(), &st) == 0 && st.st_size > 0;
-  if (mode != OpenMode::kCreate || exists) {
-    // Checked before anything is written to it (switching a file to WAL
-    // mode is a write): a file of another program is never converted.
-    SPINTUNE_ASSIGN_OR_RETURN(auto reader, SqliteDb::Open(path, 0, OpenMode::kReadOnly));
-    SPINTUNE_RETURN_IF_ERROR(CheckSpintuneDatabase(reader.get(), mode != OpenMode::kReadOnly));
+  SPINTUNE_ASSIGN_OR_RETURN(DbSpec spec, ParseDbSpec(db_spec));
+  std::unique_ptr<SqlDb> db;
+  if (spec.postgres) {
+    SPINTUNE_ASSIGN_OR_RETURN(db, PgDb::Open(spec.target, mode));
+    SPINTUNE_ASSIGN_OR_RETURN(bool empty, db->IsEmpty());
+    if (empty && mode != OpenMode::kCreate) {
+      return absl::NotFoundError(absl::StrCat("no spintune database in ", db->name(),
+                                              " (the tuner creates it: spintune-tuner --db ",
+                                              db->name(), ")"));
+    }
+    if (!empty) {
+      SPINTUNE_RETURN_IF_ERROR(CheckSpintuneDatabase(db.get(), mode != OpenMode::kReadOnly));
+    }
+  } else {
+    const std::string& path = spec.target;
+    struct stat st;
+    const bool exists = path != ":memory:" && stat(path.c_str(), &st) == 0 && st.st_size > 0;
+    if (mode != OpenMode::kCreate || exists) {
+      // Checked before anything is written to it (switching a file to WAL
+      // mode is a write): a file of another program is never converted.
+      SPINTUNE_ASSIGN_OR_RETURN(auto reader, SqliteDb::Open(path, 0, OpenMode::kReadOnly));
+      SPINTUNE_RETURN_IF_ERROR(CheckSpintuneDatabase(reader.get(), mode != OpenMode::kReadOnly));
+    }
+    SPINTUNE_ASSIGN_OR_RETURN(db, SqliteDb::Open(path, options.reserve_bytes, mode));
   }
-  SPINTUNE_ASSIGN_OR_RETURN(auto db, SqliteDb::Open(path, options.reserve_bytes, mode));
   if (mode != OpenMode::kReadOnly) SPINTUNE_RETURN_IF_ERROR(MigrateToLatest(db.get()));
   return std::unique_ptr<Store>(new Store(std::move(db), options));
 }
@@ -220,92 +248,6 @@ absl::StatusOr<uint64_t> Store::LastDurableSeq(int64_t target_id) {
   return row ? U(q->ColumnInt(0)) : 0;
 }
 
-absl::StatusOr<int64_t> Store::MergeKey(int64_t target_id, const KeyEvidence& delta) {
-  SPINTUNE_ASSIGN_OR_RETURN(
-      auto insert_key,
-      db_->Cached("INSERT INTO keys(target_id, cpu_class, device, opcode, size_class) "
-                  "VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT DO NOTHING"));
-  insert_key->Bind(1, target_id).Bind(2, delta.key.cpu_class).Bind(3, delta.key.device);
-  insert_key->Bind(4, I(delta.key.opcode)).Bind(5, I(delta.key.size_class));
-  SPINTUNE_RETURN_IF_ERROR(insert_key->Run());
-  SPINTUNE_ASSIGN_OR_RETURN(
-      auto find,
-      db_->Cached("SELECT k.id, h.samples, h.errors, h.irq_timeouts, h.spin_timeouts, "
-                  "h.irq_path, h.spin_path, h.buckets FROM keys k LEFT JOIN histograms h "
-                  "ON h.key_id = k.id WHERE k.target_id = ?1 AND k.cpu_class = ?2 AND "
-                  "k.device = ?3 AND k.opcode = ?4 AND k.size_class = ?5"));
-  find->Bind(1, target_id).Bind(2, delta.key.cpu_class).Bind(3, delta.key.device);
-  find->Bind(4, I(delta.key.opcode)).Bind(5, I(delta.key.size_class));
-  SPINTUNE_ASSIGN_OR_RETURN(bool found, find->Step());
-  if (!found) return absl::InternalError("key vanished during merge");
-  const int64_t key_id = find->ColumnInt(0);
-  KeyEvidence merged;
-  if (!find->ColumnIsNull(1)) {
-    SPINTUNE_ASSIGN_OR_RETURN(merged.histogram, DecodeHistogram(find->ColumnBlob(7)));
-    merged.errors = U(find->ColumnInt(2));
-    merged.irq_timeouts = U(find->ColumnInt(3));
-    merged.spin_timeouts = U(find->ColumnInt(4));
-    merged.irq_path = U(find->ColumnInt(5));
-    merged.spin_path = U(find->ColumnInt(6));
-  }
-  find->Reset();
-  merged.histogram.Merge(delta.histogram);
-  SPINTUNE_ASSIGN_OR_RETURN(
-      auto put, db_->Cached("INSERT OR REPLACE INTO histograms VALUES (?1, ?2, ?3, ?4, ?5, "
-                            "?6, ?7, ?8)"));
-  put->Bind(1, key_id).Bind(2, I(merged.histogram.total_count()));
-  put->Bind(3, I(merged.errors + delta.errors));
-  put->Bind(4, I(merged.irq_timeouts + delta.irq_timeouts));
-  put->Bind(5, I(merged.spin_timeouts + delta.spin_timeouts));
-  put->Bind(6, I(merged.irq_path + delta.irq_path));
-  put->Bind(7, I(merged.spin_path + delta.spin_path));
-  put->BindBlob(8, EncodeHistogram(merged.histogram));
-  SPINTUNE_RETURN_IF_ERROR(put->Run());
-  return key_id;
-}
-
-absl::Status Store::MergeWindow(int64_t key_id, uint64_t window, const LatencyHistogram& delta) {
-  SPINTUNE_ASSIGN_OR_RETURN(
-      auto win, db_->Cached("SELECT buckets FROM histogram_windows WHERE key_id = ?1 AND "
-                            "window = ?2"));
-  win->Bind(1, key_id).Bind(2, I(window));
-  SPINTUNE_ASSIGN_OR_RETURN(bool has_window, win->Step());
-  LatencyHistogram windowed;
-  if (has_window) {
-    SPINTUNE_ASSIGN_OR_RETURN(windowed, DecodeHistogram(win->ColumnBlob(0)));
-  }
-  win->Reset();
-  windowed.Merge(delta);
-  SPINTUNE_ASSIGN_OR_RETURN(
-      auto put_window, db_->Cached("INSERT OR REPLACE INTO histogram_windows VALUES (?1, ?2, "
-                                   "?3, ?4)"));
-  put_window->Bind(1, key_id).Bind(2, I(window)).Bind(3, I(windowed.total_count()));
-  put_window->BindBlob(4, EncodeHistogram(windowed));
-  return put_window->Run();
-}
-
-absl::Status Store::MergeDispatch(int64_t target_id, const DispatchRecord& delta) {
-  SPINTUNE_ASSIGN_OR_RETURN(
-      auto find, db_->Cached("SELECT handler_buckets, wake_buckets FROM dispatch_stats "
-                              "WHERE target_id = ?1 AND cpu_class = ?2 AND device = ?3"));
-  find->Bind(1, target_id).Bind(2, delta.cpu_class).Bind(3, delta.device);
-  SPINTUNE_ASSIGN_OR_RETURN(bool found, find->Step());
-  LatencyHistogram handler, wake;
-  if (found) {
-    SPINTUNE_ASSIGN_OR_RETURN(handler, DecodeHistogram(find->ColumnBlob(0)));
-    SPINTUNE_ASSIGN_OR_RETURN(wake, DecodeHistogram(find->ColumnBlob(1)));
-  }
-  handler.Merge(delta.handler);
-  wake.Merge(delta.wake);
-  SPINTUNE_ASSIGN_OR_RETURN(
-      auto put, db_->Cached("INSERT OR REPLACE INTO dispatch_stats VALUES (?1, ?2, ?3, ?4, "
-                             "?5, ?6)"));
-  put->Bind(1, target_id).Bind(2, delta.cpu_class).Bind(3, delta.device);
-  put->Bind(4, I(handler.total_count()));
-  put->BindBlob(5, EncodeHistogram(handler)).BindBlob(6, EncodeHistogram(wake));
-  return put->Run();
-}
-
 absl::StatusOr<bool> Store::IngestBatch(int64_t target_id, const BatchDelta& batch) {
   SequencedBatch b;
   b.target_id = target_id;
@@ -335,7 +277,9 @@ absl::StatusOr<std::vector<IngestResult>> Store::IngestBatches(
   absl::Cleanup reset = [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS { db_->ResetCached(); };
   SPINTUNE_RETURN_IF_ERROR(tx.Begin());
   SPINTUNE_ASSIGN_OR_RETURN(
-      auto target, db_->Cached("SELECT total_samples, last_seq FROM targets WHERE id = ?1"));
+      auto target, db_->Cached(absl::StrCat(
+                       "SELECT total_samples, last_seq FROM targets WHERE id = ?1",
+                       db_->ForUpdate())));
   SPINTUNE_ASSIGN_OR_RETURN(
       auto earlier, db_->Cached("SELECT fingerprint, refused_code, refused_message FROM "
                                  "ingested WHERE target_id = ?1 AND seq = ?2"));
@@ -352,7 +296,7 @@ absl::StatusOr<std::vector<IngestResult>> Store::IngestBatches(
                                 "refused_samples = refused_samples + ?7, "
                                 "last_seq = ?8, last_seen = ?9 WHERE id = ?1"));
   SPINTUNE_ASSIGN_OR_RETURN(
-      auto stage, db_->Cached("INSERT INTO pending_deltas(target_id, seq, window, staged_at, "
+      auto stage, db_->Cached("INSERT INTO pending_deltas(target_id, seq, \"window\", staged_at, "
                               "delta) VALUES (?1, ?2, ?3, ?4, ?5)"));
   const std::string now = NowRfc3339();
   const int64_t staged_at = absl::ToUnixSeconds(absl::Now());
@@ -441,792 +385,6 @@ absl::StatusOr<std::vector<IngestResult>> Store::IngestBatches(
   return out;
 }
 
-absl::StatusOr<std::vector<std::pair<uint64_t, BatchDelta>>> Store::StagedDeltas(
-    int64_t target_id, uint64_t* last_seq) {
-  SPINTUNE_ASSIGN_OR_RETURN(
-      auto q, db_->Prepare("SELECT seq, window, delta FROM pending_deltas WHERE target_id = ?1 "
-                           "ORDER BY seq"));
-  q->Bind(1, target_id);
-  std::vector<std::pair<uint64_t, BatchDelta>> out;
-  while (true) {
-    SPINTUNE_ASSIGN_OR_RETURN(bool row, q->Step());
-    if (!row) break;
-    SPINTUNE_ASSIGN_OR_RETURN(BatchDelta d, DecodeBatchDelta(q->ColumnBlob(2)));
-    d.seq = U(q->ColumnInt(0));
-    if (last_seq != nullptr) *last_seq = d.seq;
-    out.emplace_back(U(q->ColumnInt(1)), std::move(d));
-  }
-  return out;
-}
-
-absl::Status Store::CompactLocked(int64_t target_id, uint64_t* folded) {
-  uint64_t last_seq = 0;
-  SPINTUNE_ASSIGN_OR_RETURN(auto staged, StagedDeltas(target_id, &last_seq));
-  *folded = staged.size();
-  if (staged.empty()) return absl::OkStatus();
-  // Everything staged, summed per key, per (key, window) and per dispatch
-  // record, then written once each.
-  std::map<PolicyKey, KeyEvidence> keys;
-  std::map<std::pair<PolicyKey, uint64_t>, LatencyHistogram> windows;
-  std::map<std::pair<std::string, std::string>, DispatchRecord> dispatch;
-  for (const auto& [window, delta] : staged) {
-    for (const auto& k : delta.keys) {
-      KeyEvidence& e = keys[k.key];
-      e.key = k.key;
-      e.histogram.Merge(k.histogram);
-      e.errors += k.errors;
-      e.irq_timeouts += k.irq_timeouts;
-      e.spin_timeouts += k.spin_timeouts;
-      e.irq_path += k.irq_path;
-      e.spin_path += k.spin_path;
-      windows[{k.key, window}].Merge(k.histogram);
-    }
-    for (const auto& d : delta.dispatch) {
-      DispatchRecord& r = dispatch[{d.cpu_class, d.device}];
-      r.cpu_class = d.cpu_class;
-      r.device = d.device;
-      r.handler.Merge(d.handler);
-      r.wake.Merge(d.wake);
-    }
-  }
-  std::map<PolicyKey, int64_t> key_ids;
-  for (const auto& [key, e] : keys) {
-    SPINTUNE_ASSIGN_OR_RETURN(key_ids[key], MergeKey(target_id, e));
-  }
-  for (const auto& [kw, h] : windows) {
-    SPINTUNE_RETURN_IF_ERROR(MergeWindow(key_ids.at(kw.first), kw.second, h));
-  }
-  for (const auto& [cd, d] : dispatch) SPINTUNE_RETURN_IF_ERROR(MergeDispatch(target_id, d));
-  std::map<std::pair<PolicyKey, uint64_t>, CostMoments> outcomes;
-  std::map<std::string, LatencyHistogram> timers;
-  for (const auto& [window, delta] : staged) {
-    for (const auto& o : delta.outcomes) outcomes[{o.key, o.version}].Merge(o.moments);
-    for (const auto& t : delta.timers) timers[t.cpu_class].Merge(t.oversleep);
-  }
-  for (const auto& [kv, m] : outcomes) {
-    SPINTUNE_ASSIGN_OR_RETURN(
-        auto put, db_->Cached(
-                      "INSERT INTO outcomes VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, "
-                      "?12) ON CONFLICT DO UPDATE SET requests = requests + ?7, "
-                      "cpu_ns_sum = cpu_ns_sum + ?8, latency_ns_sum = latency_ns_sum + ?9, "
-                      "cpu_ns_sq_sum = cpu_ns_sq_sum + ?10, "
-                      "latency_ns_sq_sum = latency_ns_sq_sum + ?11, "
-                      "cpu_latency_ns_sum = cpu_latency_ns_sum + ?12"));
-    const PolicyKey& k = kv.first;
-    put->Bind(1, target_id).Bind(2, k.cpu_class).Bind(3, k.device).Bind(4, I(k.opcode));
-    put->Bind(5, I(k.size_class)).Bind(6, I(kv.second)).Bind(7, I(m.requests));
-    put->Bind(8, m.cpu_ns_sum).Bind(9, m.latency_ns_sum).Bind(10, m.cpu_ns_sq_sum);
-    put->Bind(11, m.latency_ns_sq_sum).Bind(12, m.cpu_latency_ns_sum);
-    SPINTUNE_RETURN_IF_ERROR(put->Run());
-  }
-  for (const auto& [cpu_class, h] : timers) {
-    SPINTUNE_ASSIGN_OR_RETURN(
-        auto find, db_->Cached("SELECT buckets FROM timer_oversleep WHERE target_id = ?1 AND "
-                               "cpu_class = ?2"));
-    find->Bind(1, target_id).Bind(2, cpu_class);
-    SPINTUNE_ASSIGN_OR_RETURN(bool found, find->Step());
-    LatencyHistogram merged;
-    if (found) {
-      SPINTUNE_ASSIGN_OR_RETURN(merged, DecodeHistogram(find->ColumnBlob(0)));
-    }
-    find->Reset();
-    merged.Merge(h);
-    SPINTUNE_ASSIGN_OR_RETURN(
-        auto put, db_->Cached("INSERT OR REPLACE INTO timer_oversleep VALUES (?1, ?2, ?3, ?4)"));
-    put->Bind(1, target_id).Bind(2, cpu_class).Bind(3, I(merged.total_count()));
-    put->BindBlob(4, EncodeHistogram(merged));
-    SPINTUNE_RETURN_IF_ERROR(put->Run());
-  }
-  SPINTUNE_ASSIGN_OR_RETURN(
-      auto drop, db_->Cached("DELETE FROM pending_deltas WHERE target_id = ?1 AND seq <= ?2"));
-  drop->Bind(1, target_id).Bind(2, I(last_seq));
-  return drop->Run();
-}
-
-absl::StatusOr<uint64_t> Store::Compact(int64_t target_id) {
-  absl::MutexLock lock(&mu_);
-  Transaction tx(db_.get());
-  absl::Cleanup reset = [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS { db_->ResetCached(); };
-  SPINTUNE_RETURN_IF_ERROR(tx.Begin());
-  uint64_t folded = 0;
-  SPINTUNE_RETURN_IF_ERROR(CompactLocked(target_id, &folded));
-  db_->ResetCached();
-  SPINTUNE_RETURN_IF_ERROR(tx.Commit());
-  return folded;
-}
-
-absl::StatusOr<std::vector<int64_t>> Store::TargetsToCompact(uint64_t min_batches,
-                                                             absl::Duration max_age) {
-  absl::MutexLock lock(&mu_);
-  SPINTUNE_ASSIGN_OR_RETURN(
-      auto q, db_->Prepare("SELECT target_id FROM pending_deltas GROUP BY target_id "
-                           "HAVING COUNT(*) >= ?1 OR MIN(staged_at) <= ?2"));
-  q->Bind(1, I(min_batches)).Bind(2, absl::ToUnixSeconds(absl::Now() - max_age));
-  std::vector<int64_t> out;
-  while (true) {
-    SPINTUNE_ASSIGN_OR_RETURN(bool row, q->Step());
-    if (!row) break;
-    out.push_back(q->ColumnInt(0));
-  }
-  return out;
-}
-
-absl::StatusOr<std::vector<PolicyKey>> Store::ListKeys(int64_t target_id) {
-  absl::MutexLock lock(&mu_);
-  SPINTUNE_ASSIGN_OR_RETURN(
-      auto q, db_->Prepare("SELECT cpu_class, device, opcode, size_class FROM keys "
-                           "WHERE target_id = ?1"));
-  q->Bind(1, target_id);
-  std::vector<PolicyKey> out;
-  while (true) {
-    SPINTUNE_ASSIGN_OR_RETURN(bool row, q->Step());
-    if (!row) break;
-    out.push_back(KeyAt(*q, 0));
-  }
-  std::set<PolicyKey> known(out.begin(), out.end());
-  SPINTUNE_ASSIGN_OR_RETURN(auto staged, StagedDeltas(target_id, nullptr));
-  for (const auto& [window, delta] : staged) {
-    for (const auto& k : delta.keys) {
-      if (known.insert(k.key).second) out.push_back(k.key);
-    }
-  }
-  return out;
-}
-
-absl::StatusOr<std::vector<KeyEvidence>> Store::LoadKeys(int64_t target_id) {
-  absl::MutexLock lock(&mu_);
-  SPINTUNE_ASSIGN_OR_RETURN(
-      auto q, db_->Prepare("SELECT k.cpu_class, k.device, k.opcode, k.size_class, h.errors, "
-                           "h.irq_timeouts, h.spin_timeouts, h.irq_path, h.spin_path, h.buckets, "
-                           "k.since_window, k.id "
-                           "FROM keys k JOIN histograms h ON h.key_id = k.id "
-                           "WHERE k.target_id = ?1 ORDER BY k.device, k.cpu_class, k.opcode, "
-                           "k.size_class"));
-  SPINTUNE_ASSIGN_OR_RETURN(
-      auto windows, db_->Prepare("SELECT buckets FROM histogram_windows WHERE key_id = ?1 AND "
-                                 "window >= ?2"));
-  q->Bind(1, target_id);
-  std::vector<KeyEvidence> out;
-  while (true) {
-    SPINTUNE_ASSIGN_OR_RETURN(bool row, q->Step());
-    if (!row) break;
-    KeyEvidence k;
-    k.key = KeyAt(*q, 0);
-    k.errors = U(q->ColumnInt(4));
-    k.irq_timeouts = U(q->ColumnInt(5));
-    k.spin_timeouts = U(q->ColumnInt(6));
-    k.irq_path = U(q->ColumnInt(7));
-    k.spin_path = U(q->ColumnInt(8));
-    SPINTUNE_ASSIGN_OR_RETURN(k.histogram, DecodeHistogram(q->ColumnBlob(9)));
-    const int64_t since = q->ColumnInt(10);
-    if (since > 0) {  // a change was detected: only the windows since then
-      k.histogram.Clear();
-      windows->Bind(1, q->ColumnInt(11)).Bind(2, since);
-      while (true) {
-        SPINTUNE_ASSIGN_OR_RETURN(bool w, windows->Step());
-        if (!w) break;
-        SPINTUNE_ASSIGN_OR_RETURN(LatencyHistogram part, DecodeHistogram(windows->ColumnBlob(0)));
-        k.histogram.Merge(part);
-      }
-      windows->Reset();
-    }
-    out.push_back(std::move(k));
-  }
-  // Staged deltas: newer than every compacted window, so they count for a
-  // key that changed too.
-  SPINTUNE_ASSIGN_OR_RETURN(auto staged, StagedDeltas(target_id, nullptr));
-  if (!staged.empty()) {
-    std::map<PolicyKey, size_t> index;
-    for (size_t i = 0; i < out.size(); ++i) index[out[i].key] = i;
-    for (const auto& [window, delta] : staged) {
-      for (const auto& d : delta.keys) {
-        auto it = index.find(d.key);
-        if (it == index.end()) {
-          it = index.emplace(d.key, out.size()).first;
-          out.push_back(KeyEvidence{d.key, {}, 0, 0, 0, 0, 0});
-        }
-        KeyEvidence& e = out[it->second];
-        e.histogram.Merge(d.histogram);
-        e.errors += d.errors;
-        e.irq_timeouts += d.irq_timeouts;
-        e.spin_timeouts += d.spin_timeouts;
-        e.irq_path += d.irq_path;
-        e.spin_path += d.spin_path;
-      }
-    }
-    std::sort(out.begin(), out.end(), [](const KeyEvidence& a, const KeyEvidence& b) {
-      return std::tie(a.key.device, a.key.cpu_class, a.key.opcode, a.key.size_class) <
-             std::tie(b.key.device, b.key.cpu_class, b.key.opcode, b.key.size_class);
-    });
-  }
-  return out;
-}
-
-absl::StatusOr<std::vector<PolicyKey>> Store::DetectChanges(int64_t target_id,
-                                                            const ChangeTest& test,
-                                                            uint64_t min_recent) {
-  absl::MutexLock lock(&mu_);
-  Transaction tx(db_.get());
-  absl::Cleanup reset = [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS { db_->ResetCached(); };
-  SPINTUNE_RETURN_IF_ERROR(tx.Begin());
-  // The windows must hold every batch before they are compared.
-  uint64_t folded = 0;
-  SPINTUNE_RETURN_IF_ERROR(CompactLocked(target_id, &folded));
-  SPINTUNE_ASSIGN_OR_RETURN(
-      auto keys, db_->Prepare("SELECT id, cpu_class, device, opcode, size_class, since_window "
-                              "FROM keys WHERE target_id = ?1"));
-  keys->Bind(1, target_id);
-  struct Key {
-    int64_t id;
-    PolicyKey key;
-    int64_t since;
-  };
-  std::vector<Key> all;
-  while (true) {
-    SPINTUNE_ASSIGN_OR_RETURN(bool row, keys->Step());
-    if (!row) break;
-    all.push_back({keys->ColumnInt(0),
-                   {keys->ColumnText(1), keys->ColumnText(2),
-                    static_cast<uint32_t>(keys->ColumnInt(3)),
-                    static_cast<uint32_t>(keys->ColumnInt(4))},
-                   keys->ColumnInt(5)});
-  }
-  SPINTUNE_ASSIGN_OR_RETURN(
-      auto windows, db_->Prepare("SELECT window, buckets FROM histogram_windows WHERE key_id = "
-                                 "?1 AND window >= ?2 ORDER BY window"));
-  SPINTUNE_ASSIGN_OR_RETURN(
-      auto mark, db_->Prepare("UPDATE keys SET since_window = ?2 WHERE id = ?1"));
-  SPINTUNE_ASSIGN_OR_RETURN(
-      auto prune, db_->Prepare("DELETE FROM histogram_windows WHERE key_id = ?1 AND window < ?2"));
-  std::vector<PolicyKey> changed;
-  for (const Key& k : all) {
-    windows->Bind(1, k.id).Bind(2, k.since);
-    std::vector<std::pair<int64_t, LatencyHistogram>> parts;
-    while (true) {
-      SPINTUNE_ASSIGN_OR_RETURN(bool row, windows->Step());
-      if (!row) break;
-      SPINTUNE_ASSIGN_OR_RETURN(LatencyHistogram h, DecodeHistogram(windows->ColumnBlob(1)));
-      parts.emplace_back(windows->ColumnInt(0), std::move(h));
-    }
-    windows->Reset();
-    if (parts.size() < 2) continue;
-    const auto& [latest, recent] = parts.back();
-    if (recent.total_count() < min_recent) continue;
-    LatencyHistogram before;
-    for (size_t i = 0; i + 1 < parts.size(); ++i) before.Merge(parts[i].second);
-    int64_t keep_from = std::max<int64_t>(k.since, latest - static_cast<int64_t>(options_.keep_windows));
-    if (before.total_count() >= min_recent && DistributionChanged(before, recent, test)) {
-      mark->Bind(1, k.id).Bind(2, latest);
-      SPINTUNE_RETURN_IF_ERROR(mark->Run());
-      changed.push_back(k.key);
-      keep_from = latest;
-    }
-    if (k.since == 0 && keep_from == k.since) continue;
-    prune->Bind(1, k.id).Bind(2, keep_from);
-    SPINTUNE_RETURN_IF_ERROR(prune->Run());
-  }
-  SPINTUNE_RETURN_IF_ERROR(tx.Commit());
-  return changed;
-}
-
-absl::StatusOr<std::vector<DispatchRecord>> Store::LoadDispatch(int64_t target_id) {
-  absl::MutexLock lock(&mu_);
-  SPINTUNE_ASSIGN_OR_RETURN(
-      auto q, db_->Prepare("SELECT cpu_class, device, handler_buckets, wake_buckets FROM "
-                           "dispatch_stats WHERE target_id = ?1 ORDER BY cpu_class, device"));
-  q->Bind(1, target_id);
-  std::vector<DispatchRecord> out;
-  while (true) {
-    SPINTUNE_ASSIGN_OR_RETURN(bool row, q->Step());
-    if (!row) break;
-    DispatchRecord d;
-    d.cpu_class = q->ColumnText(0);
-    d.device = q->ColumnText(1);
-    SPINTUNE_ASSIGN_OR_RETURN(d.handler, DecodeHistogram(q->ColumnBlob(2)));
-    SPINTUNE_ASSIGN_OR_RETURN(d.wake, DecodeHistogram(q->ColumnBlob(3)));
-    out.push_back(std::move(d));
-  }
-  SPINTUNE_ASSIGN_OR_RETURN(auto staged, StagedDeltas(target_id, nullptr));
-  for (const auto& [window, delta] : staged) {
-    for (const auto& d : delta.dispatch) {
-      auto it = std::find_if(out.begin(), out.end(), [&](const DispatchRecord& r) {
-        return r.cpu_class == d.cpu_class && r.device == d.device;
-      });
-      if (it == out.end()) {
-        out.push_back(DispatchRecord{d.cpu_class, d.device, {}, {}});
-        it = out.end() - 1;
-      }
-      it->handler.Merge(d.handler);
-      it->wake.Merge(d.wake);
-    }
-  }
-  if (!staged.empty()) {
-    std::sort(out.begin(), out.end(), [](const DispatchRecord& a, const DispatchRecord& b) {
-      return std::tie(a.cpu_class, a.device) < std::tie(b.cpu_class, b.device);
-    });
-  }
-  return out;
-}
-
-absl::StatusOr<std::vector<OutcomeRecord>> Store::LoadOutcomes(int64_t target_id) {
-  absl::MutexLock lock(&mu_);
-  SPINTUNE_ASSIGN_OR_RETURN(
-      auto q, db_->Prepare("SELECT cpu_class, device, opcode, size_class, version, requests, "
-                           "cpu_ns_sum, latency_ns_sum, cpu_ns_sq_sum, latency_ns_sq_sum, "
-                           "cpu_latency_ns_sum FROM outcomes WHERE target_id = ?1"));
-  q->Bind(1, target_id);
-  std::map<std::pair<PolicyKey, uint64_t>, CostMoments> all;
-  while (true) {
-    SPINTUNE_ASSIGN_OR_RETURN(bool row, q->Step());
-    if (!row) break;
-    const PolicyKey key = KeyAt(*q, 0);
-    CostMoments& m = all[{key, U(q->ColumnInt(4))}];
-    m.requests = U(q->ColumnInt(5));
-    m.cpu_ns_sum = q->ColumnDouble(6);
-    m.latency_ns_sum = q->ColumnDouble(7);
-    m.cpu_ns_sq_sum = q->ColumnDouble(8);
-    m.latency_ns_sq_sum = q->ColumnDouble(9);
-    m.cpu_latency_ns_sum = q->ColumnDouble(10);
-  }
-  SPINTUNE_ASSIGN_OR_RETURN(auto staged, StagedDeltas(target_id, nullptr));
-  for (const auto& [window, delta] : staged) {
-    for (const auto& o : delta.outcomes) all[{o.key, o.version}].Merge(o.moments);
-  }
-  std::vector<OutcomeRecord> out;
-  for (const auto& [kv, m] : all) out.push_back({kv.first, kv.second, m});
-  return out;
-}
-
-absl::StatusOr<std::vector<TimerRecord>> Store::LoadTimerOversleep(int64_t target_id) {
-  absl::MutexLock lock(&mu_);
-  SPINTUNE_ASSIGN_OR_RETURN(
-      auto q, db_->Prepare("SELECT cpu_class, buckets FROM timer_oversleep WHERE target_id = ?1"));
-  q->Bind(1, target_id);
-  std::map<std::string, LatencyHistogram> all;
-  while (true) {
-    SPINTUNE_ASSIGN_OR_RETURN(bool row, q->Step());
-    if (!row) break;
-    SPINTUNE_ASSIGN_OR_RETURN(all[q->ColumnText(0)], DecodeHistogram(q->ColumnBlob(1)));
-  }
-  SPINTUNE_ASSIGN_OR_RETURN(auto staged, StagedDeltas(target_id, nullptr));
-  for (const auto& [window, delta] : staged) {
-    for (const auto& t : delta.timers) all[t.cpu_class].Merge(t.oversleep);
-  }
-  std::vector<TimerRecord> out;
-  for (auto& [cpu_class, h] : all) out.push_back({cpu_class, std::move(h)});
-  return out;
-}
-
-absl::Status Store::RecordVerification(int64_t target_id, const VerificationRecord& v) {
-  absl::MutexLock lock(&mu_);
-  SPINTUNE_ASSIGN_OR_RETURN(
-      auto q, db_->Prepare("INSERT OR REPLACE INTO verifications VALUES (?1, ?2, ?3, ?4, ?5, ?6, "
-                           "?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)"));
-  q->Bind(1, target_id).Bind(2, I(v.version)).Bind(3, v.key.cpu_class).Bind(4, v.key.device);
-  q->Bind(5, I(v.key.opcode)).Bind(6, I(v.key.size_class)).Bind(7, v.verdict);
-  q->Bind(8, v.predicted_cost_ns).Bind(9, v.measured.mean_ns).Bind(10, v.measured.low_ns);
-  q->Bind(11, v.measured.high_ns).Bind(12, I(v.requests)).Bind(13, I(v.incumbent_version));
-  q->Bind(14, v.incumbent.mean_ns).Bind(15, v.incumbent.low_ns).Bind(16, v.incumbent.high_ns);
-  q->Bind(17, I(v.rollback_version)).Bind(18, v.reason);
-  q->Bind(19, v.decided_at.empty() ? NowRfc3339() : v.decided_at);
-  return q->Run();
-}
-
-absl::StatusOr<std::vector<VerificationRecord>> Store::ListVerifications(int64_t target_id) {
-  absl::MutexLock lock(&mu_);
-  SPINTUNE_ASSIGN_OR_RETURN(
-      auto q, db_->Prepare("SELECT version, cpu_class, device, opcode, size_class, verdict, "
-                           "predicted_cost_ns, measured_cost_ns, measured_low_ns, "
-                           "measured_high_ns, requests, incumbent_version, incumbent_cost_ns, "
-                           "incumbent_low_ns, incumbent_high_ns, rollback_version, reason, "
-                           "decided_at FROM verifications WHERE target_id = ?1 "
-                           "ORDER BY version, device, cpu_class, opcode, size_class"));
-  q->Bind(1, target_id);
-  std::vector<VerificationRecord> out;
-  while (true) {
-    SPINTUNE_ASSIGN_OR_RETURN(bool row, q->Step());
-    if (!row) break;
-    VerificationRecord v;
-    v.version = U(q->ColumnInt(0));
-    v.key = KeyAt(*q, 1);
-    v.verdict = q->ColumnText(5);
-    v.predicted_cost_ns = q->ColumnDouble(6);
-    v.measured = {q->ColumnDouble(7), q->ColumnDouble(8), q->ColumnDouble(9)};
-    v.requests = U(q->ColumnInt(10));
-    v.incumbent_version = U(q->ColumnInt(11));
-    v.incumbent = {q->ColumnDouble(12), q->ColumnDouble(13), q->ColumnDouble(14)};
-    v.rollback_version = U(q->ColumnInt(15));
-    v.reason = q->ColumnText(16);
-    v.decided_at = q->ColumnText(17);
-    out.push_back(std::move(v));
-  }
-  return out;
-}
-
-absl::Status Store::HoldKey(int64_t target_id, const HeldKey& held) {
-  absl::MutexLock lock(&mu_);
-  SPINTUNE_ASSIGN_OR_RETURN(
-      auto q, db_->Prepare("INSERT OR REPLACE INTO held_keys VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, "
-                           "?8, ?9, ?10)"));
-  q->Bind(1, target_id).Bind(2, held.key.cpu_class).Bind(3, held.key.device);
-  q->Bind(4, I(held.key.opcode)).Bind(5, I(held.key.size_class));
-  q->Bind(6, static_cast<int64_t>(held.wait.strategy)).Bind(7, I(held.wait.spin_ns));
-  q->Bind(8, I(held.wait.sleep_ns)).Bind(9, I(held.wait.poll_interval_ns));
-  q->Bind(10, I(held.samples_at_hold));
-  return q->Run();
-}
-
-absl::Status Store::ReleaseKey(int64_t target_id, const PolicyKey& key) {
-  absl::MutexLock lock(&mu_);
-  SPINTUNE_ASSIGN_OR_RETURN(
-      auto q, db_->Prepare("DELETE FROM held_keys WHERE target_id = ?1 AND cpu_class = ?2 AND "
-                           "device = ?3 AND opcode = ?4 AND size_class = ?5"));
-  q->Bind(1, target_id).Bind(2, key.cpu_class).Bind(3, key.device).Bind(4, I(key.opcode));
-  q->Bind(5, I(key.size_class));
-  return q->Run();
-}
-
-absl::StatusOr<std::vector<HeldKey>> Store::ListHeldKeys(int64_t target_id) {
-  absl::MutexLock lock(&mu_);
-  SPINTUNE_ASSIGN_OR_RETURN(
-      auto q, db_->Prepare("SELECT cpu_class, device, opcode, size_class, strategy, spin_ns, "
-                           "sleep_ns, poll_interval_ns, samples_at_hold FROM held_keys "
-                           "WHERE target_id = ?1"));
-  q->Bind(1, target_id);
-  std::vector<HeldKey> out;
-  while (true) {
-    SPINTUNE_ASSIGN_OR_RETURN(bool row, q->Step());
-    if (!row) break;
-    HeldKey h;
-    h.key = KeyAt(*q, 0);
-    const int64_t strategy = q->ColumnInt(4);
-    if (strategy < 1 || strategy > 5) return absl::DataLossError("held_keys: bad strategy");
-    h.wait = {static_cast<Strategy>(strategy), U(q->ColumnInt(5)), U(q->ColumnInt(6)),
-              U(q->ColumnInt(7))};
-    h.samples_at_hold = U(q->ColumnInt(8));
-    out.push_back(std::move(h));
-  }
-  return out;
-}
-
-absl::StatusOr<std::vector<std::pair<int64_t, uint64_t>>> Store::LatestVersions() {
-  absl::MutexLock lock(&mu_);
-  SPINTUNE_ASSIGN_OR_RETURN(
-      auto q, db_->Prepare("SELECT target_id, MAX(version) FROM policy_versions GROUP BY target_id"));
-  std::vector<std::pair<int64_t, uint64_t>> out;
-  while (true) {
-    SPINTUNE_ASSIGN_OR_RETURN(bool row, q->Step());
-    if (!row) break;
-    out.emplace_back(q->ColumnInt(0), U(q->ColumnInt(1)));
-  }
-  return out;
-}
-
-absl::StatusOr<uint64_t> Store::AppendPolicyVersion(int64_t target_id, PolicyTable* table) {
-  absl::MutexLock lock(&mu_);
-  return AppendVersion(target_id, table, /*pin=*/false);
-}
-
-absl::StatusOr<uint64_t> Store::AppendPinnedVersion(int64_t target_id, PolicyTable* table) {
-  table->origin = "rollback";
-  absl::MutexLock lock(&mu_);
-  return AppendVersion(target_id, table, /*pin=*/true);
-}
-
-absl::StatusOr<uint64_t> Store::AppendVersion(int64_t target_id, PolicyTable* table, bool pin) {
-  Transaction tx(db_.get());
-  SPINTUNE_RETURN_IF_ERROR(tx.Begin());
-  if (!pin) {
-    // Checked in the transaction: a rollback between a refit's start and
-    // its store wins.
-    SPINTUNE_ASSIGN_OR_RETURN(auto p,
-                              db_->Prepare("SELECT pinned_version FROM targets WHERE id = ?1"));
-    p->Bind(1, target_id);
-    SPINTUNE_ASSIGN_OR_RETURN(bool found, p->Step());
-    if (found && p->ColumnInt(0) != 0) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("target is pinned to version ", p->ColumnInt(0)));
-    }
-  }
-  SPINTUNE_ASSIGN_OR_RETURN(auto q, db_->Prepare("SELECT COALESCE(MAX(version), 0) FROM "
-                                                 "policy_versions WHERE target_id = ?1"));
-  q->Bind(1, target_id);
-  SPINTUNE_ASSIGN_OR_RETURN(bool row, q->Step());
-  const uint64_t version = (row ? U(q->ColumnInt(0)) : 0) + 1;
-  table->version = version;
-  table->fitted_at = NowRfc3339();
-  SPINTUNE_ASSIGN_OR_RETURN(
-      auto put, db_->Prepare("INSERT INTO policy_versions VALUES (?1, ?2, ?3, ?4, ?5)"));
-  put->Bind(1, target_id).Bind(2, I(version)).Bind(3, table->fitted_at);
-  put->Bind(4, I(table->TotalSamples())).Bind(5, PolicyTableToJson(*table).dump());
-  SPINTUNE_RETURN_IF_ERROR(put->Run());
-  if (pin) {
-    SPINTUNE_ASSIGN_OR_RETURN(
-        auto p, db_->Prepare("UPDATE targets SET pinned_version = ?2 WHERE id = ?1"));
-    p->Bind(1, target_id).Bind(2, I(version));
-    SPINTUNE_RETURN_IF_ERROR(p->Run());
-  }
-  SPINTUNE_RETURN_IF_ERROR(tx.Commit());
-  return version;
-}
-
-absl::Status Store::Unpin(int64_t target_id) {
-  absl::MutexLock lock(&mu_);
-  SPINTUNE_ASSIGN_OR_RETURN(auto q,
-                            db_->Prepare("UPDATE targets SET pinned_version = 0 WHERE id = ?1"));
-  q->Bind(1, target_id);
-  return q->Run();
-}
-
-absl::StatusOr<int64_t> Store::DataVersion() {
-  absl::MutexLock lock(&mu_);
-  SPINTUNE_ASSIGN_OR_RETURN(auto q, db_->Prepare("PRAGMA data_version"));
-  SPINTUNE_ASSIGN_OR_RETURN(bool row, q->Step());
-  return row ? q->ColumnInt(0) : 0;
-}
-
-absl::Status Store::SaveProfile(const Profile& p) {
-  SPINTUNE_RETURN_IF_ERROR(ValidateProfileName(p.info.name));
-  const std::string text = ProfileToJson(p).dump();
-  absl::MutexLock lock(&mu_);
-  SPINTUNE_ASSIGN_OR_RETURN(
-      auto q, db_->Prepare("INSERT INTO profiles VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"));
-  q->Bind(1, p.info.name).Bind(2, p.info.target).Bind(3, I(p.info.source_version));
-  q->Bind(4, p.info.created_at).Bind(5, p.info.note).Bind(6, p.info.tool_version);
-  q->Bind(7, p.info.parent).Bind(8, I(p.info.samples)).Bind(9, I(p.info.keys)).Bind(10, text);
-  absl::Status s = q->Run();
-  if (absl::IsAlreadyExists(s)) {
-    return absl::AlreadyExistsError(absl::StrCat(
-        "a profile named '", p.info.name, "' exists (spintune profiles delete, or pick a name)"));
-  }
-  return s;
-}
-
-absl::StatusOr<std::vector<ProfileInfo>> Store::ListProfiles() {
-  absl::MutexLock lock(&mu_);
-  SPINTUNE_ASSIGN_OR_RETURN(
-      auto q, db_->Prepare("SELECT name, target, source_version, created_at, note, tool_version, "
-                           "parent, samples, keys FROM profiles ORDER BY created_at, name"));
-  std::vector<ProfileInfo> out;
-  while (true) {
-    SPINTUNE_ASSIGN_OR_RETURN(bool row, q->Step());
-    if (!row) break;
-    ProfileInfo p;
-    p.name = q->ColumnText(0);
-    p.target = q->ColumnText(1);
-    p.source_version = U(q->ColumnInt(2));
-    p.created_at = q->ColumnText(3);
-    p.note = q->ColumnText(4);
-    p.tool_version = q->ColumnText(5);
-    p.parent = q->ColumnText(6);
-    p.samples = U(q->ColumnInt(7));
-    p.keys = U(q->ColumnInt(8));
-    out.push_back(std::move(p));
-  }
-  return out;
-}
-
-absl::StatusOr<Profile> Store::LoadProfile(const std::string& name) {
-  absl::MutexLock lock(&mu_);
-  SPINTUNE_ASSIGN_OR_RETURN(auto q,
-                            db_->Prepare("SELECT profile_json FROM profiles WHERE name = ?1"));
-  q->Bind(1, name);
-  SPINTUNE_ASSIGN_OR_RETURN(bool row, q->Step());
-  if (!row) {
-    return absl::NotFoundError(
-        absl::StrCat("no profile '", name, "' (spintune profiles list shows them)"));
-  }
-  auto profile = ParseProfileJson(q->ColumnText(0));
-  if (!profile.ok()) {
-    return absl::DataLossError(absl::StrCat("stored profile '", name,
-                                            "' is unreadable: ", profile.status().message()));
-  }
-  return profile;
-}
-
-absl::Status Store::DeleteProfile(const std::string& name) {
-  absl::MutexLock lock(&mu_);
-  SPINTUNE_ASSIGN_OR_RETURN(auto q, db_->Prepare("DELETE FROM profiles WHERE name = ?1"));
-  q->Bind(1, name);
-  SPINTUNE_RETURN_IF_ERROR(q->Run());
-  if (db_->Changes() != 1) return absl::NotFoundError(absl::StrCat("no profile '", name, "'"));
-  return absl::OkStatus();
-}
-
-absl::StatusOr<Profile> Store::SnapshotProfile(int64_t target_id, uint64_t version,
-                                               const std::string& name) {
-  SPINTUNE_ASSIGN_OR_RETURN(auto table, LoadPolicy(target_id, version));
-  Profile p;
-  SPINTUNE_ASSIGN_OR_RETURN(p.knobs, LoadKnobSettings(target_id));
-  bool knob_only = false;
-  if (!table && version == 0) {
-    SPINTUNE_ASSIGN_OR_RETURN(auto experiments, ListExperiments(target_id));
-    knob_only = !p.knobs.empty() || !experiments.empty();
-  }
-  if (knob_only) {
-    // A target with knob experiments and no policy (a knob-only agent):
-    // an empty table of its CPU classes.
-    SPINTUNE_ASSIGN_OR_RETURN(TargetRecord target, LoadTarget(target_id));
-    table.emplace();
-    table->board = target.board;
-    for (const auto& c : target.cpu_classes) {
-      table->cpu_classes.push_back({c.name, c.cpu_khz, c.declared});
-    }
-  }
-  if (!table) {
-    return absl::NotFoundError(version ? absl::StrCat("no policy version ", version)
-                                       : std::string("the target has no policy yet"));
-  }
-  p.table = std::move(*table);
-  SPINTUNE_ASSIGN_OR_RETURN(std::vector<KeyEvidence> keys, LoadKeys(target_id));
-  // The evidence of the table's classes and devices (a key seen after the
-  // fit under a new class has no costs in this table).
-  for (auto& k : keys) {
-    const bool known_device =
-        std::any_of(p.table.devices.begin(), p.table.devices.end(),
-                    [&](const DeviceInfo& d) { return d.name == k.key.device; });
-    if (known_device && p.table.CpuClassIndex(k.key.cpu_class) >= 0) {
-      p.keys.push_back(std::move(k));
-    }
-  }
-  SPINTUNE_ASSIGN_OR_RETURN(p.dispatch, LoadDispatch(target_id));
-  SPINTUNE_ASSIGN_OR_RETURN(TargetRecord target, LoadTarget(target_id));
-  p.info.name = name;
-  p.info.target = target.agent_id;
-  p.info.source_version = p.table.version;
-  p.info.created_at = NowRfc3339();
-  for (const auto& k : p.keys) p.info.samples += k.histogram.total_count();
-  for (const auto& e : p.table.entries) p.info.keys += e.fallback ? 0 : 1;
-  return p;
-}
-
-absl::Status Store::UpdatePolicyEvidence(int64_t target_id, PolicyTable* table) {
-  absl::MutexLock lock(&mu_);
-  table->fitted_at = NowRfc3339();
-  SPINTUNE_ASSIGN_OR_RETURN(
-      auto q, db_->Prepare("UPDATE policy_versions SET samples = ?3, table_json = ?4 "
-                           "WHERE target_id = ?1 AND version = ?2"));
-  q->Bind(1, target_id).Bind(2, I(table->version)).Bind(3, I(table->TotalSamples()));
-  q->Bind(4, PolicyTableToJson(*table).dump());
-  SPINTUNE_RETURN_IF_ERROR(q->Run());
-  if (db_->Changes() != 1) {
-    return absl::NotFoundError(absl::StrCat("no policy version ", table->version));
-  }
-  return absl::OkStatus();
-}
-
-absl::StatusOr<std::optional<PolicyTable>> Store::LoadPolicy(int64_t target_id,
-                                                             uint64_t version) {
-  absl::MutexLock lock(&mu_);
-  SPINTUNE_ASSIGN_OR_RETURN(
-      auto q, db_->Prepare(version == 0
-                               ? "SELECT table_json FROM policy_versions WHERE target_id = ?1 "
-                                 "ORDER BY version DESC LIMIT 1"
-                               : "SELECT table_json FROM policy_versions WHERE target_id = ?1 "
-                                 "AND version = ?2"));
-  q->Bind(1, target_id);
-  if (version != 0) q->Bind(2, I(version));
-  SPINTUNE_ASSIGN_OR_RETURN(bool row, q->Step());
-  if (!row) return std::optional<PolicyTable>();
-  auto table = ParsePolicyJson(q->ColumnText(0));
-  if (!table.ok()) {
-    return absl::DataLossError(
-        absl::StrCat("stored policy version is unreadable: ", table.status().message()));
-  }
-  return std::optional<PolicyTable>(std::move(*table));
-}
-
-namespace {
-
-std::string Sha256Hex(const std::string& text) {
-  unsigned char digest[SHA256_DIGEST_LENGTH];
-  SHA256(reinterpret_cast<const unsigned char*>(text.data()), text.size(), digest);
-  std::string hex;
-  for (unsigned char b : digest) absl::StrAppend(&hex, absl::Hex(b, absl::kZeroPad2));
-  return hex;
-}
-
-}  // namespace
-
-absl::StatusOr<std::string> Store::AddToken(const std::string& name, const std::string& target,
-                                            bool admin) {
-  if (name.empty() || name.size() > 64) {
-    return absl::InvalidArgumentError("token name: 1..64 characters");
-  }
-  if (admin == !target.empty()) {
-    return absl::InvalidArgumentError("a token is either for one target (--target) or --admin");
-  }
-  unsigned char raw[32];
-  if (RAND_bytes(raw, sizeof(raw)) != 1) return absl::InternalError("no random bytes");
-  std::string token = "st_";
-  for (unsigned char b : raw) absl::StrAppend(&token, absl::Hex(b, absl::kZeroPad2));
-  absl::MutexLock lock(&mu_);
-  SPINTUNE_ASSIGN_OR_RETURN(
-      auto q, db_->Prepare("INSERT INTO tokens (name, sha256, target, admin, created_at) "
-                           "VALUES (?1, ?2, ?3, ?4, ?5)"));
-  q->Bind(1, name).Bind(2, Sha256Hex(token)).Bind(3, target).Bind(4, int64_t{admin ? 1 : 0});
-  q->Bind(5, NowRfc3339());
-  absl::Status s = q->Run();
-  if (absl::IsAlreadyExists(s)) {
-    return absl::AlreadyExistsError(absl::StrCat("a token named '", name, "' exists"));
-  }
-  SPINTUNE_RETURN_IF_ERROR(s);
-  return token;
-}
-
-absl::StatusOr<std::vector<TokenRecord>> Store::ListTokens() {
-  absl::MutexLock lock(&mu_);
-  SPINTUNE_ASSIGN_OR_RETURN(
-      auto q, db_->Prepare("SELECT name, target, admin, created_at, revoked_at FROM tokens "
-                           "ORDER BY name"));
-  std::vector<TokenRecord> out;
-  while (true) {
-    SPINTUNE_ASSIGN_OR_RETURN(bool row, q->Step());
-    if (!row) break;
-    out.push_back({q->ColumnText(0), q->ColumnText(1), q->ColumnInt(2) != 0, q->ColumnText(3),
-                   q->ColumnText(4)});
-  }
-  return out;
-}
-
-absl::Status Store::RevokeToken(const std::string& name) {
-  absl::MutexLock lock(&mu_);
-  SPINTUNE_ASSIGN_OR_RETURN(
-      auto q, db_->Prepare("UPDATE tokens SET revoked_at = ?2 WHERE name = ?1 AND revoked_at = ''"));
-  q->Bind(1, name).Bind(2, NowRfc3339());
-  SPINTUNE_RETURN_IF_ERROR(q->Run());
-  if (db_->Changes() == 0) {
-    return absl::NotFoundError(absl::StrCat("no valid token named '", name, "'"));
-  }
-  return absl::OkStatus();
-}
-
-absl::StatusOr<TokenRecord> Store::LookupToken(const std::string& token) {
-  absl::MutexLock lock(&mu_);
-  SPINTUNE_ASSIGN_OR_RETURN(
-      auto q, db_->Prepare("SELECT name, target, admin, created_at, revoked_at FROM tokens "
-                           "WHERE sha256 = ?1 AND revoked_at = ''"));
-  q->Bind(1, Sha256Hex(token));
-  SPINTUNE_ASSIGN_OR_RETURN(bool row, q->Step());
-  if (!row) return absl::NotFoundError("unknown or revoked token");
-  return TokenRecord{q->ColumnText(0), q->ColumnText(1), q->ColumnInt(2) != 0, q->ColumnText(3),
-                     q->ColumnText(4)};
-}
-
-absl::Status Store::CheckIntegrity() {
-  absl::MutexLock lock(&mu_);
-  SPINTUNE_ASSIGN_OR_RETURN(auto q, db_->Prepare("PRAGMA integrity_check"));
-  std::string findings;
-  while (true) {
-    SPINTUNE_ASSIGN_OR_RETURN(bool row, q->Step());
-    if (!row) break;
-    const std::string line = q->ColumnText(0);
-    if (line != "ok") absl::StrAppend(&findings, line, "; ");
-  }
-  if (!findings.empty()) return absl::DataLossError("database integrity: " + findings);
-  return absl::OkStatus();
-}
-
 absl::Status Store::RecordApplied(int64_t target_id, uint64_t version,
                                   const std::string& error) {
   absl::MutexLock lock(&mu_);
@@ -1238,6 +396,26 @@ absl::Status Store::RecordApplied(int64_t target_id, uint64_t version,
   q->Bind(1, target_id).Bind(2, I(version));
   if (!error.empty()) q->Bind(3, absl::StrCat("version ", version, ": ", error));
   return q->Run();
+}
+
+absl::StatusOr<bool> Store::LeaseTarget(int64_t target_id) {
+  absl::MutexLock lock(&mu_);
+  return db_->TryLockTarget(target_id);
+}
+
+void Store::ReleaseTarget(int64_t target_id) {
+  absl::MutexLock lock(&mu_);
+  db_->UnlockTarget(target_id);
+}
+
+absl::StatusOr<int64_t> Store::DataVersion() {
+  absl::MutexLock lock(&mu_);
+  return db_->DataVersion();
+}
+
+absl::Status Store::CheckIntegrity() {
+  absl::MutexLock lock(&mu_);
+  return db_->CheckIntegrity();
 }
 
 }  // namespace spintune

@@ -1,10 +1,12 @@
-// Store: the tuner's SQLite database (schema in storage/SCHEMA.md).
+// Store: the tuner's database (schema in storage/SCHEMA.md), on SQLite (one
+// file, the default) or PostgreSQL (shared by several tuners).
 //
 // Holds targets with their CPU classes and devices, per-key completion
 // histograms, per-(CPU class, device) dispatch histograms, the (target, seq)
 // of every ingested batch for exactly-once ingest, and every policy version.
 // A batch is ingested in one transaction: after IngestBatch() returns OK the
-// batch is durable (WAL, synchronous=FULL) and a replay of the same
+// batch is durable (SQLite: WAL, synchronous=FULL; PostgreSQL: committed)
+// and a replay of the same
 // (target, seq) is reported as a duplicate without changing anything.
 //
 // Thread-safety: all methods are thread-safe (one connection behind a mutex).
@@ -27,7 +29,7 @@
 #include "policy/policy_table.h"
 #include "storage/experiment_record.h"
 #include "storage/profile.h"
-#include "storage/sqlite_db.h"
+#include "storage/sql_db.h"
 
 namespace spintune {
 
@@ -167,18 +169,21 @@ struct StoreOptions {
   // Windows older than this many are pruned unless still in use.
   uint64_t keep_windows = 32;
   // Bytes kept allocated beside the database for recovering from a full
-  // disk (SqliteDb::Open); 0: none.
+  // disk (SqliteDb::Open); 0: none. SQLite only.
   uint64_t reserve_bytes = 0;
 };
 
 class Store {
  public:
-  // Opens the database and migrates it. kCreate (the tuner) creates a
-  // missing (or empty) file; kExisting refuses it (NotFound); kReadOnly also
-  // never writes (read-only media work) and refuses a schema it would have
-  // to migrate. Any mode refuses a file that is not a spintune database
-  // (InvalidArgument) and leaves it as it was. ":memory:" works (kCreate).
-  static absl::StatusOr<std::unique_ptr<Store>> Open(const std::string& path,
+  // Opens the database `db` names (ParseDbSpec: a file, sqlite:PATH or
+  // postgresql://...) and migrates it. kCreate (the tuner) creates a
+  // missing (or empty) file or schema; kExisting refuses it (NotFound);
+  // kReadOnly also never writes (read-only media work) and refuses a schema
+  // it would have to migrate. Any mode refuses a database that is not a
+  // spintune database (InvalidArgument) and leaves it as it was. ":memory:"
+  // works (kCreate). A PostgreSQL database must exist (createdb); an
+  // unreachable server or a refused login is Unavailable, in one line.
+  static absl::StatusOr<std::unique_ptr<Store>> Open(const std::string& db,
                                                      const StoreOptions& options = {},
                                                      OpenMode mode = OpenMode::kCreate);
 
@@ -284,10 +289,20 @@ class Store {
   // The valid (not revoked) token, or NotFound.
   absl::StatusOr<TokenRecord> LookupToken(const std::string& token);
 
+  // Several tuners on one database: a tuner refits (and stores versions
+  // for) a target only while it holds the target's lease. True when this
+  // store holds it now (or did already); false when another does. A lease
+  // ends with ReleaseTarget() or with this store's connection (PostgreSQL:
+  // at once when its process dies, within about 25 s when the network
+  // fails). SQLite: always true.
+  absl::StatusOr<bool> LeaseTarget(int64_t target_id);
+  void ReleaseTarget(int64_t target_id);
+
   // Changes whenever another connection (another process) committed to
-  // the database since the last call (PRAGMA data_version).
+  // the database since the last call (SqlDb::DataVersion).
   absl::StatusOr<int64_t> DataVersion();
-  // PRAGMA integrity_check: OK, or DataLoss with SQLite's findings.
+  // SQLite's integrity_check: OK, or DataLoss with its findings
+  // (PostgreSQL: OK).
   absl::Status CheckIntegrity();
   // Records what the agent reported applying (error empty on success).
   absl::Status RecordApplied(int64_t target_id, uint64_t version, const std::string& error);
@@ -325,7 +340,7 @@ class Store {
                                    const std::vector<KnobSettingRecord>& settings);
 
  private:
-  Store(std::unique_ptr<SqliteDb> db, StoreOptions options)
+  Store(std::unique_ptr<SqlDb> db, StoreOptions options)
       : options_(options), db_(std::move(db)) {}
   absl::StatusOr<uint64_t> AppendVersion(int64_t target_id, PolicyTable* table, bool pin)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -355,7 +370,7 @@ class Store {
 
   const StoreOptions options_;
   absl::Mutex mu_;
-  std::unique_ptr<SqliteDb> db_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<SqlDb> db_ ABSL_GUARDED_BY(mu_);
 };
 
 // Current UTC time as RFC 3339 ("2026-11-30T02:47:01Z").

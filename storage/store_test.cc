@@ -8,6 +8,7 @@
 #include <random>
 
 #include "gtest/gtest.h"
+#include "storage/backend_test.h"
 #include "storage/migrations.h"
 
 namespace spintune {
@@ -45,8 +46,11 @@ BatchDelta Batch(uint64_t seq, uint64_t value_ns, uint64_t count) {
   return b;
 }
 
-TEST(Store, IngestsEachBatchExactlyOnce) {
-  auto store = Store::Open(":memory:");
+class StoreTest : public BackendTest {};
+INSTANTIATE_SPINTUNE_BACKENDS(StoreTest);
+
+TEST_P(StoreTest, IngestsEachBatchExactlyOnce) {
+  auto store = Store::Open(NewDb());
   ASSERT_TRUE(store.ok()) << store.status();
   auto id = (*store)->UpsertTarget(Board("agent-1"));
   ASSERT_TRUE(id.ok()) << id.status();
@@ -73,8 +77,8 @@ TEST(Store, IngestsEachBatchExactlyOnce) {
 
 // Ingest stages each batch; compaction folds them into the histograms. What
 // a reader sees is the same before and after, and after a reopen.
-TEST(Store, StagedBatchesReadTheSameBeforeAndAfterCompaction) {
-  auto store = Store::Open(":memory:");
+TEST_P(StoreTest, StagedBatchesReadTheSameBeforeAndAfterCompaction) {
+  auto store = Store::Open(NewDb());
   ASSERT_TRUE(store.ok());
   auto id = (*store)->UpsertTarget(Board("agent-1"));
   ASSERT_TRUE(id.ok());
@@ -163,8 +167,8 @@ TEST(Store, OpensADatabaseWhoseWriterDiedWithAnUnrecoveredLog) {
   std::filesystem::remove(path + "-shm");
 }
 
-TEST(Store, UpsertKeepsTheTargetAndReplacesItsDescription) {
-  auto store = Store::Open(":memory:");
+TEST_P(StoreTest, UpsertKeepsTheTargetAndReplacesItsDescription) {
+  auto store = Store::Open(NewDb());
   ASSERT_TRUE(store.ok());
   auto a = (*store)->UpsertTarget(Board("agent-1"));
   TargetRecord changed = Board("agent-1");
@@ -183,8 +187,8 @@ TEST(Store, UpsertKeepsTheTargetAndReplacesItsDescription) {
   EXPECT_EQ(loaded->cpu_classes[0].irq_overhead_cpu_ns, 600);
 }
 
-TEST(Store, PolicyVersionsIncreaseAndRoundTrip) {
-  auto store = Store::Open(":memory:");
+TEST_P(StoreTest, PolicyVersionsIncreaseAndRoundTrip) {
+  auto store = Store::Open(NewDb());
   ASSERT_TRUE(store.ok());
   auto id = (*store)->UpsertTarget(Board("agent-1"));
   ASSERT_TRUE(id.ok());
@@ -226,9 +230,8 @@ TEST(Store, PolicyVersionsIncreaseAndRoundTrip) {
   EXPECT_EQ(*(*store)->AppendPolicyVersion(*id, &t), 4u);
 }
 
-TEST(Store, SurvivesReopenAndRefusesNewerSchemas) {
-  const std::string path = ::testing::TempDir() + "/store_test_" + std::to_string(getpid()) + ".db";
-  std::filesystem::remove(path);
+TEST_P(StoreTest, SurvivesReopenAndRefusesNewerSchemas) {
+  const std::string path = NewDb(/*file=*/true);
   {
     auto store = Store::Open(path);
     ASSERT_TRUE(store.ok()) << store.status();
@@ -244,16 +247,13 @@ TEST(Store, SurvivesReopenAndRefusesNewerSchemas) {
     EXPECT_FALSE(*(*store)->IngestBatch((*t)->id, Batch(1, 1000, 10)));
   }
   {
-    auto db = SqliteDb::Open(path);
+    auto db = OpenSqlDb(path);
     ASSERT_TRUE(db.ok());
     ASSERT_TRUE((*db)->Exec("INSERT INTO schema_version VALUES (999)").ok());
   }
   auto store = Store::Open(path);
   EXPECT_EQ(store.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_NE(store.status().message().find("newer"), std::string::npos);
-  std::filesystem::remove(path);
-  std::filesystem::remove(path + "-wal");
-  std::filesystem::remove(path + "-shm");
 }
 
 }  // namespace
@@ -274,10 +274,10 @@ BatchDelta Lognormal(uint64_t seq, double median, int n, std::mt19937_64& rng) {
   return b;
 }
 
-TEST(Store, DetectsADistributionChangeAndFitsOnlyWhatCameAfter) {
+TEST_P(StoreTest, DetectsADistributionChangeAndFitsOnlyWhatCameAfter) {
   StoreOptions options;
   options.window_samples = 1000;
-  auto store = Store::Open(":memory:", options);
+  auto store = Store::Open(NewDb(), options);
   ASSERT_TRUE(store.ok());
   auto id = (*store)->UpsertTarget(Board("agent-1"));
   ASSERT_TRUE(id.ok());

@@ -5,6 +5,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "common/cpu_clock.h"
 #include "common/logging.h"
@@ -143,6 +144,19 @@ FitResult Fitter::Run(const Request& r) {
 FitResult Fitter::RunRefit(const Request& r) {
   FitResult out;
   const int64_t target_id = r.target_id;
+  // Tuners sharing a database refit a target one at a time: the one that
+  // holds its lease stores the version, the others push it to their
+  // sessions (TunerCore::PushExternalVersions).
+  auto lease = store_->LeaseTarget(target_id);
+  if (!lease.ok()) {
+    out.status = lease.status();
+    return out;
+  }
+  if (!*lease) {
+    Logger().debug("target={} is being refitted by another tuner", target_id);
+    return out;
+  }
+  absl::Cleanup release = [&] { store_->ReleaseTarget(target_id); };
   auto changed = store_->DetectChanges(target_id, options_.change);
   if (!changed.ok()) {
     Logger().error("drift detection for target={} failed: {}", target_id,

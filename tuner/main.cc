@@ -110,7 +110,10 @@ int main(int argc, char** argv) {
   app.allow_config_extras(CLI::config_extras_mode::error);  // a typo is an error
   app.add_option("--listen", listen, "Address to listen on (port 0: any free port)")
       ->capture_default_str();
-  app.add_option("--db", db, "SQLite database file (created if missing)")
+  app.add_option("--db", db,
+                 "Database: an SQLite file (created if missing; or sqlite:PATH), or "
+                 "postgresql://USER@HOST/DB, an existing PostgreSQL database several tuners "
+                 "share (docs/deploy.md)")
       ->check(spintune::NotADirectory())
       ->capture_default_str();
   spintune::AddFitFlags(&app, &fit);

@@ -1,0 +1,501 @@
+// Store: each target's evidence: staged deltas, their compaction into
+// per-key and per-window histograms, drift windows, and the reads that see
+// both (storage/store.h, SCHEMA.md "Compaction").
+#include <algorithm>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include "absl/cleanup/cleanup.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "common/status_macros.h"
+#include "storage/delta_codec.h"
+#include "storage/histogram_codec.h"
+#include "storage/store.h"
+#include "storage/store_rows.h"
+
+namespace spintune {
+namespace {
+
+using store_rows::I;
+using store_rows::KeyAt;
+using store_rows::U;
+using store_rows::Upsert;
+
+// The upserts compaction runs for every key, window and record it folds.
+enum class Put { kHistogram, kWindow, kDispatch, kTimer };
+const std::string& UpsertOf(Put table) {
+  static const std::string* const kSql = new std::string[4]{
+      Upsert("histograms",
+             {"key_id", "samples", "errors", "irq_timeouts", "spin_timeouts", "irq_path",
+              "spin_path", "buckets"},
+             1),
+      Upsert("histogram_windows", {"key_id", "\"window\"", "samples", "buckets"}, 2),
+      Upsert("dispatch_stats",
+             {"target_id", "cpu_class", "device", "samples", "handler_buckets", "wake_buckets"},
+             3),
+      Upsert("timer_oversleep", {"target_id", "cpu_class", "samples", "buckets"}, 2)};
+  return kSql[static_cast<int>(table)];
+}
+}  // namespace
+
+absl::StatusOr<int64_t> Store::MergeKey(int64_t target_id, const KeyEvidence& delta) {
+  SPINTUNE_ASSIGN_OR_RETURN(
+      auto insert_key,
+      db_->Cached("INSERT INTO keys(target_id, cpu_class, device, opcode, size_class) "
+                  "VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT DO NOTHING"));
+  insert_key->Bind(1, target_id).Bind(2, delta.key.cpu_class).Bind(3, delta.key.device);
+  insert_key->Bind(4, I(delta.key.opcode)).Bind(5, I(delta.key.size_class));
+  SPINTUNE_RETURN_IF_ERROR(insert_key->Run());
+  SPINTUNE_ASSIGN_OR_RETURN(
+      auto find,
+      db_->Cached("SELECT k.id, h.samples, h.errors, h.irq_timeouts, h.spin_timeouts, "
+                  "h.irq_path, h.spin_path, h.buckets FROM keys k LEFT JOIN histograms h "
+                  "ON h.key_id = k.id WHERE k.target_id = ?1 AND k.cpu_class = ?2 AND "
+                  "k.device = ?3 AND k.opcode = ?4 AND k.size_class = ?5"));
+  find->Bind(1, target_id).Bind(2, delta.key.cpu_class).Bind(3, delta.key.device);
+  find->Bind(4, I(delta.key.opcode)).Bind(5, I(delta.key.size_class));
+  SPINTUNE_ASSIGN_OR_RETURN(bool found, find->Step());
+  if (!found) return absl::InternalError("key vanished during merge");
+  const int64_t key_id = find->ColumnInt(0);
+  KeyEvidence merged;
+  if (!find->ColumnIsNull(1)) {
+    SPINTUNE_ASSIGN_OR_RETURN(merged.histogram, DecodeHistogram(find->ColumnBlob(7)));
+    merged.errors = U(find->ColumnInt(2));
+    merged.irq_timeouts = U(find->ColumnInt(3));
+    merged.spin_timeouts = U(find->ColumnInt(4));
+    merged.irq_path = U(find->ColumnInt(5));
+    merged.spin_path = U(find->ColumnInt(6));
+  }
+  find->Reset();
+  merged.histogram.Merge(delta.histogram);
+  SPINTUNE_ASSIGN_OR_RETURN(
+      auto put, db_->Cached(UpsertOf(Put::kHistogram)));
+  put->Bind(1, key_id).Bind(2, I(merged.histogram.total_count()));
+  put->Bind(3, I(merged.errors + delta.errors));
+  put->Bind(4, I(merged.irq_timeouts + delta.irq_timeouts));
+  put->Bind(5, I(merged.spin_timeouts + delta.spin_timeouts));
+  put->Bind(6, I(merged.irq_path + delta.irq_path));
+  put->Bind(7, I(merged.spin_path + delta.spin_path));
+  put->BindBlob(8, EncodeHistogram(merged.histogram));
+  SPINTUNE_RETURN_IF_ERROR(put->Run());
+  return key_id;
+}
+
+absl::Status Store::MergeWindow(int64_t key_id, uint64_t window, const LatencyHistogram& delta) {
+  SPINTUNE_ASSIGN_OR_RETURN(
+      auto win, db_->Cached("SELECT buckets FROM histogram_windows WHERE key_id = ?1 AND "
+                            "\"window\" = ?2"));
+  win->Bind(1, key_id).Bind(2, I(window));
+  SPINTUNE_ASSIGN_OR_RETURN(bool has_window, win->Step());
+  LatencyHistogram windowed;
+  if (has_window) {
+    SPINTUNE_ASSIGN_OR_RETURN(windowed, DecodeHistogram(win->ColumnBlob(0)));
+  }
+  win->Reset();
+  windowed.Merge(delta);
+  SPINTUNE_ASSIGN_OR_RETURN(
+      auto put_window, db_->Cached(UpsertOf(Put::kWindow)));
+  put_window->Bind(1, key_id).Bind(2, I(window)).Bind(3, I(windowed.total_count()));
+  put_window->BindBlob(4, EncodeHistogram(windowed));
+  return put_window->Run();
+}
+
+absl::Status Store::MergeDispatch(int64_t target_id, const DispatchRecord& delta) {
+  SPINTUNE_ASSIGN_OR_RETURN(
+      auto find, db_->Cached("SELECT handler_buckets, wake_buckets FROM dispatch_stats "
+                              "WHERE target_id = ?1 AND cpu_class = ?2 AND device = ?3"));
+  find->Bind(1, target_id).Bind(2, delta.cpu_class).Bind(3, delta.device);
+  SPINTUNE_ASSIGN_OR_RETURN(bool found, find->Step());
+  LatencyHistogram handler, wake;
+  if (found) {
+    SPINTUNE_ASSIGN_OR_RETURN(handler, DecodeHistogram(find->ColumnBlob(0)));
+    SPINTUNE_ASSIGN_OR_RETURN(wake, DecodeHistogram(find->ColumnBlob(1)));
+  }
+  handler.Merge(delta.handler);
+  wake.Merge(delta.wake);
+  SPINTUNE_ASSIGN_OR_RETURN(
+      auto put, db_->Cached(UpsertOf(Put::kDispatch)));
+  put->Bind(1, target_id).Bind(2, delta.cpu_class).Bind(3, delta.device);
+  put->Bind(4, I(handler.total_count()));
+  put->BindBlob(5, EncodeHistogram(handler)).BindBlob(6, EncodeHistogram(wake));
+  return put->Run();
+}
+
+absl::StatusOr<std::vector<std::pair<uint64_t, BatchDelta>>> Store::StagedDeltas(
+    int64_t target_id, uint64_t* last_seq) {
+  SPINTUNE_ASSIGN_OR_RETURN(
+      auto q, db_->Prepare("SELECT seq, \"window\", delta FROM pending_deltas WHERE target_id = ?1 "
+                           "ORDER BY seq"));
+  q->Bind(1, target_id);
+  std::vector<std::pair<uint64_t, BatchDelta>> out;
+  while (true) {
+    SPINTUNE_ASSIGN_OR_RETURN(bool row, q->Step());
+    if (!row) break;
+    SPINTUNE_ASSIGN_OR_RETURN(BatchDelta d, DecodeBatchDelta(q->ColumnBlob(2)));
+    d.seq = U(q->ColumnInt(0));
+    if (last_seq != nullptr) *last_seq = d.seq;
+    out.emplace_back(U(q->ColumnInt(1)), std::move(d));
+  }
+  return out;
+}
+
+absl::Status Store::CompactLocked(int64_t target_id, uint64_t* folded) {
+  uint64_t last_seq = 0;
+  SPINTUNE_ASSIGN_OR_RETURN(auto staged, StagedDeltas(target_id, &last_seq));
+  *folded = staged.size();
+  if (staged.empty()) return absl::OkStatus();
+  // Everything staged, summed per key, per (key, window) and per dispatch
+  // record, then written once each.
+  std::map<PolicyKey, KeyEvidence> keys;
+  std::map<std::pair<PolicyKey, uint64_t>, LatencyHistogram> windows;
+  std::map<std::pair<std::string, std::string>, DispatchRecord> dispatch;
+  for (const auto& [window, delta] : staged) {
+    for (const auto& k : delta.keys) {
+      KeyEvidence& e = keys[k.key];
+      e.key = k.key;
+      e.histogram.Merge(k.histogram);
+      e.errors += k.errors;
+      e.irq_timeouts += k.irq_timeouts;
+      e.spin_timeouts += k.spin_timeouts;
+      e.irq_path += k.irq_path;
+      e.spin_path += k.spin_path;
+      windows[{k.key, window}].Merge(k.histogram);
+    }
+    for (const auto& d : delta.dispatch) {
+      DispatchRecord& r = dispatch[{d.cpu_class, d.device}];
+      r.cpu_class = d.cpu_class;
+      r.device = d.device;
+      r.handler.Merge(d.handler);
+      r.wake.Merge(d.wake);
+    }
+  }
+  std::map<PolicyKey, int64_t> key_ids;
+  for (const auto& [key, e] : keys) {
+    SPINTUNE_ASSIGN_OR_RETURN(key_ids[key], MergeKey(target_id, e));
+  }
+  for (const auto& [kw, h] : windows) {
+    SPINTUNE_RETURN_IF_ERROR(MergeWindow(key_ids.at(kw.first), kw.second, h));
+  }
+  for (const auto& [cd, d] : dispatch) SPINTUNE_RETURN_IF_ERROR(MergeDispatch(target_id, d));
+  std::map<std::pair<PolicyKey, uint64_t>, CostMoments> outcomes;
+  std::map<std::string, LatencyHistogram> timers;
+  for (const auto& [window, delta] : staged) {
+    for (const auto& o : delta.outcomes) outcomes[{o.key, o.version}].Merge(o.moments);
+    for (const auto& t : delta.timers) timers[t.cpu_class].Merge(t.oversleep);
+  }
+  for (const auto& [kv, m] : outcomes) {
+    SPINTUNE_ASSIGN_OR_RETURN(
+        auto put, db_->Cached(
+                      "INSERT INTO outcomes VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, "
+                      "?12) ON CONFLICT (target_id, cpu_class, device, opcode, size_class, "
+                      "version) DO UPDATE SET requests = outcomes.requests + ?7, "
+                      "cpu_ns_sum = outcomes.cpu_ns_sum + ?8, "
+                      "latency_ns_sum = outcomes.latency_ns_sum + ?9, "
+                      "cpu_ns_sq_sum = outcomes.cpu_ns_sq_sum + ?10, "
+                      "latency_ns_sq_sum = outcomes.latency_ns_sq_sum + ?11, "
+                      "cpu_latency_ns_sum = outcomes.cpu_latency_ns_sum + ?12"));
+    const PolicyKey& k = kv.first;
+    put->Bind(1, target_id).Bind(2, k.cpu_class).Bind(3, k.device).Bind(4, I(k.opcode));
+    put->Bind(5, I(k.size_class)).Bind(6, I(kv.second)).Bind(7, I(m.requests));
+    put->Bind(8, m.cpu_ns_sum).Bind(9, m.latency_ns_sum).Bind(10, m.cpu_ns_sq_sum);
+    put->Bind(11, m.latency_ns_sq_sum).Bind(12, m.cpu_latency_ns_sum);
+    SPINTUNE_RETURN_IF_ERROR(put->Run());
+  }
+  for (const auto& [cpu_class, h] : timers) {
+    SPINTUNE_ASSIGN_OR_RETURN(
+        auto find, db_->Cached("SELECT buckets FROM timer_oversleep WHERE target_id = ?1 AND "
+                               "cpu_class = ?2"));
+    find->Bind(1, target_id).Bind(2, cpu_class);
+    SPINTUNE_ASSIGN_OR_RETURN(bool found, find->Step());
+    LatencyHistogram merged;
+    if (found) {
+      SPINTUNE_ASSIGN_OR_RETURN(merged, DecodeHistogram(find->ColumnBlob(0)));
+    }
+    find->Reset();
+    merged.Merge(h);
+    SPINTUNE_ASSIGN_OR_RETURN(
+        auto put, db_->Cached(UpsertOf(Put::kTimer)));
+    put->Bind(1, target_id).Bind(2, cpu_class).Bind(3, I(merged.total_count()));
+    put->BindBlob(4, EncodeHistogram(merged));
+    SPINTUNE_RETURN_IF_ERROR(put->Run());
+  }
+  SPINTUNE_ASSIGN_OR_RETURN(
+      auto drop, db_->Cached("DELETE FROM pending_deltas WHERE target_id = ?1 AND seq <= ?2"));
+  drop->Bind(1, target_id).Bind(2, I(last_seq));
+  return drop->Run();
+}
+
+absl::StatusOr<uint64_t> Store::Compact(int64_t target_id) {
+  absl::MutexLock lock(&mu_);
+  Transaction tx(db_.get());
+  absl::Cleanup reset = [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS { db_->ResetCached(); };
+  SPINTUNE_RETURN_IF_ERROR(tx.Begin());
+  uint64_t folded = 0;
+  SPINTUNE_RETURN_IF_ERROR(CompactLocked(target_id, &folded));
+  db_->ResetCached();
+  SPINTUNE_RETURN_IF_ERROR(tx.Commit());
+  return folded;
+}
+
+absl::StatusOr<std::vector<int64_t>> Store::TargetsToCompact(uint64_t min_batches,
+                                                             absl::Duration max_age) {
+  absl::MutexLock lock(&mu_);
+  SPINTUNE_ASSIGN_OR_RETURN(
+      auto q, db_->Prepare("SELECT target_id FROM pending_deltas GROUP BY target_id "
+                           "HAVING COUNT(*) >= ?1 OR MIN(staged_at) <= ?2"));
+  q->Bind(1, I(min_batches)).Bind(2, absl::ToUnixSeconds(absl::Now() - max_age));
+  std::vector<int64_t> out;
+  while (true) {
+    SPINTUNE_ASSIGN_OR_RETURN(bool row, q->Step());
+    if (!row) break;
+    out.push_back(q->ColumnInt(0));
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<PolicyKey>> Store::ListKeys(int64_t target_id) {
+  absl::MutexLock lock(&mu_);
+  SPINTUNE_ASSIGN_OR_RETURN(
+      auto q, db_->Prepare("SELECT cpu_class, device, opcode, size_class FROM keys "
+                           "WHERE target_id = ?1"));
+  q->Bind(1, target_id);
+  std::vector<PolicyKey> out;
+  while (true) {
+    SPINTUNE_ASSIGN_OR_RETURN(bool row, q->Step());
+    if (!row) break;
+    out.push_back(KeyAt(*q, 0));
+  }
+  std::set<PolicyKey> known(out.begin(), out.end());
+  SPINTUNE_ASSIGN_OR_RETURN(auto staged, StagedDeltas(target_id, nullptr));
+  for (const auto& [window, delta] : staged) {
+    for (const auto& k : delta.keys) {
+      if (known.insert(k.key).second) out.push_back(k.key);
+    }
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<KeyEvidence>> Store::LoadKeys(int64_t target_id) {
+  absl::MutexLock lock(&mu_);
+  SPINTUNE_ASSIGN_OR_RETURN(
+      auto q, db_->Prepare("SELECT k.cpu_class, k.device, k.opcode, k.size_class, h.errors, "
+                           "h.irq_timeouts, h.spin_timeouts, h.irq_path, h.spin_path, h.buckets, "
+                           "k.since_window, k.id "
+                           "FROM keys k JOIN histograms h ON h.key_id = k.id "
+                           "WHERE k.target_id = ?1 ORDER BY k.device, k.cpu_class, k.opcode, "
+                           "k.size_class"));
+  SPINTUNE_ASSIGN_OR_RETURN(
+      auto windows, db_->Prepare("SELECT buckets FROM histogram_windows WHERE key_id = ?1 AND "
+                                 "\"window\" >= ?2"));
+  q->Bind(1, target_id);
+  std::vector<KeyEvidence> out;
+  while (true) {
+    SPINTUNE_ASSIGN_OR_RETURN(bool row, q->Step());
+    if (!row) break;
+    KeyEvidence k;
+    k.key = KeyAt(*q, 0);
+    k.errors = U(q->ColumnInt(4));
+    k.irq_timeouts = U(q->ColumnInt(5));
+    k.spin_timeouts = U(q->ColumnInt(6));
+    k.irq_path = U(q->ColumnInt(7));
+    k.spin_path = U(q->ColumnInt(8));
+    SPINTUNE_ASSIGN_OR_RETURN(k.histogram, DecodeHistogram(q->ColumnBlob(9)));
+    const int64_t since = q->ColumnInt(10);
+    if (since > 0) {  // a change was detected: only the windows since then
+      k.histogram.Clear();
+      windows->Bind(1, q->ColumnInt(11)).Bind(2, since);
+      while (true) {
+        SPINTUNE_ASSIGN_OR_RETURN(bool w, windows->Step());
+        if (!w) break;
+        SPINTUNE_ASSIGN_OR_RETURN(LatencyHistogram part, DecodeHistogram(windows->ColumnBlob(0)));
+        k.histogram.Merge(part);
+      }
+      windows->Reset();
+    }
+    out.push_back(std::move(k));
+  }
+  // Staged deltas: newer than every compacted window, so they count for a
+  // key that changed too.
+  SPINTUNE_ASSIGN_OR_RETURN(auto staged, StagedDeltas(target_id, nullptr));
+  if (!staged.empty()) {
+    std::map<PolicyKey, size_t> index;
+    for (size_t i = 0; i < out.size(); ++i) index[out[i].key] = i;
+    for (const auto& [window, delta] : staged) {
+      for (const auto& d : delta.keys) {
+        auto it = index.find(d.key);
+        if (it == index.end()) {
+          it = index.emplace(d.key, out.size()).first;
+          out.push_back(KeyEvidence{d.key, {}, 0, 0, 0, 0, 0});
+        }
+        KeyEvidence& e = out[it->second];
+        e.histogram.Merge(d.histogram);
+        e.errors += d.errors;
+        e.irq_timeouts += d.irq_timeouts;
+        e.spin_timeouts += d.spin_timeouts;
+        e.irq_path += d.irq_path;
+        e.spin_path += d.spin_path;
+      }
+    }
+    std::sort(out.begin(), out.end(), [](const KeyEvidence& a, const KeyEvidence& b) {
+      return std::tie(a.key.device, a.key.cpu_class, a.key.opcode, a.key.size_class) <
+             std::tie(b.key.device, b.key.cpu_class, b.key.opcode, b.key.size_class);
+    });
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<PolicyKey>> Store::DetectChanges(int64_t target_id,
+                                                            const ChangeTest& test,
+                                                            uint64_t min_recent) {
+  absl::MutexLock lock(&mu_);
+  Transaction tx(db_.get());
+  absl::Cleanup reset = [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS { db_->ResetCached(); };
+  SPINTUNE_RETURN_IF_ERROR(tx.Begin());
+  // The windows must hold every batch before they are compared.
+  uint64_t folded = 0;
+  SPINTUNE_RETURN_IF_ERROR(CompactLocked(target_id, &folded));
+  SPINTUNE_ASSIGN_OR_RETURN(
+      auto keys, db_->Prepare("SELECT id, cpu_class, device, opcode, size_class, since_window "
+                              "FROM keys WHERE target_id = ?1"));
+  keys->Bind(1, target_id);
+  struct Key {
+    int64_t id;
+    PolicyKey key;
+    int64_t since;
+  };
+  std::vector<Key> all;
+  while (true) {
+    SPINTUNE_ASSIGN_OR_RETURN(bool row, keys->Step());
+    if (!row) break;
+    all.push_back({keys->ColumnInt(0),
+                   {keys->ColumnText(1), keys->ColumnText(2),
+                    static_cast<uint32_t>(keys->ColumnInt(3)),
+                    static_cast<uint32_t>(keys->ColumnInt(4))},
+                   keys->ColumnInt(5)});
+  }
+  SPINTUNE_ASSIGN_OR_RETURN(
+      auto windows, db_->Prepare("SELECT \"window\", buckets FROM histogram_windows WHERE "
+                                 "key_id = ?1 AND \"window\" >= ?2 ORDER BY \"window\""));
+  SPINTUNE_ASSIGN_OR_RETURN(
+      auto mark, db_->Prepare("UPDATE keys SET since_window = ?2 WHERE id = ?1"));
+  SPINTUNE_ASSIGN_OR_RETURN(
+      auto prune,
+      db_->Prepare("DELETE FROM histogram_windows WHERE key_id = ?1 AND \"window\" < ?2"));
+  std::vector<PolicyKey> changed;
+  for (const Key& k : all) {
+    windows->Bind(1, k.id).Bind(2, k.since);
+    std::vector<std::pair<int64_t, LatencyHistogram>> parts;
+    while (true) {
+      SPINTUNE_ASSIGN_OR_RETURN(bool row, windows->Step());
+      if (!row) break;
+      SPINTUNE_ASSIGN_OR_RETURN(LatencyHistogram h, DecodeHistogram(windows->ColumnBlob(1)));
+      parts.emplace_back(windows->ColumnInt(0), std::move(h));
+    }
+    windows->Reset();
+    // The decision is the model's; the store keeps what it says.
+    const WindowVerdict v = JudgeWindows(parts, k.since, test, min_recent, options_.keep_windows);
+    if (v.changed) {
+      mark->Bind(1, k.id).Bind(2, parts.back().first);
+      SPINTUNE_RETURN_IF_ERROR(mark->Run());
+      changed.push_back(k.key);
+    }
+    if (v.keep_from == 0) continue;
+    prune->Bind(1, k.id).Bind(2, v.keep_from);
+    SPINTUNE_RETURN_IF_ERROR(prune->Run());
+  }
+  SPINTUNE_RETURN_IF_ERROR(tx.Commit());
+  return changed;
+}
+
+absl::StatusOr<std::vector<DispatchRecord>> Store::LoadDispatch(int64_t target_id) {
+  absl::MutexLock lock(&mu_);
+  SPINTUNE_ASSIGN_OR_RETURN(
+      auto q, db_->Prepare("SELECT cpu_class, device, handler_buckets, wake_buckets FROM "
+                           "dispatch_stats WHERE target_id = ?1 ORDER BY cpu_class, device"));
+  q->Bind(1, target_id);
+  std::vector<DispatchRecord> out;
+  while (true) {
+    SPINTUNE_ASSIGN_OR_RETURN(bool row, q->Step());
+    if (!row) break;
+    DispatchRecord d;
+    d.cpu_class = q->ColumnText(0);
+    d.device = q->ColumnText(1);
+    SPINTUNE_ASSIGN_OR_RETURN(d.handler, DecodeHistogram(q->ColumnBlob(2)));
+    SPINTUNE_ASSIGN_OR_RETURN(d.wake, DecodeHistogram(q->ColumnBlob(3)));
+    out.push_back(std::move(d));
+  }
+  SPINTUNE_ASSIGN_OR_RETURN(auto staged, StagedDeltas(target_id, nullptr));
+  for (const auto& [window, delta] : staged) {
+    for (const auto& d : delta.dispatch) {
+      auto it = std::find_if(out.begin(), out.end(), [&](const DispatchRecord& r) {
+        return r.cpu_class == d.cpu_class && r.device == d.device;
+      });
+      if (it == out.end()) {
+        out.push_back(DispatchRecord{d.cpu_class, d.device, {}, {}});
+        it = out.end() - 1;
+      }
+      it->handler.Merge(d.handler);
+      it->wake.Merge(d.wake);
+    }
+  }
+  if (!staged.empty()) {
+    std::sort(out.begin(), out.end(), [](const DispatchRecord& a, const DispatchRecord& b) {
+      return std::tie(a.cpu_class, a.device) < std::tie(b.cpu_class, b.device);
+    });
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<OutcomeRecord>> Store::LoadOutcomes(int64_t target_id) {
+  absl::MutexLock lock(&mu_);
+  SPINTUNE_ASSIGN_OR_RETURN(
+      auto q, db_->Prepare("SELECT cpu_class, device, opcode, size_class, version, requests, "
+                           "cpu_ns_sum, latency_ns_sum, cpu_ns_sq_sum, latency_ns_sq_sum, "
+                           "cpu_latency_ns_sum FROM outcomes WHERE target_id = ?1"));
+  q->Bind(1, target_id);
+  std::map<std::pair<PolicyKey, uint64_t>, CostMoments> all;
+  while (true) {
+    SPINTUNE_ASSIGN_OR_RETURN(bool row, q->Step());
+    if (!row) break;
+    const PolicyKey key = KeyAt(*q, 0);
+    CostMoments& m = all[{key, U(q->ColumnInt(4))}];
+    m.requests = U(q->ColumnInt(5));
+    m.cpu_ns_sum = q->ColumnDouble(6);
+    m.latency_ns_sum = q->ColumnDouble(7);
+    m.cpu_ns_sq_sum = q->ColumnDouble(8);
+    m.latency_ns_sq_sum = q->ColumnDouble(9);
+    m.cpu_latency_ns_sum = q->ColumnDouble(10);
+  }
+  SPINTUNE_ASSIGN_OR_RETURN(auto staged, StagedDeltas(target_id, nullptr));
+  for (const auto& [window, delta] : staged) {
+    for (const auto& o : delta.outcomes) all[{o.key, o.version}].Merge(o.moments);
+  }
+  std::vector<OutcomeRecord> out;
+  for (const auto& [kv, m] : all) out.push_back({kv.first, kv.second, m});
+  return out;
+}
+
+absl::StatusOr<std::vector<TimerRecord>> Store::LoadTimerOversleep(int64_t target_id) {
+  absl::MutexLock lock(&mu_);
+  SPINTUNE_ASSIGN_OR_RETURN(
+      auto q, db_->Prepare("SELECT cpu_class, buckets FROM timer_oversleep WHERE target_id = ?1"));
+  q->Bind(1, target_id);
+  std::map<std::string, LatencyHistogram> all;
+  while (true) {
+    SPINTUNE_ASSIGN_OR_RETURN(bool row, q->Step());
+    if (!row) break;
+    SPINTUNE_ASSIGN_OR_RETURN(all[q->ColumnText(0)], DecodeHistogram(q->ColumnBlob(1)));
+  }
+  SPINTUNE_ASSIGN_OR_RETURN(auto staged, StagedDeltas(target_id, nullptr));
+  for (const auto& [window, delta] : staged) {
+    for (const auto& t : delta.timers) all[t.cpu_class].Merge(t.oversleep);
+  }
+  std::vector<TimerRecord> out;
+  for (auto& [cpu_class, h] : all) out.push_back({cpu_class, std::move(h)});
+  return out;
+}
+
+}  // namespace spintune
