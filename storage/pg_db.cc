@@ -309,6 +309,14 @@ absl::Status PgDb::Begin() {
   return absl::OkStatus();
 }
 
+absl::Status PgDb::BeginDeferredSync() {
+  SPINTUNE_RETURN_IF_ERROR(Begin());
+  // SET LOCAL ends with the transaction.
+  absl::Status s = Exec("SET LOCAL synchronous_commit = off");
+  if (!s.ok()) Rollback();
+  return s;
+}
+
 absl::Status PgDb::Commit() {
   if (PQstatus(conn_) != CONNECTION_OK) {
     return absl::UnavailableError(absl::StrCat(name_, ": connection lost in a transaction"));

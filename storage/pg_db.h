@@ -80,6 +80,7 @@ class PgDb : public SqlDb {
   int Changes() const override { return changes_; }
   const std::string& name() const override { return name_; }
   absl::Status Begin() override;
+  absl::Status BeginDeferredSync() override;
   absl::Status Commit() override;
   void Rollback() override;
   std::string Ddl(absl::string_view ddl) const override;

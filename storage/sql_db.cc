@@ -34,7 +34,7 @@ Transaction::~Transaction() {
 }
 
 absl::Status Transaction::Begin() {
-  absl::Status s = db_->Begin();
+  absl::Status s = sync_ == CommitSync::kSynced ? db_->Begin() : db_->BeginDeferredSync();
   open_ = s.ok();
   return s;
 }

@@ -87,6 +87,11 @@ class SqlDb {
   virtual absl::Status Begin() = 0;
   virtual absl::Status Commit() = 0;
   virtual void Rollback() = 0;
+  // Begin() of a transaction whose commit need not reach the disk before
+  // it returns: it is durable once a later synced commit of this database
+  // is (both engines write one log in order). SQLite: synchronous=NORMAL
+  // for this transaction; PostgreSQL: synchronous_commit off for it.
+  virtual absl::Status BeginDeferredSync() = 0;
 
   // Dialect pieces.
   // `ddl` (written for SQLite: INTEGER, REAL, TEXT, BLOB, INTEGER PRIMARY
@@ -124,17 +129,22 @@ class SqlDb {
   absl::flat_hash_map<std::string, std::unique_ptr<Statement>> cached_;
 };
 
+// How a transaction's commit reaches the disk (SqlDb::BeginDeferredSync).
+enum class CommitSync { kSynced, kDeferred };
+
 // Begin() in the constructor's database; rolls back on destruction unless
 // Commit() succeeded.
 class Transaction {
  public:
-  explicit Transaction(SqlDb* db) : db_(db) {}
+  explicit Transaction(SqlDb* db, CommitSync sync = CommitSync::kSynced)
+      : db_(db), sync_(sync) {}
   ~Transaction();
   absl::Status Begin();
   absl::Status Commit();
 
  private:
   SqlDb* db_;
+  const CommitSync sync_;
   bool open_ = false;
 };
 

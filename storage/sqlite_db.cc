@@ -259,9 +259,31 @@ absl::Status SqliteDb::Begin() {
   return Exec("BEGIN IMMEDIATE");
 }
 
-absl::Status SqliteDb::Commit() { return Exec("COMMIT"); }
+absl::Status SqliteDb::BeginDeferredSync() {
+  // Set outside the transaction: the pager takes it when one begins.
+  SPINTUNE_RETURN_IF_ERROR(Exec("PRAGMA synchronous=NORMAL"));
+  deferred_sync_ = true;
+  absl::Status s = Begin();
+  if (!s.ok()) RestoreSync();
+  return s;
+}
 
-void SqliteDb::Rollback() { Exec("ROLLBACK").IgnoreError(); }
+void SqliteDb::RestoreSync() {
+  if (!deferred_sync_) return;
+  deferred_sync_ = false;
+  Exec("PRAGMA synchronous=FULL").IgnoreError();
+}
+
+absl::Status SqliteDb::Commit() {
+  absl::Status s = Exec("COMMIT");
+  if (s.ok()) RestoreSync();
+  return s;
+}
+
+void SqliteDb::Rollback() {
+  Exec("ROLLBACK").IgnoreError();
+  RestoreSync();
+}
 
 absl::StatusOr<bool> SqliteDb::HasTable(absl::string_view table) {
   SPINTUNE_ASSIGN_OR_RETURN(

@@ -72,6 +72,7 @@ class SqliteDb : public SqlDb {
   int Changes() const override;
   const std::string& name() const override { return path_; }
   absl::Status Begin() override;
+  absl::Status BeginDeferredSync() override;
   absl::Status Commit() override;
   void Rollback() override;
   std::string Ddl(absl::string_view ddl) const override { return std::string(ddl); }
@@ -97,7 +98,10 @@ class SqliteDb : public SqlDb {
       : db_(db), path_(std::move(path)), reserve_bytes_(reserve_bytes) {}
   // Allocates the reserve file if it is missing (best effort).
   void KeepReserve();
+  // Back to synchronous=FULL after a BeginDeferredSync() transaction.
+  void RestoreSync();
   sqlite3* db_;
+  bool deferred_sync_ = false;
   std::string path_;
   uint64_t reserve_bytes_;
   mutable bool full_ = false;

@@ -88,13 +88,11 @@ absl::StatusOr<int64_t> Store::UpsertTarget(const TargetRecord& r) {
   absl::MutexLock lock(&mu_);
   // Committed without a sync of its own. A target's description need not
   // be durable when its Hello is answered: every batch acknowledged later
-  // is committed with a full sync of the same write-ahead log, which
-  // carries this commit before it, and the agent's next Hello writes the
-  // description again. A fleet reconnecting to a restarted tuner would
-  // otherwise wait for one fsync per agent in a row.
-  SPINTUNE_RETURN_IF_ERROR(db_->Exec("PRAGMA synchronous=NORMAL"));
-  absl::Cleanup full_sync = [this] { db_->Exec("PRAGMA synchronous=FULL").IgnoreError(); };
-  Transaction tx(db_.get());
+  // is committed with a sync of the same log, which carries this commit
+  // before it, and the agent's next Hello writes the description again. A
+  // fleet reconnecting to a restarted tuner would otherwise wait for one
+  // sync per agent in a row.
+  Transaction tx(db_.get(), CommitSync::kDeferred);
   SPINTUNE_RETURN_IF_ERROR(tx.Begin());
   const std::string now = NowRfc3339();
   SPINTUNE_ASSIGN_OR_RETURN(

@@ -10,6 +10,7 @@
 #include "gtest/gtest.h"
 #include "storage/backend_test.h"
 #include "storage/migrations.h"
+#include "storage/sql_db.h"
 
 namespace spintune {
 namespace {
@@ -48,6 +49,46 @@ BatchDelta Batch(uint64_t seq, uint64_t value_ns, uint64_t count) {
 
 class StoreTest : public BackendTest {};
 INSTANTIATE_SPINTUNE_BACKENDS(StoreTest);
+
+// A Hello's description is committed without a sync of its own
+// (Store::UpsertTarget): the setting holds for that transaction only,
+// committed or rolled back, and what it wrote is there.
+TEST_P(StoreTest, ADeferredSyncTransactionKeepsItsRowsAndEndsWithIt) {
+  auto db = OpenSqlDb(NewDb(/*file=*/true));
+  ASSERT_TRUE(db.ok()) << db.status();
+  SqlDb& sql = **db;
+  ASSERT_TRUE(sql.Exec("CREATE TABLE t (x INTEGER)").ok());
+  // SQLite: synchronous 2 = FULL, 1 = NORMAL; PostgreSQL: synchronous_commit.
+  auto setting = [&] {
+    auto q = sql.Prepare(postgres() ? "SHOW synchronous_commit" : "PRAGMA synchronous");
+    EXPECT_TRUE(q.ok()) << q.status();
+    auto row = (*q)->Step();
+    EXPECT_TRUE(row.ok() && *row);
+    return (*q)->ColumnText(0);
+  };
+  const std::string synced = postgres() ? "on" : "2";
+  const std::string deferred = postgres() ? "off" : "1";
+  ASSERT_EQ(setting(), synced);
+  {
+    Transaction tx(&sql, CommitSync::kDeferred);
+    ASSERT_TRUE(tx.Begin().ok());
+    EXPECT_EQ(setting(), deferred);
+    ASSERT_TRUE(sql.Exec("INSERT INTO t VALUES (1)").ok());
+    ASSERT_TRUE(tx.Commit().ok());
+  }
+  EXPECT_EQ(setting(), synced);
+  {
+    Transaction tx(&sql, CommitSync::kDeferred);
+    ASSERT_TRUE(tx.Begin().ok());
+    ASSERT_TRUE(sql.Exec("INSERT INTO t VALUES (2)").ok());
+  }  // rolled back
+  EXPECT_EQ(setting(), synced);
+  auto count = sql.Prepare("SELECT COUNT(*), MAX(x) FROM t");
+  ASSERT_TRUE(count.ok());
+  ASSERT_TRUE(*(*count)->Step());
+  EXPECT_EQ((*count)->ColumnInt(0), 1);
+  EXPECT_EQ((*count)->ColumnInt(1), 1);
+}
 
 TEST_P(StoreTest, IngestsEachBatchExactlyOnce) {
   auto store = Store::Open(NewDb());
