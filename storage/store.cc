@@ -32,6 +32,25 @@ PolicyKey KeyAt(const Statement& q, int first) {
           static_cast<uint32_t>(q.ColumnInt(first + 3))};
 }
 
+// Outcomes are kept per (key, version, arm).
+using OutcomeId = std::tuple<PolicyKey, uint64_t, OutcomeArm>;
+
+// Adds `delta`'s outcomes, stored in `window`, to `all`.
+void MergeOutcomes(uint64_t window, const BatchDelta& delta,
+                   std::map<OutcomeId, OutcomeRecord>* all) {
+  for (const auto& o : delta.outcomes) {
+    auto [it, added] = all->try_emplace({o.key, o.version, o.arm}, o);
+    OutcomeRecord& r = it->second;
+    if (added) {
+      r.first_window = r.last_window = window;
+      continue;
+    }
+    r.moments.Merge(o.moments);
+    r.first_window = std::min(r.first_window, window);
+    r.last_window = std::max(r.last_window, window);
+  }
+}
+
 }  // namespace
 
 std::string NowRfc3339() {
@@ -489,26 +508,29 @@ absl::Status Store::CompactLocked(int64_t target_id, uint64_t* folded) {
     SPINTUNE_RETURN_IF_ERROR(MergeWindow(key_ids.at(kw.first), kw.second, h));
   }
   for (const auto& [cd, d] : dispatch) SPINTUNE_RETURN_IF_ERROR(MergeDispatch(target_id, d));
-  std::map<std::pair<PolicyKey, uint64_t>, CostMoments> outcomes;
+  std::map<OutcomeId, OutcomeRecord> outcomes;
   std::map<std::string, LatencyHistogram> timers;
   for (const auto& [window, delta] : staged) {
-    for (const auto& o : delta.outcomes) outcomes[{o.key, o.version}].Merge(o.moments);
+    MergeOutcomes(window, delta, &outcomes);
     for (const auto& t : delta.timers) timers[t.cpu_class].Merge(t.oversleep);
   }
-  for (const auto& [kv, m] : outcomes) {
+  for (const auto& [id, o] : outcomes) {
     SPINTUNE_ASSIGN_OR_RETURN(
         auto put, db_->Cached(
                       "INSERT INTO outcomes VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, "
-                      "?12) ON CONFLICT DO UPDATE SET requests = requests + ?7, "
-                      "cpu_ns_sum = cpu_ns_sum + ?8, latency_ns_sum = latency_ns_sum + ?9, "
-                      "cpu_ns_sq_sum = cpu_ns_sq_sum + ?10, "
-                      "latency_ns_sq_sum = latency_ns_sq_sum + ?11, "
-                      "cpu_latency_ns_sum = cpu_latency_ns_sum + ?12"));
-    const PolicyKey& k = kv.first;
+                      "?12, ?13, ?14, ?15) ON CONFLICT DO UPDATE SET requests = requests + ?8, "
+                      "cpu_ns_sum = cpu_ns_sum + ?9, latency_ns_sum = latency_ns_sum + ?10, "
+                      "cpu_ns_sq_sum = cpu_ns_sq_sum + ?11, "
+                      "latency_ns_sq_sum = latency_ns_sq_sum + ?12, "
+                      "cpu_latency_ns_sum = cpu_latency_ns_sum + ?13, "
+                      "first_window = MIN(first_window, ?14), last_window = MAX(last_window, ?15)"));
+    const PolicyKey& k = o.key;
+    const CostMoments& m = o.moments;
     put->Bind(1, target_id).Bind(2, k.cpu_class).Bind(3, k.device).Bind(4, I(k.opcode));
-    put->Bind(5, I(k.size_class)).Bind(6, I(kv.second)).Bind(7, I(m.requests));
-    put->Bind(8, m.cpu_ns_sum).Bind(9, m.latency_ns_sum).Bind(10, m.cpu_ns_sq_sum);
-    put->Bind(11, m.latency_ns_sq_sum).Bind(12, m.cpu_latency_ns_sum);
+    put->Bind(5, I(k.size_class)).Bind(6, I(o.version)).Bind(7, static_cast<int64_t>(o.arm));
+    put->Bind(8, I(m.requests)).Bind(9, m.cpu_ns_sum).Bind(10, m.latency_ns_sum);
+    put->Bind(11, m.cpu_ns_sq_sum).Bind(12, m.latency_ns_sq_sum).Bind(13, m.cpu_latency_ns_sum);
+    put->Bind(14, I(o.first_window)).Bind(15, I(o.last_window));
     SPINTUNE_RETURN_IF_ERROR(put->Run());
   }
   for (const auto& [cpu_class, h] : timers) {
@@ -763,29 +785,44 @@ absl::StatusOr<std::vector<DispatchRecord>> Store::LoadDispatch(int64_t target_i
 absl::StatusOr<std::vector<OutcomeRecord>> Store::LoadOutcomes(int64_t target_id) {
   absl::MutexLock lock(&mu_);
   SPINTUNE_ASSIGN_OR_RETURN(
-      auto q, db_->Prepare("SELECT cpu_class, device, opcode, size_class, version, requests, "
+      auto q, db_->Prepare("SELECT cpu_class, device, opcode, size_class, version, arm, requests, "
                            "cpu_ns_sum, latency_ns_sum, cpu_ns_sq_sum, latency_ns_sq_sum, "
-                           "cpu_latency_ns_sum FROM outcomes WHERE target_id = ?1"));
+                           "cpu_latency_ns_sum, first_window, last_window FROM outcomes "
+                           "WHERE target_id = ?1"));
   q->Bind(1, target_id);
-  std::map<std::pair<PolicyKey, uint64_t>, CostMoments> all;
+  std::map<OutcomeId, OutcomeRecord> all;
   while (true) {
     SPINTUNE_ASSIGN_OR_RETURN(bool row, q->Step());
     if (!row) break;
-    const PolicyKey key = KeyAt(*q, 0);
-    CostMoments& m = all[{key, U(q->ColumnInt(4))}];
-    m.requests = U(q->ColumnInt(5));
-    m.cpu_ns_sum = q->ColumnDouble(6);
-    m.latency_ns_sum = q->ColumnDouble(7);
-    m.cpu_ns_sq_sum = q->ColumnDouble(8);
-    m.latency_ns_sq_sum = q->ColumnDouble(9);
-    m.cpu_latency_ns_sum = q->ColumnDouble(10);
+    OutcomeRecord o;
+    o.key = KeyAt(*q, 0);
+    o.version = U(q->ColumnInt(4));
+    o.arm = q->ColumnInt(5) == 1 ? OutcomeArm::kIncumbent : OutcomeArm::kTable;
+    o.moments = {U(q->ColumnInt(6)), q->ColumnDouble(7), q->ColumnDouble(8),
+                 q->ColumnDouble(9), q->ColumnDouble(10), q->ColumnDouble(11)};
+    o.first_window = U(q->ColumnInt(12));
+    o.last_window = U(q->ColumnInt(13));
+    all[{o.key, o.version, o.arm}] = std::move(o);
   }
   SPINTUNE_ASSIGN_OR_RETURN(auto staged, StagedDeltas(target_id, nullptr));
-  for (const auto& [window, delta] : staged) {
-    for (const auto& o : delta.outcomes) all[{o.key, o.version}].Merge(o.moments);
-  }
+  for (const auto& [window, delta] : staged) MergeOutcomes(window, delta, &all);
   std::vector<OutcomeRecord> out;
-  for (const auto& [kv, m] : all) out.push_back({kv.first, kv.second, m});
+  for (auto& [id, o] : all) out.push_back(std::move(o));
+  return out;
+}
+
+absl::StatusOr<std::map<PolicyKey, uint64_t>> Store::LoadDriftWindows(int64_t target_id) {
+  absl::MutexLock lock(&mu_);
+  SPINTUNE_ASSIGN_OR_RETURN(
+      auto q, db_->Prepare("SELECT cpu_class, device, opcode, size_class, since_window FROM keys "
+                           "WHERE target_id = ?1 AND since_window > 0"));
+  q->Bind(1, target_id);
+  std::map<PolicyKey, uint64_t> out;
+  while (true) {
+    SPINTUNE_ASSIGN_OR_RETURN(bool row, q->Step());
+    if (!row) break;
+    out[KeyAt(*q, 0)] = U(q->ColumnInt(4));
+  }
   return out;
 }
 
@@ -813,7 +850,7 @@ absl::Status Store::RecordVerification(int64_t target_id, const VerificationReco
   absl::MutexLock lock(&mu_);
   SPINTUNE_ASSIGN_OR_RETURN(
       auto q, db_->Prepare("INSERT OR REPLACE INTO verifications VALUES (?1, ?2, ?3, ?4, ?5, ?6, "
-                           "?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)"));
+                           "?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)"));
   q->Bind(1, target_id).Bind(2, I(v.version)).Bind(3, v.key.cpu_class).Bind(4, v.key.device);
   q->Bind(5, I(v.key.opcode)).Bind(6, I(v.key.size_class)).Bind(7, v.verdict);
   q->Bind(8, v.predicted_cost_ns).Bind(9, v.measured.mean_ns).Bind(10, v.measured.low_ns);
@@ -821,6 +858,7 @@ absl::Status Store::RecordVerification(int64_t target_id, const VerificationReco
   q->Bind(14, v.incumbent.mean_ns).Bind(15, v.incumbent.low_ns).Bind(16, v.incumbent.high_ns);
   q->Bind(17, I(v.rollback_version)).Bind(18, v.reason);
   q->Bind(19, v.decided_at.empty() ? NowRfc3339() : v.decided_at);
+  q->Bind(20, v.method);
   return q->Run();
 }
 
@@ -831,7 +869,7 @@ absl::StatusOr<std::vector<VerificationRecord>> Store::ListVerifications(int64_t
                            "predicted_cost_ns, measured_cost_ns, measured_low_ns, "
                            "measured_high_ns, requests, incumbent_version, incumbent_cost_ns, "
                            "incumbent_low_ns, incumbent_high_ns, rollback_version, reason, "
-                           "decided_at FROM verifications WHERE target_id = ?1 "
+                           "decided_at, method FROM verifications WHERE target_id = ?1 "
                            "ORDER BY version, device, cpu_class, opcode, size_class"));
   q->Bind(1, target_id);
   std::vector<VerificationRecord> out;
@@ -850,6 +888,7 @@ absl::StatusOr<std::vector<VerificationRecord>> Store::ListVerifications(int64_t
     v.rollback_version = U(q->ColumnInt(15));
     v.reason = q->ColumnText(16);
     v.decided_at = q->ColumnText(17);
+    v.method = q->ColumnText(18);
     out.push_back(std::move(v));
   }
   return out;

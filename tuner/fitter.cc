@@ -154,6 +154,10 @@ FitResult Fitter::RunRefit(const Request& r) {
                     target_id, k.device, k.cpu_class, k.opcode, k.size_class);
     }
     out.changes_detected = changed->size();
+    // Drifts a verification detected since the last refit count too.
+    auto earlier = drifted_.extract(target_id);
+    if (!earlier.empty()) changed->insert(changed->end(), earlier.mapped().begin(),
+                                          earlier.mapped().end());
   }
   auto target = store_->LoadTarget(target_id);
   auto keys = target.ok() ? store_->LoadKeys(target_id) : target.status();
@@ -257,6 +261,15 @@ absl::Status Fitter::LoadEvidence() {
 
 FitResult Fitter::RunVerify(const Request& r) {
   FitResult out;
+  // The drift check of before/after verdicts needs every drift detected.
+  auto changed = store_->DetectChanges(r.target_id, options_.change);
+  if (changed.ok()) {
+    auto& pending = drifted_[r.target_id];
+    pending.insert(pending.end(), changed->begin(), changed->end());
+  } else {
+    Logger().error("drift detection for target={} failed: {}", r.target_id,
+                   changed.status().ToString());
+  }
   auto verified = VerifyTarget(*store_, r.target_id, options_.verify);
   if (!verified.ok()) {
     Logger().error("verifying target={} failed: {}", r.target_id, verified.status().ToString());

@@ -74,28 +74,34 @@ absl::StatusOr<VerifyResult> VerifyTarget(Store& store, int64_t target_id,
   if (!table) return result;
   SPINTUNE_ASSIGN_OR_RETURN(auto outcomes, store.LoadOutcomes(target_id));
   SPINTUNE_ASSIGN_OR_RETURN(auto verified, store.ListVerifications(target_id));
+  SPINTUNE_ASSIGN_OR_RETURN(auto drift, store.LoadDriftWindows(target_id));
   std::set<std::pair<uint64_t, PolicyKey>> decided;
   for (const auto& v : verified) decided.insert({v.version, v.key});
-  std::map<PolicyKey, std::map<uint64_t, CostMoments>> by_key;  // key -> version -> moments
-  for (const auto& o : outcomes) by_key[o.key][o.version] = o.moments;
+  // key -> version -> what the version's own wait measured (its table arm)
+  std::map<PolicyKey, std::map<uint64_t, const OutcomeRecord*>> by_key;
+  for (const auto& o : outcomes) {
+    if (o.arm == OutcomeArm::kTable) by_key[o.key][o.version] = &o;
+  }
 
   std::vector<VerificationRecord> worse;
   for (const auto& e : table->entries) {
     if (e.fallback || decided.count({applied, e.key})) continue;
     auto key_outcomes = by_key.find(e.key);
     if (key_outcomes == by_key.end()) continue;
-    auto now = key_outcomes->second.find(applied);
-    if (now == key_outcomes->second.end() || now->second.requests < options.min_requests) {
+    auto found = key_outcomes->second.find(applied);
+    if (found == key_outcomes->second.end() ||
+        found->second->moments.requests < options.min_requests) {
       continue;
     }
+    const OutcomeRecord& now = *found->second;
     // The incumbent: the latest earlier version measured enough (the
     // default rule is version 0).
-    const CostMoments* before = nullptr;
+    const OutcomeRecord* before = nullptr;
     uint64_t before_version = 0;
-    for (auto it = key_outcomes->second.begin(); it != key_outcomes->second.end(); ++it) {
-      if (it->first < applied && it->second.requests >= options.min_requests) {
-        before = &it->second;
-        before_version = it->first;
+    for (const auto& [version, o] : key_outcomes->second) {
+      if (version < applied && o->moments.requests >= options.min_requests) {
+        before = o;
+        before_version = version;
       }
     }
     if (before == nullptr) continue;  // nothing to compare with (yet)
@@ -106,10 +112,26 @@ absl::StatusOr<VerifyResult> VerifyTarget(Store& store, int64_t target_id,
     v.key = e.key;
     v.version = applied;
     v.predicted_cost_ns = e.expected_cost_ns;
-    v.measured = now->second.Interval(table->latency_weight, options.z);
-    v.requests = now->second.requests;
+    v.measured = now.moments.Interval(table->latency_weight, options.z);
+    v.requests = now.moments.requests;
     v.incumbent_version = before_version;
-    v.incumbent = before->Interval(table->latency_weight, options.z);
+    v.incumbent = before->moments.Interval(table->latency_weight, options.z);
+    // Before/after compares two measurement windows: a drift of the key's
+    // completion times between them is confounded with the table change.
+    auto drifted = drift.find(e.key);
+    if (drifted != drift.end() && before->first_window < drifted->second &&
+        drifted->second <= now.last_window) {
+      v.verdict = "inconclusive";
+      v.reason = absl::StrFormat(
+          "completion times drifted (detected in sample window %d) between version %d's "
+          "measurements (from window %d) and this version's (to window %d): before/after "
+          "cannot tell the table from the workload; measured %s, version %d measured %s",
+          drifted->second, before_version, before->first_window, now.last_window,
+          Us(v.measured), before_version, Us(v.incumbent));
+      SPINTUNE_RETURN_IF_ERROR(store.RecordVerification(target_id, v));
+      result.decided.push_back(std::move(v));
+      continue;
+    }
     if (v.measured.low_ns > v.incumbent.high_ns) {
       v.verdict = "worse";
     } else if (v.measured.high_ns < v.incumbent.low_ns) {
