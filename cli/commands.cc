@@ -372,12 +372,14 @@ absl::Status RunBlobDecode(const std::string& path, std::ostream& out) {
       << absl::StrFormat("0x%08x", le32(12)) << "\n"
       << "device " << t.device << ", table version " << t.version << ", " << t.count
       << " entries, " << t.node_count << " context nodes, write opcodes "
-      << (writes.empty() ? "-" : writes) << "\n";
+      << (writes.empty() ? "-" : writes)
+      << (t.trial_count ? absl::StrCat(", ", t.trial_count, " A/B trials") : "") << "\n";
   const auto any = [](uint64_t v, uint64_t wildcard, std::string shown) {
     return v == wildcard ? std::string("*") : shown;
   };
   std::vector<std::vector<std::string>> rows = {
       {"#", "CPU", "OPCODE", "SIZE", "STRATEGY", "SPIN", "SLEEP", "POLL", "TREE", "FLAGS"}};
+  if (t.trial_count) rows[0].push_back("TRIAL");
   for (uint32_t i = 0; i < t.count; ++i) {
     const spintune_entry& e = t.entries[i];
     rows.push_back({absl::StrCat(i),
@@ -390,6 +392,16 @@ absl::Status RunBlobDecode(const std::string& path, std::ostream& out) {
                     e.poll_interval_ns ? FormatDurationNs(e.poll_interval_ns) : "-",
                     e.tree ? absl::StrCat("node ", e.tree - 1) : "-",
                     e.flags & SPINTUNE_ENTRY_FALLBACK ? "fallback" : "-"});
+    if (t.trial_count == 0) continue;
+    // The trial: the incumbent's wait for share / 256 of the commands.
+    std::string trial = "-";
+    if (e.trial) {
+      const spintune_entry& x = t.entries[t.count + e.trial - 1];
+      const WaitParams w{static_cast<Strategy>(x.strategy), x.spin_ns, x.sleep_ns,
+                         x.poll_interval_ns};
+      trial = absl::StrCat(DescribeWait(w), " for ", x.trial, "/256");
+    }
+    rows.back().push_back(trial);
   }
   out << RenderColumns(rows);
   if (t.node_count == 0) return absl::OkStatus();

@@ -206,6 +206,9 @@ FitResult Fitter::RunRefit(const Request& r) {
     return out;
   }
   out.released = std::move(*released);
+  out.status = AttachTrials(*store_, target_id, latest->has_value() ? &**latest : nullptr,
+                            options_.verify.ab_share, &*table);
+  if (!out.status.ok()) return out;
   out.fitted = true;
   // A predicted table is kept as it was; the first fitted one is a version
   // of its own even with the same decisions.
