@@ -143,6 +143,7 @@ absl::StatusOr<StoredPolicy> LoadStoredPolicyAndVerifications(const Repository& 
       v.incumbent = {o.incumbent_cost_ns(), o.incumbent_low_ns(), o.incumbent_high_ns()};
       v.rollback_version = o.rollback_version();
       v.reason = o.reason();
+      if (!o.method().empty()) v.method = o.method();
       out.verifications.push_back(std::move(v));
     }
     return out;

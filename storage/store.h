@@ -113,6 +113,10 @@ struct VerificationRecord {
   // version's) or "ab" (the two arms of the version's trial, measured in
   // the same window).
   std::string method = "before_after";
+  // The verdict with how it was reached: "worse", or "worse (A/B)".
+  std::string VerdictLabel() const {
+    return method == "ab" ? verdict + " (A/B)" : verdict;
+  }
   std::string reason;
   std::string decided_at;
 };
