@@ -256,8 +256,9 @@ absl::StatusOr<PolicyTable> PolicyTableFromJson(const json& j) {
   SPINTUNE_ASSIGN_OR_RETURN(t.origin, GetString(j, "origin", "policy", false));
   if (t.origin.empty()) t.origin = "fitted";
   if (t.origin != "fitted" && t.origin != "predicted" && t.origin != "rollback" &&
-      t.origin != "verify-rollback") {
-    return FieldError("origin", "must be fitted, predicted, rollback or verify-rollback");
+      t.origin != "verify-rollback" && t.origin != "verify-settled") {
+    return FieldError("origin",
+                      "must be fitted, predicted, rollback, verify-rollback or verify-settled");
   }
   SPINTUNE_ASSIGN_OR_RETURN(t.objective_name, GetString(j, "objective", "policy", false));
   SPINTUNE_ASSIGN_OR_RETURN(t.latency_weight, GetDouble(j, "latency_weight", "policy", false));

@@ -145,9 +145,10 @@ TEST(Verification, AWrongModelIsRolledBackAndTheLearntFitVerifiedBetter) {
 // the push: from the first table on, every completion takes 1.3 times as
 // long. Its sleeping wait is verified by the two arms the simulated driver
 // interleaves through spintune_ab_pick() (half its commands keep blocking),
-// in the same windows: worse, rolled back, the trial gone. Without trials,
-// the same run's before/after comparison of the sleeping wait straddles the
-// drift: inconclusive, nothing rolled back.
+// in the same windows: worse, rolled back, the trial gone. (Without trials,
+// whether the before/after comparison sees the drift depends on where the
+// verdict falls in the detector's windows; tuner/verifier_test.cc pins
+// that case down.)
 struct DriftRun {
   std::vector<VerificationRecord> verdicts;
   std::string all;  // for messages
@@ -155,7 +156,7 @@ struct DriftRun {
   std::optional<PolicyTable> rolled;  // its rollback, if any
 };
 
-DriftRun RunWithDrift(uint32_t ab_share) {
+DriftRun RunWithDrift() {
   DriftRun run;
   testing::TempDir dir;
   TunerOptions options;
@@ -164,7 +165,7 @@ DriftRun RunWithDrift(uint32_t ab_share) {
   options.store.window_samples = 1024;  // a drift shows within a window or two
   options.verify.min_requests = 1000;
   options.verify.max_requests = 8000;
-  options.verify.ab_share = ab_share;
+  options.verify.ab_share = 128;
   auto tuner = TunerServer::Start("127.0.0.1:0", options);
   if (!tuner.ok()) return run;
   const BoardModel board = WrongTimerBoard();
@@ -175,7 +176,7 @@ DriftRun RunWithDrift(uint32_t ab_share) {
   AgentOptions o;
   o.tuner_address = (*tuner)->address();
   o.agent_id = "drifting";
-  o.max_samples = 16000;
+  o.max_samples = 24000;
   o.batch_size = 250;
   o.samples_per_second = 20000;
   o.give_up_after = absl::Seconds(20);
@@ -210,7 +211,7 @@ const PolicyEntry& KeyEntry(const PolicyTable& t) {
 }
 
 TEST(Verification, AbArmsRollBackAWorseTableThroughADriftAtThePush) {
-  const DriftRun run = RunWithDrift(128);
+  const DriftRun run = RunWithDrift();
   ASSERT_TRUE(run.first.has_value()) << run.all;
   const PolicyEntry& pushed = KeyEntry(*run.first);
   ASSERT_TRUE(pushed.trial.has_value()) << "a changed key is trialled";
@@ -226,19 +227,6 @@ TEST(Verification, AbArmsRollBackAWorseTableThroughADriftAtThePush) {
   EXPECT_EQ(run.rolled->origin, "verify-rollback");
   EXPECT_EQ(KeyEntry(*run.rolled).wait, WaitParams::Irq());
   EXPECT_FALSE(KeyEntry(*run.rolled).trial.has_value()) << "decided: the trial is dropped";
-}
-
-TEST(Verification, BeforeAfterThroughTheSameDriftIsInconclusive) {
-  const DriftRun run = RunWithDrift(0);
-  ASSERT_TRUE(run.first.has_value()) << run.all;
-  EXPECT_FALSE(KeyEntry(*run.first).trial.has_value()) << "--ab-share 0: no trials";
-  ASSERT_FALSE(run.verdicts.empty()) << "no verdict";
-  const VerificationRecord& v = run.verdicts.front();
-  EXPECT_EQ(v.version, 1u) << run.all;
-  EXPECT_EQ(v.method, "before_after") << run.all;
-  EXPECT_EQ(v.verdict, "inconclusive") << run.all;
-  EXPECT_NE(v.reason.find("drifted"), std::string::npos) << run.all;
-  EXPECT_EQ(v.rollback_version, 0u) << run.all;
 }
 
 // A driver that measures itself (the io_uring reference, `make uring-ref`)

@@ -264,21 +264,17 @@ absl::Status Fitter::LoadEvidence() {
 
 FitResult Fitter::RunVerify(const Request& r) {
   FitResult out;
-  // The drift check of before/after verdicts needs every drift detected.
-  auto changed = store_->DetectChanges(r.target_id, options_.change);
-  if (changed.ok()) {
-    auto& pending = drifted_[r.target_id];
-    pending.insert(pending.end(), changed->begin(), changed->end());
-  } else {
-    Logger().error("drift detection for target={} failed: {}", r.target_id,
-                   changed.status().ToString());
-  }
-  auto verified = VerifyTarget(*store_, r.target_id, options_.verify);
+  VerifierOptions verify = options_.verify;
+  verify.change = options_.change;
+  auto verified = VerifyTarget(*store_, r.target_id, verify);
   if (!verified.ok()) {
     Logger().error("verifying target={} failed: {}", r.target_id, verified.status().ToString());
     out.status = verified.status();
     return out;
   }
+  // Drifts the verification detected count for the next refit's held keys.
+  auto& pending = drifted_[r.target_id];
+  pending.insert(pending.end(), verified->drifted.begin(), verified->drifted.end());
   out.verified = std::move(verified->decided);
   out.stored = std::move(verified->rollback);
   return out;

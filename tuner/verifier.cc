@@ -91,7 +91,9 @@ absl::StatusOr<VerifyResult> VerifyTarget(Store& store, int64_t target_id,
   if (!table) return result;
   SPINTUNE_ASSIGN_OR_RETURN(auto outcomes, store.LoadOutcomes(target_id));
   SPINTUNE_ASSIGN_OR_RETURN(auto verified, store.ListVerifications(target_id));
-  SPINTUNE_ASSIGN_OR_RETURN(auto drift, store.LoadDriftWindows(target_id));
+  // Drifts, detected (Store::DetectChanges) once a before/after verdict is
+  // due: the detector then sees every window measured so far.
+  std::optional<std::map<PolicyKey, uint64_t>> drift;
   std::set<std::pair<uint64_t, PolicyKey>> decided;
   for (const auto& v : verified) decided.insert({v.version, v.key});
   // key -> version -> what the version's own wait measured (its table arm)
@@ -162,8 +164,12 @@ absl::StatusOr<VerifyResult> VerifyTarget(Store& store, int64_t target_id,
       v.incumbent = before->moments.Interval(table->latency_weight, options.z);
       // Before/after compares two measurement windows: a drift of the key's
       // completion times between them is confounded with the table change.
-      auto drifted = drift.find(e.key);
-      if (drifted != drift.end() && before->first_window < drifted->second &&
+      if (!drift) {
+        SPINTUNE_ASSIGN_OR_RETURN(result.drifted, store.DetectChanges(target_id, options.change));
+        SPINTUNE_ASSIGN_OR_RETURN(drift, store.LoadDriftWindows(target_id));
+      }
+      auto drifted = drift->find(e.key);
+      if (drifted != drift->end() && before->first_window < drifted->second &&
           drifted->second <= now.last_window) {
         v.verdict = "inconclusive";
         v.reason = absl::StrFormat(

@@ -18,7 +18,8 @@
 // That is a before/after comparison of two windows; when the key's
 // completion times drifted between them (a drift Store::DetectChanges
 // recorded inside the span of the two measurements), the verdict is
-// "inconclusive" at once and nothing is rolled back.
+// "inconclusive" at once and nothing is rolled back. The detector runs when
+// such a verdict is due.
 //
 // A/B: when a version carries a trial for the key (AttachTrials) and the
 // driver reported both arms, the version's two arms, interleaved in the
@@ -51,12 +52,17 @@ struct VerifierOptions {
   // incumbent's wait; 0: no trials (docs/verification.md says why that is
   // the default).
   uint32_t ab_share = 0;
+  // The drift detector's test (the fitter's TunerOptions::change).
+  ChangeTest change;
 };
 
 struct VerifyResult {
   std::vector<VerificationRecord> decided;  // verdicts recorded now
   // Stored; to push: a rollback, or a version that drops settled trials.
   std::optional<PolicyTable> rollback;
+  // Keys whose drift the check detected now (for the next refit's held
+  // keys: ApplyHeldKeys' `changed`).
+  std::vector<PolicyKey> drifted;
 };
 
 absl::StatusOr<VerifyResult> VerifyTarget(Store& store, int64_t target_id,
