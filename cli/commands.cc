@@ -360,6 +360,7 @@ absl::Status RunBlobDecode(const std::string& path, std::ostream& out) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": ", decoded.status().message()));
   }
   const spintune_table& t = (*decoded)->table;
+  const uint32_t trials = spintune_trial_count(&t);
   const auto le16 = [&](size_t at) {
     return static_cast<uint32_t>(static_cast<uint8_t>(blob[at]) |
                                  static_cast<uint8_t>(blob[at + 1]) << 8);
@@ -374,13 +375,13 @@ absl::Status RunBlobDecode(const std::string& path, std::ostream& out) {
       << "device " << t.device << ", table version " << t.version << ", " << t.count
       << " entries, " << t.node_count << " context nodes, write opcodes "
       << (writes.empty() ? "-" : writes)
-      << (t.trial_count ? absl::StrCat(", ", t.trial_count, " A/B trials") : "") << "\n";
+      << (trials ? absl::StrCat(", ", trials, " A/B trials") : "") << "\n";
   const auto any = [](uint64_t v, uint64_t wildcard, std::string shown) {
     return v == wildcard ? std::string("*") : shown;
   };
   std::vector<std::vector<std::string>> rows = {
       {"#", "CPU", "OPCODE", "SIZE", "STRATEGY", "SPIN", "SLEEP", "POLL", "TREE", "FLAGS"}};
-  if (t.trial_count) rows[0].push_back("TRIAL");
+  if (trials) rows[0].push_back("TRIAL");
   for (uint32_t i = 0; i < t.count; ++i) {
     const spintune_entry& e = t.entries[i];
     rows.push_back({absl::StrCat(i),
@@ -393,7 +394,7 @@ absl::Status RunBlobDecode(const std::string& path, std::ostream& out) {
                     e.poll_interval_ns ? FormatDurationNs(e.poll_interval_ns) : "-",
                     e.tree ? absl::StrCat("node ", e.tree - 1) : "-",
                     e.flags & SPINTUNE_ENTRY_FALLBACK ? "fallback" : "-"});
-    if (t.trial_count == 0) continue;
+    if (trials == 0) continue;
     // The trial: the incumbent's wait for share / 256 of the commands.
     std::string trial = "-";
     if (e.trial) {

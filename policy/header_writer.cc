@@ -130,7 +130,8 @@ absl::StatusOr<std::string> GenerateCHeader(const PolicyTable& table,
       }
       absl::StrAppend(&out, EntryInitializer(x));
     }
-    for (uint32_t t = 0; t < d.trial_count; ++t) {
+    const uint32_t trials = spintune_trial_count(&d);
+    for (uint32_t t = 0; t < trials; ++t) {
       const spintune_entry& x = d.entries[d.count + t];
       if (t == 0) {
         absl::StrAppend(&out, "\t/* A/B trials: the incumbents' waits (SPINTUNE_ENTRY_TRIAL),\n"
@@ -175,7 +176,6 @@ absl::StatusOr<std::string> GenerateCHeader(const PolicyTable& table,
     absl::StrAppend(&out, absl::StrFormat("\t{ 0x%016xull, %s_buckets, %s_slots, %uu, %uu },\n",
                                           d.index.multiplier, id, id, d.index.bucket_bits,
                                           d.index.slot_bits));
-    if (d.trial_count > 0) absl::StrAppend(&out, "\t", d.trial_count, "u,\n");
     absl::StrAppend(&out, "};\n");
   }
   for (const HeaderDefine& d : options.defines) {

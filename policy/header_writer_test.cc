@@ -155,7 +155,7 @@ TEST_P(HeaderCompiles, AsCAndCxxWithWerror) {
                          "    struct spintune_ab ab;\n"
                          "    unsigned i, incumbent = 0;\n"
                          "    spintune_ab_init(&ab, &" + mmc + ");\n"
-                         "    if (" + mmc + ".trial_count != 1u) return 6;\n"
+                         "    if (" + "spintune_trial_count(&" + mmc + ") != 1u) return 6;\n"
                          "    e = spintune_lookup(&" + mmc + ", 0, 23, 0);\n"
                          "    for (i = 0; i < 256u; i++)\n"
                          "      incumbent += spintune_entry_is_incumbent(spintune_ab_pick(&" + mmc + ", e, &ab));\n"

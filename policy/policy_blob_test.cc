@@ -122,7 +122,7 @@ TEST(PolicyBlob, TrialsMakeAFormat3BlobWhoseArmsTheDriverPicks) {
   auto decoded = DecodePolicyBlob(*blob);
   ASSERT_TRUE(decoded.ok()) << decoded.status();
   const spintune_table* t = &(*decoded)->table;
-  ASSERT_EQ(t->trial_count, 1u);
+  ASSERT_EQ(spintune_trial_count(t), 1u);
   const spintune_entry* e = spintune_lookup(t, 0, 23, 0);
   EXPECT_EQ(e->strategy, SPINTUNE_SPIN_THEN_IRQ);
   ASSERT_EQ(e->trial, 1u);

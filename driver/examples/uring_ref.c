@@ -528,7 +528,7 @@ int main(int argc, char **argv)
 		/* compare: one report per run mode, PREFIX-MODE.json */
 		snprintf(path, sizeof(path), compare ? "%s-%s.json" : "%s", o.report, run_names[r]);
 		if (write_report(path, o.nsizes, o.sizes, run_names[r], stats[r],
-				 r == 0 && table.trial_count ? stats[3] : NULL,
+				 r == 0 && spintune_trial_count(&table) ? stats[3] : NULL,
 				 r == 0 ? table.version : 0) != 0) {
 			fprintf(stderr, "spintune-uring-ref: %s: %s\n", path, strerror(errno));
 			return 1;

@@ -18,7 +18,7 @@ static void check_table(const struct spintune_table *t, const uint8_t *data, siz
 	const struct spintune_entry *first = t->entries, *end = t->entries + t->count;
 	const struct spintune_entry *e;
 	struct spintune_features f;
-	uint32_t i;
+	uint32_t i, trials;
 
 	if (t->count == 0 || !(t->entries[t->count - 1].flags & SPINTUNE_ENTRY_FALLBACK))
 		abort();
@@ -49,7 +49,8 @@ static void check_table(const struct spintune_table *t, const uint8_t *data, siz
 	e = spintune_lookup(t, size ? data[0] : 0, 23, 4096);
 	if (e < first || e >= end)
 		abort();
-	for (i = 0; i < t->trial_count; i++) {
+	trials = spintune_trial_count(t);
+	for (i = 0; i < trials; i++) {
 		const struct spintune_entry *x = &t->entries[t->count + i];
 		struct spintune_entry plain = *x;
 
@@ -67,7 +68,7 @@ static void check_table(const struct spintune_table *t, const uint8_t *data, siz
 		spintune_ab_init(&ab, t);
 		for (n = 0; n < 4; n++) {
 			e = spintune_ab_pick(t, k, &ab);
-			if (e != k && (e < end || e >= end + t->trial_count ||
+			if (e != k && (e < end || e >= end + trials ||
 				       spintune__key_of(e) != spintune__key_of(k)))
 				abort();
 		}

@@ -103,7 +103,7 @@ int main(void)
 	CHECK(spintune_blob_storage_bytes(b, BYTES) >=
 	      spintune_table_storage_bytes(ENTRIES + TRIALS, 0));
 	CHECK(spintune_table_parse(b, BYTES, words, sizeof(words), &t, &why) == 0);
-	CHECK(t.count == ENTRIES && t.trial_count == TRIALS && t.version == 7);
+	CHECK(t.count == ENTRIES && spintune_trial_count(&t) == TRIALS && t.version == 7);
 	e = spintune_lookup(&t, 0, 17, 512);
 	CHECK(e->strategy == SPINTUNE_SLEEP_THEN_SPIN && e->trial == 1);
 	x = &t.entries[t.count];

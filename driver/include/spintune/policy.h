@@ -222,8 +222,9 @@ struct spintune_index {
  * @write_opcode_count: number of @write_opcodes in use.
  * @write_opcodes: the opcodes whose completion resets since_write_ns.
  * @index: the key index (zero: none).
- * @trial_count: the A/B trials: trial entries follow the @count entries
- *	(format 3; 0 before).
+ *
+ * A format 3 table's A/B trial entries follow the @count entries
+ * (spintune_trial_count() of them); the struct is format 2's.
  *
  * Tables from headers generated before format 2 initialize only the first
  * four fields: they have no context and no index.
@@ -238,7 +239,6 @@ struct spintune_table {
 	uint32_t write_opcode_count;
 	uint32_t write_opcodes[SPINTUNE_MAX_WRITE_OPCODES];
 	struct spintune_index index;
-	uint32_t trial_count;
 };
 
 /**
@@ -441,7 +441,9 @@ static inline void spintune_ab_init(struct spintune_ab *ab, const struct spintun
  * spintune_ab_pick() - the entry one command waits by: @e, or for an entry
  *	with an A/B trial, a seeded share of the time its trial entry.
  * @table: the table @e came from.
- * @e: what spintune_lookup() or spintune_lookup_ctx() returned.
+ * @e: what spintune_lookup() or spintune_lookup_ctx() returned (for a
+ *	table from spintune_table_parse(), spintune_blob_parse() or a
+ *	generated header: those place every trial entry an entry names).
  * @ab: the device's chooser (spintune_ab_init() for @table).
  *
  * O(1): for an entry without a trial one load and a branch; with one, an
@@ -457,11 +459,28 @@ spintune_ab_pick(const struct spintune_table *table, const struct spintune_entry
 	const struct spintune_entry *incumbent;
 	uint64_t n;
 
-	if (!e->trial || (e->flags & SPINTUNE_ENTRY_TRIAL) || e->trial > table->trial_count)
+	if (!e->trial || (e->flags & SPINTUNE_ENTRY_TRIAL))
 		return e;
 	incumbent = &table->entries[table->count + e->trial - 1u];
 	n = __atomic_fetch_add(&ab->counter, 1, __ATOMIC_RELAXED);
 	return (spintune__mix64(ab->seed + n) & 0xFFu) < incumbent->trial ? incumbent : e;
+}
+
+/**
+ * spintune_trial_count() - the A/B trials of a table.
+ * @table: a parsed or generated table.
+ *
+ * O(n); for tools and reports, not the hot path.
+ *
+ * Returns: the number of trial entries after @table->entries[@count - 1].
+ */
+static inline uint32_t spintune_trial_count(const struct spintune_table *table)
+{
+	uint32_t i, n = 0;
+
+	for (i = 0; i < table->count; i++)
+		n += table->entries[i].trial != 0;
+	return n;
 }
 
 /**
@@ -1120,7 +1139,6 @@ static inline int spintune__parse(const void *buf, size_t len,
 	t.index.slots = NULL;
 	t.index.bucket_bits = 0;
 	t.index.slot_bits = 0;
-	t.trial_count = trials;
 	if (st->buckets && st->slots && spintune__index_build(&t, st->buckets, st->slots))
 		return SPINTUNE__REFUSE(why, -EINVAL, "no perfect hash of the keys (see policy.h)");
 	*table = t;
