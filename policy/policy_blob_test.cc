@@ -367,7 +367,7 @@ TEST_F(BlobCorruption, WrongMagic) {
 }
 
 TEST_F(BlobCorruption, WrongVersion) {
-  blob_[4] = 3;
+  blob_[4] = 4;  // 3 is the format with A/B trials
   EXPECT_EQ(Parse(), -EPROTONOSUPPORT);
 }
 

@@ -144,7 +144,7 @@ struct st_case {
 
 static const struct st_case st_cases[] = {
 	ST_BYTE("refuses a bad magic", 0, 'X', false, -EINVAL, "bad magic"),
-	ST_BYTE("refuses an unknown format version", 4, 3, false, -EPROTONOSUPPORT,
+	ST_BYTE("refuses an unknown format version", 4, 4, false, -EPROTONOSUPPORT,
 		"unknown format version"),
 	ST_BYTE("refuses a format 1 header labelled format 2", 4, 2, false, -EINVAL,
 		"bad header size"),
