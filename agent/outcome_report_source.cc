@@ -42,6 +42,7 @@ absl::StatusOr<std::unique_ptr<SampleSource>> OutcomeReportSource::Wrap(
       o.set_opcode(k.opcode);
       o.set_size_class(k.size_class);
       o.set_policy_version(r.policy_version);
+      o.set_arm(k.arm == OutcomeArm::kIncumbent ? v1::OUTCOME_ARM_INCUMBENT : v1::OUTCOME_ARM_TABLE);
       o.set_requests(k.moments.requests);
       o.set_cpu_ns_sum(k.moments.cpu_ns_sum);
       o.set_latency_ns_sum(k.moments.latency_ns_sum);

@@ -1,7 +1,9 @@
 #include "agent/sim_source.h"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
+#include <tuple>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -34,6 +36,20 @@ SimSource::SimSource(const BoardModel& board, uint64_t seed, double timer_wake_f
       rng_(seed),
       sim_(board, seed, &rng_) {}
 
+void SimSource::OnTableApplied(const PolicyTable& table) {
+  table_ = table;
+  blob_.reset();
+  const bool trials = std::any_of(table.entries.begin(), table.entries.end(),
+                                  [](const PolicyEntry& e) { return e.trial.has_value(); });
+  if (!trials) return;
+  // The agent applied it, so it encodes; a failure here is a bug.
+  auto blob = EncodePolicyBlob(table, board_.device_name);
+  auto decoded = blob.ok() ? DecodePolicyBlob(*blob) : blob.status();
+  if (!decoded.ok()) return;
+  blob_ = std::move(*decoded);
+  spintune_ab_init(&ab_, &blob_->table);
+}
+
 void SimSource::Describe(v1::Hello* hello) const {
   auto* target = hello->mutable_target();
   target->set_board(board_.name);
@@ -53,13 +69,23 @@ absl::StatusOr<size_t> SimSource::Fill(size_t max_completions, v1::SampleBatch* 
   auto* c = batch->mutable_completions();
   auto* d = batch->mutable_dispatches();
   const uint64_t version = table_ ? table_->version : 0;
-  std::map<std::pair<uint32_t, uint32_t>, CostMoments> outcomes;  // (opcode, size class)
+  // (opcode, size class, arm)
+  std::map<std::tuple<uint32_t, uint32_t, OutcomeArm>, CostMoments> outcomes;
   LatencyHistogram oversleep;
   uint64_t oversleep_sum = 0;
   for (size_t i = 0; i < max_completions; ++i) {
-    const SimRequest r = sim_.Next();
+    SimRequest r = sim_.Next();
+    if (table_) r.x_ns *= drift_factor_;
     const uint32_t opcode = r.op->opcode;
-    const SimWait w = driver_.Wait(WaitFor(board_, table_, opcode, r.bytes), r.x_ns);
+    WaitParams wait = WaitFor(board_, table_, opcode, r.bytes);
+    OutcomeArm arm = OutcomeArm::kTable;
+    if (blob_) {
+      const spintune_entry* e = spintune_ab_pick(
+          &blob_->table, spintune_lookup(&blob_->table, 0, opcode, r.bytes), &ab_);
+      wait = {static_cast<Strategy>(e->strategy), e->spin_ns, e->sleep_ns, e->poll_interval_ns};
+      if (spintune_entry_is_incumbent(e)) arm = OutcomeArm::kIncumbent;
+    }
+    const SimWait w = driver_.Wait(wait, r.x_ns);
     c->add_device_index(0);
     c->add_cpu_class_index(0);
     c->add_opcode(opcode);
@@ -74,7 +100,7 @@ absl::StatusOr<size_t> SimSource::Fill(size_t max_completions, v1::SampleBatch* 
       d->add_handler_ns(static_cast<uint64_t>(w.handler_ns));
       d->add_wake_ns(static_cast<uint64_t>(w.wake_ns));
     }
-    outcomes[{opcode, SizeClassOf(r.bytes)}].Add(w.cpu_ns, w.latency_ns);
+    outcomes[{opcode, SizeClassOf(r.bytes), arm}].Add(w.cpu_ns, w.latency_ns);
     for (double o : w.oversleep_ns) {
       oversleep.Record(static_cast<uint64_t>(o));
       oversleep_sum += static_cast<uint64_t>(o);
@@ -84,9 +110,10 @@ absl::StatusOr<size_t> SimSource::Fill(size_t max_completions, v1::SampleBatch* 
     auto* o = batch->add_outcomes();
     o->set_device_index(0);
     o->set_cpu_class_index(0);
-    o->set_opcode(key.first);
-    o->set_size_class(key.second);
+    o->set_opcode(std::get<0>(key));
+    o->set_size_class(std::get<1>(key));
     o->set_policy_version(version);
+    if (std::get<2>(key) == OutcomeArm::kIncumbent) o->set_arm(v1::OUTCOME_ARM_INCUMBENT);
     o->set_requests(m.requests);
     o->set_cpu_ns_sum(m.cpu_ns_sum);
     o->set_latency_ns_sum(m.latency_ns_sum);

@@ -156,6 +156,22 @@ void BM_Lookup(benchmark::State& state) {
 }
 BENCHMARK(BM_Lookup);
 
+// A driver that honours A/B trials (issue 12): the lookup, then
+// spintune_ab_pick() on an entry without a trial (one load and a branch).
+void BM_LookupAbPick(benchmark::State& state) {
+  const spintune_table& t = Plain().table;
+  const auto commands = Commands(t.count - 1);
+  spintune_ab ab;
+  spintune_ab_init(&ab, &t);
+  size_t i = 0;
+  for (auto _ : state) {
+    const Command& c = commands[i++ & 4095];
+    benchmark::DoNotOptimize(
+        spintune_ab_pick(&t, spintune_lookup(&t, c.cpu, c.opcode, c.bytes), &ab));
+  }
+}
+BENCHMARK(BM_LookupAbPick);
+
 // The lookup of tables without an index (headers generated before format
 // 2): the binary search of every lookup before issue 18.
 void BM_LookupBinarySearch(benchmark::State& state) {

@@ -143,6 +143,7 @@ absl::StatusOr<StoredPolicy> LoadStoredPolicyAndVerifications(const Repository& 
       v.incumbent = {o.incumbent_cost_ns(), o.incumbent_low_ns(), o.incumbent_high_ns()};
       v.rollback_version = o.rollback_version();
       v.reason = o.reason();
+      if (!o.method().empty()) v.method = o.method();
       out.verifications.push_back(std::move(v));
     }
     return out;
@@ -359,6 +360,7 @@ absl::Status RunBlobDecode(const std::string& path, std::ostream& out) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": ", decoded.status().message()));
   }
   const spintune_table& t = (*decoded)->table;
+  const uint32_t trials = spintune_trial_count(&t);
   const auto le16 = [&](size_t at) {
     return static_cast<uint32_t>(static_cast<uint8_t>(blob[at]) |
                                  static_cast<uint8_t>(blob[at + 1]) << 8);
@@ -372,12 +374,14 @@ absl::Status RunBlobDecode(const std::string& path, std::ostream& out) {
       << absl::StrFormat("0x%08x", le32(12)) << "\n"
       << "device " << t.device << ", table version " << t.version << ", " << t.count
       << " entries, " << t.node_count << " context nodes, write opcodes "
-      << (writes.empty() ? "-" : writes) << "\n";
+      << (writes.empty() ? "-" : writes)
+      << (trials ? absl::StrCat(", ", trials, " A/B trials") : "") << "\n";
   const auto any = [](uint64_t v, uint64_t wildcard, std::string shown) {
     return v == wildcard ? std::string("*") : shown;
   };
   std::vector<std::vector<std::string>> rows = {
       {"#", "CPU", "OPCODE", "SIZE", "STRATEGY", "SPIN", "SLEEP", "POLL", "TREE", "FLAGS"}};
+  if (trials) rows[0].push_back("TRIAL");
   for (uint32_t i = 0; i < t.count; ++i) {
     const spintune_entry& e = t.entries[i];
     rows.push_back({absl::StrCat(i),
@@ -390,6 +394,16 @@ absl::Status RunBlobDecode(const std::string& path, std::ostream& out) {
                     e.poll_interval_ns ? FormatDurationNs(e.poll_interval_ns) : "-",
                     e.tree ? absl::StrCat("node ", e.tree - 1) : "-",
                     e.flags & SPINTUNE_ENTRY_FALLBACK ? "fallback" : "-"});
+    if (trials == 0) continue;
+    // The trial: the incumbent's wait for share / 256 of the commands.
+    std::string trial = "-";
+    if (e.trial) {
+      const spintune_entry& x = t.entries[t.count + e.trial - 1];
+      const WaitParams w{static_cast<Strategy>(x.strategy), x.spin_ns, x.sleep_ns,
+                         x.poll_interval_ns};
+      trial = absl::StrCat(DescribeWait(w), " for ", x.trial, "/256");
+    }
+    rows.back().push_back(trial);
   }
   out << RenderColumns(rows);
   if (t.node_count == 0) return absl::OkStatus();

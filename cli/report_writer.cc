@@ -417,7 +417,7 @@ std::string RenderHtmlReport(const Profile& p, const ReportOptions& options) {
           Cell(FormatDurationNs(v.predicted_cost_ns), true), Cell(interval(v.measured), true),
           Cell(absl::StrCat(v.requests), true),
           Cell(absl::StrCat("v", v.incumbent_version, " ", interval(v.incumbent)), true),
-          Cell(v.verdict), Cell(v.rollback_version ? absl::StrCat("v", v.rollback_version) : "-"),
+          Cell(v.VerdictLabel()), Cell(v.rollback_version ? absl::StrCat("v", v.rollback_version) : "-"),
           "</tr>");
     }
     absl::StrAppend(&h, "</table>\n");

@@ -18,11 +18,12 @@ std::string RenderVerifications(const std::vector<VerificationRecord>& verificat
                     absl::StrCat(v.key.opcode), FormatSizeClass(v.key.size_class),
                     FormatDurationNs(v.predicted_cost_ns), interval(v.measured),
                     absl::StrCat(v.requests),
-                    absl::StrCat("v", v.incumbent_version, " ", interval(v.incumbent)), v.verdict,
+                    absl::StrCat("v", v.incumbent_version, " ", interval(v.incumbent)), v.VerdictLabel(),
                     v.rollback_version ? absl::StrCat("v", v.rollback_version) : "-"});
   }
   return "Verified against the driver's measurements (cost J per request; BEFORE: the version\n"
-         "in force before, v0 = the driver's default rule):\n" +
+         "in force before, v0 = the driver's default rule; (A/B): against the incumbent arm\n"
+         "of the same version, measured in the same window):\n" +
          RenderColumns(rows);
 }
 
@@ -38,6 +39,7 @@ nlohmann::json VerificationsToJson(const std::vector<VerificationRecord>& verifi
                    {"opcode", v.key.opcode},
                    {"size_class", v.key.size_class},
                    {"verdict", v.verdict},
+                   {"method", v.method},
                    {"predicted_cost_ns", v.predicted_cost_ns},
                    {"measured", interval(v.measured)},
                    {"requests", v.requests},

@@ -26,6 +26,13 @@ const char* StrategyMacro(uint8_t strategy) {
   return "0";
 }
 
+// One spintune_entry initializer line.
+std::string EntryInitializer(const spintune_entry& x) {
+  return absl::StrFormat("\t{ %uu, %uu, %s, %uu, %uu, %uu, %uu, %uu, %uu, %uu },\n", x.cpu_class,
+                         x.size_class, StrategyMacro(x.strategy), x.flags, x.opcode, x.spin_ns,
+                         x.sleep_ns, x.poll_interval_ns, x.tree, x.trial);
+}
+
 std::string FormatUs(double ns) { return absl::StrFormat("%.1fus", ns / 1000.0); }
 
 }  // namespace
@@ -121,10 +128,16 @@ absl::StatusOr<std::string> GenerateCHeader(const PolicyTable& table,
                         ": ", e->samples, " samples, p50 ", FormatUs(e->p50_ns), ", p99 ",
                         FormatUs(e->p99_ns), " */\n");
       }
-      absl::StrAppend(&out, absl::StrFormat("\t{ %uu, %uu, %s, %uu, %uu, %uu, %uu, %uu, %uu, 0u },\n",
-                                            x.cpu_class, x.size_class, StrategyMacro(x.strategy),
-                                            x.flags, x.opcode, x.spin_ns, x.sleep_ns,
-                                            x.poll_interval_ns, x.tree));
+      absl::StrAppend(&out, EntryInitializer(x));
+    }
+    const uint32_t trials = spintune_trial_count(&d);
+    for (uint32_t t = 0; t < trials; ++t) {
+      const spintune_entry& x = d.entries[d.count + t];
+      if (t == 0) {
+        absl::StrAppend(&out, "\t/* A/B trials: the incumbents' waits (SPINTUNE_ENTRY_TRIAL),\n"
+                              "\t * share of 256 commands in the last field */\n");
+      }
+      absl::StrAppend(&out, EntryInitializer(x));
     }
     absl::StrAppend(&out, "};\n\n");
     if (d.node_count > 0) {

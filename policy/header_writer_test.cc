@@ -111,15 +111,19 @@ TEST(HeaderWriter, ContextTreesMatchTheGoldenFile) {
 // Compiles the generated header with the project's compilers, as C (gnu11,
 // hosted and freestanding) and C++, with warnings as errors, and runs a C
 // program that looks entries up in it (with context: the three leaves).
-enum class Kind { kPlain, kHostile, kContext };
+enum class Kind { kPlain, kHostile, kContext, kTrial };
 class HeaderCompiles : public ::testing::TestWithParam<Kind> {};
 
 TEST_P(HeaderCompiles, AsCAndCxxWithWerror) {
   const bool hostile = GetParam() == Kind::kHostile;
   const bool context = GetParam() == Kind::kContext;
-  const PolicyTable table = hostile   ? HostileTable()
-                            : context ? testing::ContextTable()
-                                      : testing::SampleTable();
+  const bool trial = GetParam() == Kind::kTrial;
+  PolicyTable table = hostile   ? HostileTable()
+                      : context ? testing::ContextTable()
+                                : testing::SampleTable();
+  for (auto& e : table.entries) {  // CMD23 keeps IRQ for 200 of 256 commands
+    if (trial && !e.fallback && e.key.opcode == 23) e.trial = Trial{WaitParams::Irq(), 200};
+  }
   auto header = GenerateCHeader(table, Options());
   ASSERT_TRUE(header.ok()) << header.status();
   const fs::path dir = fs::temp_directory_path() /
@@ -147,6 +151,17 @@ TEST_P(HeaderCompiles, AsCAndCxxWithWerror) {
                            "    if (spintune_lookup_ctx(&" + mmc + ", 0, 25, &f)->spin_ns != 300000u) return 5;\n"
                            "  }\n"
                          : "") +
+                (trial ? "  {\n"
+                         "    struct spintune_ab ab;\n"
+                         "    unsigned i, incumbent = 0;\n"
+                         "    spintune_ab_init(&ab, &" + mmc + ");\n"
+                         "    if (" + "spintune_trial_count(&" + mmc + ") != 1u) return 6;\n"
+                         "    e = spintune_lookup(&" + mmc + ", 0, 23, 0);\n"
+                         "    for (i = 0; i < 256u; i++)\n"
+                         "      incumbent += spintune_entry_is_incumbent(spintune_ab_pick(&" + mmc + ", e, &ab));\n"
+                         "    if (incumbent < 150u || incumbent > 240u) return 7;\n"
+                         "  }\n"
+                       : "") +
                 "  return 0;\n"
                 "}\n");
   WriteFile(dir / "main.cc", "#include \"table.h\"\nint main() { return " + mmc + ".count == " +
@@ -174,7 +189,8 @@ TEST_P(HeaderCompiles, AsCAndCxxWithWerror) {
 }
 
 INSTANTIATE_TEST_SUITE_P(PlainHostileContext, HeaderCompiles,
-                         ::testing::Values(Kind::kPlain, Kind::kHostile, Kind::kContext));
+                         ::testing::Values(Kind::kPlain, Kind::kHostile, Kind::kContext,
+                                           Kind::kTrial));
 
 }  // namespace
 }  // namespace spintune

@@ -30,7 +30,7 @@ absl::StatusOr<OutcomeReport> ReadOutcomeReport(const std::string& path) {
   if (!j.contains("keys") || !j["keys"].is_array()) {
     return FieldError(path + ".keys", "must be an array");
   }
-  std::set<std::tuple<std::string, uint32_t, uint32_t>> seen;
+  std::set<std::tuple<std::string, uint32_t, uint32_t, OutcomeArm>> seen;
   for (size_t i = 0; i < j["keys"].size(); ++i) {
     const nlohmann::json& k = j["keys"][i];
     const std::string where = absl::StrCat(path, ": keys[", i, "]");
@@ -43,6 +43,12 @@ absl::StatusOr<OutcomeReport> ReadOutcomeReport(const std::string& path) {
     key.opcode = static_cast<uint32_t>(opcode);
     key.size_class = static_cast<uint32_t>(size_class);
     SPINTUNE_ASSIGN_OR_RETURN(key.bytes, GetUint(k, "bytes", where, UINT64_MAX));
+    SPINTUNE_ASSIGN_OR_RETURN(std::string arm, GetString(k, "arm", where, /*required=*/false));
+    if (arm == "incumbent") {
+      key.arm = OutcomeArm::kIncumbent;
+    } else if (!arm.empty() && arm != "table") {
+      return FieldError(where + ".arm", "must be \"table\" or \"incumbent\"");
+    }
     CostMoments& m = key.moments;
     SPINTUNE_ASSIGN_OR_RETURN(m.requests, GetUint(k, "requests", where, UINT64_MAX));
     if (m.requests == 0) return FieldError(where + ".requests", "must be >= 1");
@@ -51,8 +57,8 @@ absl::StatusOr<OutcomeReport> ReadOutcomeReport(const std::string& path) {
     SPINTUNE_ASSIGN_OR_RETURN(m.cpu_ns_sq_sum, GetDouble(k, "cpu_ns_sq_sum", where));
     SPINTUNE_ASSIGN_OR_RETURN(m.latency_ns_sq_sum, GetDouble(k, "latency_ns_sq_sum", where));
     SPINTUNE_ASSIGN_OR_RETURN(m.cpu_latency_ns_sum, GetDouble(k, "cpu_latency_ns_sum", where));
-    if (!seen.insert({key.cpu_class, key.opcode, key.size_class}).second) {
-      return FieldError(where, "the same cpu_class, opcode and size_class twice");
+    if (!seen.insert({key.cpu_class, key.opcode, key.size_class, key.arm}).second) {
+      return FieldError(where, "the same cpu_class, opcode, size_class and arm twice");
     }
     r.keys.push_back(std::move(key));
   }

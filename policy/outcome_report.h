@@ -14,6 +14,7 @@
 
 #include "absl/status/statusor.h"
 #include "models/cost_moments.h"
+#include "policy/policy_table.h"
 
 namespace spintune {
 
@@ -22,6 +23,9 @@ struct OutcomeReportKey {
   uint32_t opcode = 0;
   uint32_t size_class = 0;
   uint64_t bytes = 0;
+  // The arm of the version's A/B trial the requests took ("arm": "table" or
+  // "incumbent"; absent: table).
+  OutcomeArm arm = OutcomeArm::kTable;
   CostMoments moments;
 };
 
@@ -29,13 +33,14 @@ struct OutcomeReport {
   std::string device;
   std::string mode;             // "table", "block", ... (free text, may be empty)
   uint64_t policy_version = 0;  // the version waited by; 0: the driver's default rule
-  std::vector<OutcomeReportKey> keys;  // each (cpu_class, opcode, size_class) at most once
+  // each (cpu_class, opcode, size_class, arm) at most once
+  std::vector<OutcomeReportKey> keys;
 };
 
 // Reads and validates a `spintune-outcomes` version 1 file. InvalidArgument
 // naming the path and field for anything else: every number present,
-// finite and >= 0, requests >= 1, size_class <= 64, opcode < 2^32 - 1, no
-// key twice; NotFound / FailedPrecondition for unreadable files.
+// finite and >= 0, requests >= 1, size_class <= 64, opcode < 2^32 - 1, arm
+// "table" or "incumbent" when present, no key and arm twice; NotFound / FailedPrecondition for unreadable files.
 absl::StatusOr<OutcomeReport> ReadOutcomeReport(const std::string& path);
 
 }  // namespace spintune

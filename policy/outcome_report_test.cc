@@ -46,6 +46,26 @@ TEST(OutcomeReport, ReadsEveryField) {
   EXPECT_DOUBLE_EQ(k.moments.cpu_latency_ns_sum, 1520);
 }
 
+// A/B: the same key once per arm; "arm" absent is the table arm.
+TEST(OutcomeReport, ReadsTheArmOfEachRow) {
+  testing::TempDir dir;
+  std::string incumbent = kKey;
+  incumbent.insert(1, R"("arm": "incumbent", )");
+  auto r = ReadOutcomeReport(Write(dir, Report(std::string(kKey) + ", " + incumbent)));
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->keys.size(), 2u);
+  EXPECT_EQ(r->keys[0].arm, OutcomeArm::kTable);
+  EXPECT_EQ(r->keys[1].arm, OutcomeArm::kIncumbent);
+  auto twice = ReadOutcomeReport(Write(dir, Report(incumbent + ", " + incumbent)));
+  ASSERT_FALSE(twice.ok());
+  EXPECT_THAT(std::string(twice.status().message()), HasSubstr("arm twice"));
+  std::string odd = kKey;
+  odd.insert(1, R"("arm": "control", )");
+  auto bad = ReadOutcomeReport(Write(dir, Report(odd)));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(std::string(bad.status().message()), HasSubstr("keys[0].arm"));
+}
+
 TEST(OutcomeReport, RefusesBadFilesNamingThePathAndField) {
   testing::TempDir dir;
   struct Case {

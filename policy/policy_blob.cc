@@ -33,6 +33,23 @@ absl::StatusOr<uint32_t> Narrow(uint64_t v, uint64_t bound, absl::string_view wh
   return static_cast<uint32_t>(v);
 }
 
+// Writes `w`: its strategy byte at `strategy_at`, then spin_ns, sleep_ns and
+// poll_interval_ns (u32 each) from `params_at`.
+absl::Status PutWait(const WaitParams& w, size_t strategy_at, size_t params_at,
+                     std::string* out) {
+  auto spin = Narrow(w.spin_ns, SPINTUNE_MAX_SPIN_NS, "spin_ns");
+  auto sleep = Narrow(w.sleep_ns, SPINTUNE_MAX_SLEEP_NS, "sleep_ns");
+  auto poll = Narrow(w.poll_interval_ns, SPINTUNE_MAX_SLEEP_NS, "poll_interval_ns");
+  if (!spin.ok()) return spin.status();
+  if (!sleep.ok()) return sleep.status();
+  if (!poll.ok()) return poll.status();
+  (*out)[strategy_at] = static_cast<char>(w.strategy);
+  PutLe32(out, params_at, *spin);
+  PutLe32(out, params_at + 4, *sleep);
+  PutLe32(out, params_at + 8, *poll);
+  return absl::OkStatus();
+}
+
 // The blob key of a (non-fallback) entry.
 uint64_t BlobKey(const PolicyTable& table, const PolicyEntry& e) {
   return spintune__entry_key(static_cast<uint8_t>(table.CpuClassIndex(e.key.cpu_class)),
@@ -144,12 +161,34 @@ absl::StatusOr<std::string> EncodePolicyBlob(const PolicyTable& table,
     first = last;
   }
 
+  // A/B trials (format 3, written only when there are some): one per
+  // entry, in entry order.
+  std::vector<size_t> trial_rows;
+  for (size_t r = 0; r < rows.size(); ++r) {
+    const PolicyEntry* e = rows[r];
+    if (!e->trial) continue;
+    if (e->fallback || tree[r] != 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "device '", device, "': an A/B trial on the fallback entry or a context leaf"));
+    }
+    if (e->trial->share < 1 || e->trial->share > 255) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "device '", device, "': A/B trial share ", e->trial->share, " is not 1..255"));
+    }
+    trial_rows.push_back(r);
+  }
+  if (rows.size() + trial_rows.size() > SPINTUNE_MAX_ENTRIES) {
+    return absl::InvalidArgumentError(absl::StrCat("device '", device, "' has ", rows.size(),
+                                                   " entries and ", trial_rows.size(),
+                                                   " trials, more than ", SPINTUNE_MAX_ENTRIES));
+  }
   const size_t header = SPINTUNE_BLOB_HEADER_V2_BYTES;
   const size_t total = header + rows.size() * SPINTUNE_BLOB_ENTRY_BYTES +
-                       nodes.size() * SPINTUNE_BLOB_NODE_BYTES;
+                       nodes.size() * SPINTUNE_BLOB_NODE_BYTES +
+                       trial_rows.size() * SPINTUNE_BLOB_TRIAL_BYTES;
   std::string out(total, '\0');
   PutLe32(&out, 0, SPINTUNE_BLOB_MAGIC);
-  PutLe16(&out, 4, SPINTUNE_BLOB_VERSION);
+  PutLe16(&out, 4, trial_rows.empty() ? SPINTUNE_BLOB_VERSION : SPINTUNE_BLOB_VERSION_3);
   PutLe16(&out, 6, static_cast<uint32_t>(header));
   PutLe32(&out, 8, static_cast<uint32_t>(total));
   PutLe64(&out, 16, table.version);
@@ -161,6 +200,7 @@ absl::StatusOr<std::string> EncodePolicyBlob(const PolicyTable& table,
   PutLe16(&out, 68, SPINTUNE_BLOB_NODE_BYTES);
   out[70] = static_cast<char>(writes.size());
   for (size_t i = 0; i < writes.size(); ++i) PutLe32(&out, 72 + 4 * i, writes[i]);
+  PutLe32(&out, 88, static_cast<uint32_t>(trial_rows.size()));
 
   size_t at = header;
   for (size_t r = 0; r < rows.size(); ++r) {
@@ -172,21 +212,16 @@ absl::StatusOr<std::string> EncodePolicyBlob(const PolicyTable& table,
       size = static_cast<uint8_t>(e->key.size_class);
       opcode = e->key.opcode;
     }
-    auto spin = Narrow(e->wait.spin_ns, SPINTUNE_MAX_SPIN_NS, "spin_ns");
-    auto sleep = Narrow(e->wait.sleep_ns, SPINTUNE_MAX_SLEEP_NS, "sleep_ns");
-    auto poll = Narrow(e->wait.poll_interval_ns, SPINTUNE_MAX_SLEEP_NS, "poll_interval_ns");
-    if (!spin.ok()) return spin.status();
-    if (!sleep.ok()) return sleep.status();
-    if (!poll.ok()) return poll.status();
     out[at + 0] = static_cast<char>(cpu);
     out[at + 1] = static_cast<char>(size);
-    out[at + 2] = static_cast<char>(e->wait.strategy);
     out[at + 3] = static_cast<char>(e->fallback ? SPINTUNE_ENTRY_FALLBACK : 0);
     PutLe32(&out, at + 4, opcode);
-    PutLe32(&out, at + 8, *spin);
-    PutLe32(&out, at + 12, *sleep);
-    PutLe32(&out, at + 16, *poll);
+    if (absl::Status s = PutWait(e->wait, at + 2, at + 8, &out); !s.ok()) return s;
     PutLe16(&out, at + 20, tree[r]);
+    auto trial = std::find(trial_rows.begin(), trial_rows.end(), r);
+    if (trial != trial_rows.end()) {
+      PutLe16(&out, at + 22, static_cast<uint32_t>(trial - trial_rows.begin() + 1));
+    }
     at += SPINTUNE_BLOB_ENTRY_BYTES;
   }
   for (const auto& n : nodes) {
@@ -198,6 +233,15 @@ absl::StatusOr<std::string> EncodePolicyBlob(const PolicyTable& table,
     PutLe16(&out, at + 4, child(n.right));
     PutLe64(&out, at + 8, n.threshold);
     at += SPINTUNE_BLOB_NODE_BYTES;
+  }
+  for (size_t r : trial_rows) {
+    const Trial& t = *rows[r]->trial;
+    PutLe16(&out, at, static_cast<uint32_t>(r));
+    out[at + 2] = static_cast<char>(t.share);
+    if (absl::Status s = PutWait(t.wait, at + 3, at + 4, &out); !s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("A/B trial: ", s.message()));
+    }
+    at += SPINTUNE_BLOB_TRIAL_BYTES;
   }
   const uint32_t crc = spintune_crc32(
       0, reinterpret_cast<const uint8_t*>(out.data()) + 16, total - 16);

@@ -17,12 +17,14 @@
 namespace spintune {
 
 // Encodes the entries of `device` in `table` (CPU classes by their index in
-// table.cpu_classes) in format 2: a key's context leaves become a tree
+// table.cpu_classes) in format 2, or format 3 when an entry has an A/B
+// trial (its trial section): a key's context leaves become a tree
 // (ContextTree::FromLeafConditions()) in the node section. The result always
 // passes spintune_table_parse(). InvalidArgument when the device is unknown
 // or has no fallback entry, its name is 32 bytes or longer, a value exceeds
 // the driver's bounds, a key's contexts do not form a tree of depth <= 3,
-// or the device has more than 4 write opcodes.
+// or the device has more than 4 write opcodes, or a trial is on a fallback
+// entry or context leaf or has a share outside 1..255.
 absl::StatusOr<std::string> EncodePolicyBlob(const PolicyTable& table,
                                              const std::string& device);
 
@@ -42,7 +44,7 @@ struct DecodedBlob {
 };
 
 // Parses with the driver's own parser (spintune_table_parse(), formats 1
-// and 2). InvalidArgument carrying the errno name and the parser's reason
+// to 3; a trial's incumbent wait is the trial entry after the entries). InvalidArgument carrying the errno name and the parser's reason
 // when the blob is rejected.
 absl::StatusOr<std::unique_ptr<DecodedBlob>> DecodePolicyBlob(const std::string& blob);
 

@@ -105,6 +105,67 @@ TEST(PolicyBlob, RefusesTablesADriverWouldRefuse) {
   EXPECT_FALSE(EncodePolicyBlob(writes, "mmc0").ok());
 }
 
+// SampleTable() with an A/B trial on CMD23 of the big class.
+PolicyTable TrialTable(Trial trial) {
+  PolicyTable t = SampleTable();
+  for (auto& e : t.entries) {
+    if (!e.fallback && e.key.opcode == 23) e.trial = trial;
+  }
+  return t;
+}
+
+TEST(PolicyBlob, TrialsMakeAFormat3BlobWhoseArmsTheDriverPicks) {
+  auto blob = EncodePolicyBlob(TrialTable({WaitParams::Irq(), 128}), "mmc0");
+  ASSERT_TRUE(blob.ok()) << blob.status();
+  EXPECT_EQ((*blob)[4], static_cast<char>(SPINTUNE_BLOB_VERSION_3));
+  EXPECT_EQ(blob->size(), kHeader + 5 * SPINTUNE_BLOB_ENTRY_BYTES + SPINTUNE_BLOB_TRIAL_BYTES);
+  auto decoded = DecodePolicyBlob(*blob);
+  ASSERT_TRUE(decoded.ok()) << decoded.status();
+  const spintune_table* t = &(*decoded)->table;
+  ASSERT_EQ(spintune_trial_count(t), 1u);
+  const spintune_entry* e = spintune_lookup(t, 0, 23, 0);
+  EXPECT_EQ(e->strategy, SPINTUNE_SPIN_THEN_IRQ);
+  ASSERT_EQ(e->trial, 1u);
+  const spintune_entry* incumbent = &t->entries[t->count];
+  EXPECT_EQ(incumbent->strategy, SPINTUNE_IRQ);
+  EXPECT_EQ(incumbent->trial, 128u);
+  EXPECT_EQ(incumbent->flags, SPINTUNE_ENTRY_TRIAL);
+  spintune_ab ab;
+  spintune_ab_init(&ab, t);
+  int incumbent_arm = 0;
+  for (int i = 0; i < 2560; ++i) incumbent_arm += spintune_ab_pick(t, e, &ab) == incumbent;
+  EXPECT_NEAR(incumbent_arm, 1280, 5 * 25.3) << "128/256, binomial sd 25.3";
+  EXPECT_EQ(spintune_ab_pick(t, spintune_lookup(t, 1, 18, 4096), &ab)->flags, 0u)
+      << "no trial: the entry itself";
+  // The other device has no trial: format 2, readable by older drivers.
+  auto spi = EncodePolicyBlob(TrialTable({WaitParams::Irq(), 128}), "spi0");
+  ASSERT_TRUE(spi.ok());
+  EXPECT_EQ((*spi)[4], static_cast<char>(SPINTUNE_BLOB_VERSION));
+}
+
+TEST(PolicyBlob, RefusesTrialsADriverWouldRefuse) {
+  EXPECT_FALSE(EncodePolicyBlob(TrialTable({WaitParams::Irq(), 0}), "mmc0").ok()) << "share 0";
+  EXPECT_FALSE(EncodePolicyBlob(TrialTable({WaitParams::Irq(), 256}), "mmc0").ok()) << "share 256";
+  EXPECT_TRUE(EncodePolicyBlob(TrialTable({WaitParams::Irq(), 255}), "mmc0").ok());
+  WaitParams too_long = WaitParams::SpinThenIrq(uint64_t{SPINTUNE_MAX_SPIN_NS} + 1);
+  EXPECT_FALSE(EncodePolicyBlob(TrialTable({too_long, 64}), "mmc0").ok());
+  WaitParams no_timeout = WaitParams::Spin(0);
+  auto refused = EncodePolicyBlob(TrialTable({no_timeout, 64}), "mmc0");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("trial's wait"), std::string::npos)
+      << refused.status();
+  PolicyTable fallback = SampleTable();
+  for (auto& e : fallback.entries) {
+    if (e.fallback && e.key.device == "mmc0") e.trial = Trial{WaitParams::Spin(5'000), 64};
+  }
+  EXPECT_FALSE(EncodePolicyBlob(fallback, "mmc0").ok());
+  PolicyTable leaf = ContextTable();
+  for (auto& e : leaf.entries) {
+    if (!e.context.empty()) e.trial = Trial{WaitParams::Irq(), 64};
+  }
+  EXPECT_FALSE(EncodePolicyBlob(leaf, "mmc0").ok());
+}
+
 TEST(PolicyBlob, ContextLeavesBecomeATreeTheDriverWalks) {
   auto blob = EncodePolicyBlob(ContextTable(), "mmc0");
   ASSERT_TRUE(blob.ok()) << blob.status();
@@ -306,7 +367,7 @@ TEST_F(BlobCorruption, WrongMagic) {
 }
 
 TEST_F(BlobCorruption, WrongVersion) {
-  blob_[4] = 3;
+  blob_[4] = 4;  // 3 is the format with A/B trials
   EXPECT_EQ(Parse(), -EPROTONOSUPPORT);
 }
 

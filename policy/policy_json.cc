@@ -215,6 +215,11 @@ json PolicyTableToJson(const PolicyTable& t) {
     ej["gain_ns"] = e.gain_ns;
     ej["gain_ci_low"] = e.gain_ci_low_ns;
     ej["gain_ci_high"] = e.gain_ci_high_ns;
+    if (e.trial) {  // absent without one
+      json tj = WaitToJson(e.trial->wait);
+      tj["share"] = e.trial->share;
+      ej["trial"] = std::move(tj);
+    }
     if (e.default_wait) {
       json dj = WaitToJson(*e.default_wait);
       dj["cpu_ns"] = e.default_expected.cpu_ns;
@@ -251,8 +256,9 @@ absl::StatusOr<PolicyTable> PolicyTableFromJson(const json& j) {
   SPINTUNE_ASSIGN_OR_RETURN(t.origin, GetString(j, "origin", "policy", false));
   if (t.origin.empty()) t.origin = "fitted";
   if (t.origin != "fitted" && t.origin != "predicted" && t.origin != "rollback" &&
-      t.origin != "verify-rollback") {
-    return FieldError("origin", "must be fitted, predicted, rollback or verify-rollback");
+      t.origin != "verify-rollback" && t.origin != "verify-settled") {
+    return FieldError("origin",
+                      "must be fitted, predicted, rollback, verify-rollback or verify-settled");
   }
   SPINTUNE_ASSIGN_OR_RETURN(t.objective_name, GetString(j, "objective", "policy", false));
   SPINTUNE_ASSIGN_OR_RETURN(t.latency_weight, GetDouble(j, "latency_weight", "policy", false));
@@ -340,6 +346,18 @@ absl::StatusOr<PolicyTable> PolicyTableFromJson(const json& j) {
     SPINTUNE_ASSIGN_OR_RETURN(e.gain_ns, GetSigned(ej, "gain_ns", where));
     SPINTUNE_ASSIGN_OR_RETURN(e.gain_ci_low_ns, GetSigned(ej, "gain_ci_low", where));
     SPINTUNE_ASSIGN_OR_RETURN(e.gain_ci_high_ns, GetSigned(ej, "gain_ci_high", where));
+    auto trial = ej.find("trial");
+    if (trial != ej.end() && !trial->is_null()) {
+      if (!trial->is_object() || e.fallback) {
+        return FieldError(where + ".trial", "must be an object, on a non-fallback entry");
+      }
+      Trial tr;
+      SPINTUNE_ASSIGN_OR_RETURN(tr.wait, WaitFromJson(*trial, where + ".trial"));
+      SPINTUNE_ASSIGN_OR_RETURN(uint64_t share, GetUint(*trial, "share", where + ".trial", 255));
+      if (share == 0) return FieldError(where + ".trial.share", "must be 1..255");
+      tr.share = static_cast<uint32_t>(share);
+      e.trial = tr;
+    }
     auto def = ej.find("default");
     if (def != ej.end() && def->is_object()) {
       SPINTUNE_ASSIGN_OR_RETURN(WaitParams dw, WaitFromJson(*def, where + ".default"));

@@ -25,6 +25,33 @@ TEST(PolicyJson, RoundTrips) {
   EXPECT_EQ(PolicyTableToJson(*back).dump(), PolicyTableToJson(t).dump());
 }
 
+TEST(PolicyJson, TrialsRoundTripAndBadOnesNameTheField) {
+  PolicyTable t = testing::SampleTable();
+  t.entries[0].trial = Trial{WaitParams::SpinThenIrq(4'000), 96};
+  const nlohmann::json j = PolicyTableToJson(t);
+  EXPECT_EQ(j["entries"][0]["trial"]["share"], 96);
+  EXPECT_EQ(j["entries"][1].count("trial"), 0u) << "absent without one";
+  auto back = PolicyTableFromJson(j);
+  ASSERT_TRUE(back.ok()) << back.status();
+  ASSERT_TRUE(back->entries[0].trial.has_value());
+  EXPECT_EQ(*back->entries[0].trial, *t.entries[0].trial);
+  EXPECT_TRUE(SameDecisions(t, *back));
+  for (int share : {0, 256}) {
+    nlohmann::json bad = j;
+    bad["entries"][0]["trial"]["share"] = share;
+    auto refused = PolicyTableFromJson(bad);
+    ASSERT_FALSE(refused.ok()) << share;
+    EXPECT_NE(refused.status().message().find("entries[0].trial"), std::string::npos)
+        << refused.status();
+  }
+  nlohmann::json bad = j;
+  bad["entries"][0]["trial"]["strategy"] = "nap";
+  EXPECT_FALSE(PolicyTableFromJson(bad).ok());
+  PolicyTable without = t;
+  without.entries[0].trial.reset();
+  EXPECT_FALSE(SameDecisions(t, without)) << "a trial is a decision the driver sees";
+}
+
 TEST(PolicyJson, RejectsHostileDocumentsNamingTheField) {
   const nlohmann::json good = PolicyTableToJson(testing::SampleTable());
   struct Case {

@@ -128,6 +128,14 @@ void PolicyTableToProto(const PolicyTable& t, v1::PolicyTable* w) {
     we->set_gain_ns(e.gain_ns);
     we->set_gain_ci_low_ns(e.gain_ci_low_ns);
     we->set_gain_ci_high_ns(e.gain_ci_high_ns);
+    if (e.trial) {
+      auto* trial = we->mutable_trial();
+      trial->set_strategy(static_cast<v1::Strategy>(e.trial->wait.strategy));
+      trial->set_spin_ns(e.trial->wait.spin_ns);
+      trial->set_sleep_ns(e.trial->wait.sleep_ns);
+      trial->set_poll_interval_ns(e.trial->wait.poll_interval_ns);
+      trial->set_share(e.trial->share);
+    }
     if (e.default_wait) {
       we->set_default_cpu_ns(e.default_expected.cpu_ns);
       we->set_default_latency_ns(e.default_expected.latency_ns);
@@ -163,6 +171,20 @@ absl::StatusOr<PolicyTable> PolicyTableFromProto(const v1::PolicyTable& w,
           absl::StrCat("entries[", i, "].strategy: ", wait.status().message()));
     }
     e.wait = *wait;
+    if (we.has_trial()) {
+      const v1::PolicyTrial& wt = we.trial();
+      auto trial_wait =
+          WaitFromProto(wt.strategy(), wt.spin_ns(), wt.sleep_ns(), wt.poll_interval_ns());
+      if (!trial_wait.ok()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("entries[", i, "].trial.strategy: ", trial_wait.status().message()));
+      }
+      if (wt.share() < 1 || wt.share() > 255 || e.fallback) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "entries[", i, "].trial: share must be 1..255, on a non-fallback entry"));
+      }
+      e.trial = Trial{*trial_wait, wt.share()};
+    }
     e.samples = we.samples();
     e.expected = {we.expected_cpu_ns(), we.expected_latency_ns()};
     e.expected_cost_ns = we.expected_cost_ns();

@@ -4,6 +4,10 @@
 
 namespace spintune {
 
+const char* OutcomeArmName(OutcomeArm arm) {
+  return arm == OutcomeArm::kIncumbent ? "incumbent" : "table";
+}
+
 uint64_t PolicyTable::TotalSamples() const {
   uint64_t total = 0;
   for (const auto& e : entries) {
@@ -44,7 +48,7 @@ bool SameDecisions(const PolicyTable& a, const PolicyTable& b) {
     const PolicyEntry& x = a.entries[i];
     const PolicyEntry& y = b.entries[i];
     if (!(x.key == y.key) || x.fallback != y.fallback || x.wait != y.wait ||
-        x.context != y.context) {
+        x.context != y.context || x.trial != y.trial) {
       return false;
     }
   }

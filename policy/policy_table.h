@@ -44,6 +44,27 @@ struct PolicyKey {
   }
 };
 
+// An A/B trial on an entry (issue #12): the driver waits by `wait` (the
+// incumbent's, what was in force before this version) for `share` of 256
+// commands of the entry, chosen per command from a counter seeded by the
+// table version, and by the entry's own wait for the others; it reports the
+// outcomes of the two arms apart, so the verifier compares them in the same
+// window (docs/verification.md, "A/B trials").
+struct Trial {
+  WaitParams wait;
+  uint32_t share = 0;  // commands per 256 on the incumbent arm, 1..255
+
+  friend bool operator==(const Trial& a, const Trial& b) {
+    return a.wait == b.wait && a.share == b.share;
+  }
+  friend bool operator!=(const Trial& a, const Trial& b) { return !(a == b); }
+};
+
+// Which wait an outcome was measured under: the entry's own (also every
+// outcome of an entry without a trial) or its trial's incumbent wait.
+enum class OutcomeArm : uint8_t { kTable = 0, kIncumbent = 1 };
+const char* OutcomeArmName(OutcomeArm arm);  // "table", "incumbent"
+
 struct PolicyEntry {
   PolicyKey key;
   bool fallback = false;  // the device's entry for keys not in the table
@@ -53,6 +74,9 @@ struct PolicyEntry {
   // (ContextTree::FromLeafConditions()).
   ContextConditions context;
   WaitParams wait;
+  // An A/B trial against the incumbent's wait (never on a fallback entry or
+  // a context leaf).
+  std::optional<Trial> trial;
   // Evidence.
   uint64_t samples = 0;
   double p50_ns = 0;

@@ -95,7 +95,7 @@ absl::StatusOr<double> GetDouble(absl::string_view* in) {
 }  // namespace
 
 std::string EncodeBatchDelta(const BatchDelta& delta) {
-  std::string out(1, '\x01');
+  std::string out(1, '\x02');
   PutVarint(&out, delta.keys.size());
   for (const auto& k : delta.keys) {
     PutKey(&out, k.key);
@@ -115,6 +115,7 @@ std::string EncodeBatchDelta(const BatchDelta& delta) {
   for (const auto& o : delta.outcomes) {
     PutKey(&out, o.key);
     PutVarint(&out, o.version);
+    PutVarint(&out, static_cast<uint64_t>(o.arm));
     PutVarint(&out, o.moments.requests);
     for (double v : {o.moments.cpu_ns_sum, o.moments.latency_ns_sum, o.moments.cpu_ns_sq_sum,
                      o.moments.latency_ns_sq_sum, o.moments.cpu_latency_ns_sum}) {
@@ -132,7 +133,8 @@ std::string EncodeBatchDelta(const BatchDelta& delta) {
 }
 
 absl::StatusOr<BatchDelta> DecodeBatchDelta(absl::string_view in) {
-  if (in.empty() || in[0] != '\x01') return Malformed("unknown version");
+  if (in.empty() || (in[0] != '\x01' && in[0] != '\x02')) return Malformed("unknown version");
+  const bool has_arms = in[0] == '\x02';  // version 1: every outcome on the table arm
   in.remove_prefix(1);
   BatchDelta delta;
   SPINTUNE_ASSIGN_OR_RETURN(uint64_t keys, GetU64(&in));
@@ -160,6 +162,11 @@ absl::StatusOr<BatchDelta> DecodeBatchDelta(absl::string_view in) {
   for (auto& o : delta.outcomes) {
     SPINTUNE_ASSIGN_OR_RETURN(o.key, GetKey(&in));
     SPINTUNE_ASSIGN_OR_RETURN(o.version, GetU64(&in));
+    if (has_arms) {
+      SPINTUNE_ASSIGN_OR_RETURN(uint64_t arm, GetU64(&in));
+      if (arm > 1) return Malformed("outcome arm");
+      o.arm = static_cast<OutcomeArm>(arm);
+    }
     SPINTUNE_ASSIGN_OR_RETURN(o.moments.requests, GetU64(&in));
     for (double* v : {&o.moments.cpu_ns_sum, &o.moments.latency_ns_sum, &o.moments.cpu_ns_sq_sum,
                       &o.moments.latency_ns_sq_sum, &o.moments.cpu_latency_ns_sum}) {

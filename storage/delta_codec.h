@@ -1,12 +1,14 @@
 // Byte encoding of a BatchDelta (what one batch adds: per key a histogram
 // delta and counters, per (CPU class, device) dispatch histograms) for the
-// pending_deltas table (storage/SCHEMA.md): version byte 1; varint key
+// pending_deltas table (storage/SCHEMA.md): version byte 2 (1 is still read:
+// no arms); varint key
 // count, then per key: cpu class and device (varint length + bytes), varint
 // opcode, size class, errors, irq_timeouts, spin_timeouts, irq_path,
 // spin_path, and the histogram (varint length + storage/histogram_codec);
 // varint dispatch count, then per record: cpu class, device, handler and
 // wake histograms; varint outcome count, then per outcome: the key (as
-// above), varint version and requests and five little-endian doubles (the
+// above), varint version, arm (version 2; 0 table, 1 incumbent) and
+// requests and five little-endian doubles (the
 // CostMoments sums); varint timer count, then per record: cpu class and
 // oversleep histogram; varint completion and dispatch sample counts.
 //

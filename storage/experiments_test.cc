@@ -110,11 +110,11 @@ TEST_P(StoreExperiments, KeepsExperimentsTrialsAndConclusions) {
   EXPECT_TRUE(absl::IsNotFound((*store)->LoadExperiment(999).status()));
 }
 
-// Migrations 1-8 are main's, unchanged; 9 adds the knob tables. A version 8
-// database (this one with migration 9 undone) upgrades in place and keeps
-// its rows; one newer than 9 is still refused.
+// Migrations 1-8 are main's, unchanged; 9 adds the knob tables (10: A/B
+// outcome arms). A version 8 database (this one with migrations 9 and 10
+// undone) upgrades in place and keeps its rows; a newer one is refused.
 TEST_P(StoreExperiments, UpgradesAVersion8DatabaseAndRefusesNewer) {
-  ASSERT_EQ(LatestSchemaVersion(), 9);
+  ASSERT_EQ(LatestSchemaVersion(), 10);
   const std::string path = NewDb(/*file=*/true);
   {
     auto store = Store::Open(path);
@@ -125,7 +125,8 @@ TEST_P(StoreExperiments, UpgradesAVersion8DatabaseAndRefusesNewer) {
     auto db = OpenSqlDb(path);
     ASSERT_TRUE(db.ok());
     ASSERT_TRUE((*db)->Exec("DROP TABLE knob_settings; DROP TABLE knob_trials; "
-                            "DROP TABLE experiments; DELETE FROM schema_version WHERE version = 9")
+                            "DROP TABLE experiments; ALTER TABLE verifications DROP COLUMN method; "
+                            "DELETE FROM schema_version WHERE version >= 9")
                     .ok());
     EXPECT_EQ(*SchemaVersion(db->get()), 8);
   }
@@ -140,8 +141,8 @@ TEST_P(StoreExperiments, UpgradesAVersion8DatabaseAndRefusesNewer) {
   {
     auto db = OpenSqlDb(path);
     ASSERT_TRUE(db.ok());
-    EXPECT_EQ(*SchemaVersion(db->get()), 9);
-    ASSERT_TRUE((*db)->Exec("INSERT INTO schema_version VALUES (10)").ok());
+    EXPECT_EQ(*SchemaVersion(db->get()), 10);
+    ASSERT_TRUE((*db)->Exec("INSERT INTO schema_version VALUES (11)").ok());
   }
   auto newer = Store::Open(path);
   EXPECT_TRUE(absl::IsFailedPrecondition(newer.status())) << newer.status();

@@ -295,6 +295,35 @@ CREATE TABLE knob_settings (
   PRIMARY KEY (target_id, declaration, coordinate)
 ) WITHOUT ROWID;
 )sql",
+      // 10: A/B verification (docs/verification.md): outcomes per arm of a
+      // trial (0: the table's wait, 1: the incumbent's) with the sample
+      // windows they were stored in; how each verdict was reached.
+      R"sql(
+CREATE TABLE outcomes_v10 (
+  target_id INTEGER NOT NULL REFERENCES targets(id) ON DELETE CASCADE,
+  cpu_class TEXT NOT NULL,
+  device TEXT NOT NULL,
+  opcode INTEGER NOT NULL,
+  size_class INTEGER NOT NULL,
+  version INTEGER NOT NULL,
+  arm INTEGER NOT NULL,
+  requests INTEGER NOT NULL,
+  cpu_ns_sum REAL NOT NULL,
+  latency_ns_sum REAL NOT NULL,
+  cpu_ns_sq_sum REAL NOT NULL,
+  latency_ns_sq_sum REAL NOT NULL,
+  cpu_latency_ns_sum REAL NOT NULL,
+  first_window INTEGER NOT NULL,
+  last_window INTEGER NOT NULL,
+  PRIMARY KEY (target_id, cpu_class, device, opcode, size_class, version, arm)
+) WITHOUT ROWID;
+INSERT INTO outcomes_v10 SELECT target_id, cpu_class, device, opcode, size_class, version, 0,
+  requests, cpu_ns_sum, latency_ns_sum, cpu_ns_sq_sum, latency_ns_sq_sum, cpu_latency_ns_sum,
+  0, 0 FROM outcomes;
+DROP TABLE outcomes;
+ALTER TABLE outcomes_v10 RENAME TO outcomes;
+ALTER TABLE verifications ADD COLUMN method TEXT NOT NULL DEFAULT 'before_after';
+)sql",
   };
   return kMigrations;
 }

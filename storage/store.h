@@ -14,6 +14,7 @@
 #define SPINTUNE_STORAGE_STORE_H_
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -83,7 +84,13 @@ struct TokenRecord {
 struct OutcomeRecord {
   PolicyKey key;
   uint64_t version = 0;  // 0: the driver's default rule
+  OutcomeArm arm = OutcomeArm::kTable;  // the incumbent arm of an A/B trial
   CostMoments moments;
+  // The target's sample windows (StoreOptions::window_samples) in which the
+  // batches carrying these outcomes were stored: the span they were
+  // measured in, for the verifier's drift check. Set by LoadOutcomes.
+  uint64_t first_window = 0;
+  uint64_t last_window = 0;
 };
 
 // Timer oversleep a driver observed on one CPU class.
@@ -104,6 +111,14 @@ struct VerificationRecord {
   uint64_t incumbent_version = 0;  // what was in force before (0: default rule)
   CostInterval incumbent;
   uint64_t rollback_version = 0;   // the version that undid it (0: none)
+  // "before_after" (the version's measurements against an earlier
+  // version's) or "ab" (the two arms of the version's trial, measured in
+  // the same window).
+  std::string method = "before_after";
+  // The verdict with how it was reached: "worse", or "worse (A/B)".
+  std::string VerdictLabel() const {
+    return method == "ab" ? verdict + " (A/B)" : verdict;
+  }
   std::string reason;
   std::string decided_at;
 };
@@ -235,6 +250,9 @@ class Store {
   absl::StatusOr<std::vector<DispatchRecord>> LoadDispatch(int64_t target_id);
   // Measured outcomes per (key, version), staged deltas included.
   absl::StatusOr<std::vector<OutcomeRecord>> LoadOutcomes(int64_t target_id);
+  // The window (StoreOptions::window_samples) of each key's last detected
+  // drift (DetectChanges), for the keys that drifted.
+  absl::StatusOr<std::map<PolicyKey, uint64_t>> LoadDriftWindows(int64_t target_id);
   // Timer oversleep per CPU class, staged deltas included.
   absl::StatusOr<std::vector<TimerRecord>> LoadTimerOversleep(int64_t target_id);
 

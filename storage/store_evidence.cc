@@ -39,6 +39,25 @@ const std::string& UpsertOf(Put table) {
       Upsert("timer_oversleep", {"target_id", "cpu_class", "samples", "buckets"}, 2)};
   return kSql[static_cast<int>(table)];
 }
+
+// Outcomes are kept per (key, version, arm).
+using OutcomeId = std::tuple<PolicyKey, uint64_t, OutcomeArm>;
+
+// Adds `delta`'s outcomes, stored in `window`, to `all`.
+void MergeOutcomes(uint64_t window, const BatchDelta& delta,
+                   std::map<OutcomeId, OutcomeRecord>* all) {
+  for (const auto& o : delta.outcomes) {
+    auto [it, added] = all->try_emplace({o.key, o.version, o.arm}, o);
+    OutcomeRecord& r = it->second;
+    if (added) {
+      r.first_window = r.last_window = window;
+      continue;
+    }
+    r.moments.Merge(o.moments);
+    r.first_window = std::min(r.first_window, window);
+    r.last_window = std::max(r.last_window, window);
+  }
+}
 }  // namespace
 
 absl::StatusOr<int64_t> Store::MergeKey(int64_t target_id, const KeyEvidence& delta) {
@@ -180,28 +199,35 @@ absl::Status Store::CompactLocked(int64_t target_id, uint64_t* folded) {
     SPINTUNE_RETURN_IF_ERROR(MergeWindow(key_ids.at(kw.first), kw.second, h));
   }
   for (const auto& [cd, d] : dispatch) SPINTUNE_RETURN_IF_ERROR(MergeDispatch(target_id, d));
-  std::map<std::pair<PolicyKey, uint64_t>, CostMoments> outcomes;
+  std::map<OutcomeId, OutcomeRecord> outcomes;
   std::map<std::string, LatencyHistogram> timers;
   for (const auto& [window, delta] : staged) {
-    for (const auto& o : delta.outcomes) outcomes[{o.key, o.version}].Merge(o.moments);
+    MergeOutcomes(window, delta, &outcomes);
     for (const auto& t : delta.timers) timers[t.cpu_class].Merge(t.oversleep);
   }
-  for (const auto& [kv, m] : outcomes) {
+  for (const auto& [id, o] : outcomes) {
+    // (CASE, not the two-argument MIN/MAX, which PostgreSQL lacks.)
     SPINTUNE_ASSIGN_OR_RETURN(
-        auto put, db_->Cached(
-                      "INSERT INTO outcomes VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, "
-                      "?12) ON CONFLICT (target_id, cpu_class, device, opcode, size_class, "
-                      "version) DO UPDATE SET requests = outcomes.requests + ?7, "
-                      "cpu_ns_sum = outcomes.cpu_ns_sum + ?8, "
-                      "latency_ns_sum = outcomes.latency_ns_sum + ?9, "
-                      "cpu_ns_sq_sum = outcomes.cpu_ns_sq_sum + ?10, "
-                      "latency_ns_sq_sum = outcomes.latency_ns_sq_sum + ?11, "
-                      "cpu_latency_ns_sum = outcomes.cpu_latency_ns_sum + ?12"));
-    const PolicyKey& k = kv.first;
+        auto put,
+        db_->Cached("INSERT INTO outcomes VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, "
+                    "?12, ?13, ?14, ?15) ON CONFLICT (target_id, cpu_class, device, opcode, "
+                    "size_class, version, arm) DO UPDATE SET requests = outcomes.requests + ?8, "
+                    "cpu_ns_sum = outcomes.cpu_ns_sum + ?9, "
+                    "latency_ns_sum = outcomes.latency_ns_sum + ?10, "
+                    "cpu_ns_sq_sum = outcomes.cpu_ns_sq_sum + ?11, "
+                    "latency_ns_sq_sum = outcomes.latency_ns_sq_sum + ?12, "
+                    "cpu_latency_ns_sum = outcomes.cpu_latency_ns_sum + ?13, "
+                    "first_window = CASE WHEN ?14 < outcomes.first_window THEN ?14 "
+                    "ELSE outcomes.first_window END, "
+                    "last_window = CASE WHEN ?15 > outcomes.last_window THEN ?15 "
+                    "ELSE outcomes.last_window END"));
+    const PolicyKey& k = o.key;
+    const CostMoments& m = o.moments;
     put->Bind(1, target_id).Bind(2, k.cpu_class).Bind(3, k.device).Bind(4, I(k.opcode));
-    put->Bind(5, I(k.size_class)).Bind(6, I(kv.second)).Bind(7, I(m.requests));
-    put->Bind(8, m.cpu_ns_sum).Bind(9, m.latency_ns_sum).Bind(10, m.cpu_ns_sq_sum);
-    put->Bind(11, m.latency_ns_sq_sum).Bind(12, m.cpu_latency_ns_sum);
+    put->Bind(5, I(k.size_class)).Bind(6, I(o.version)).Bind(7, static_cast<int64_t>(o.arm));
+    put->Bind(8, I(m.requests)).Bind(9, m.cpu_ns_sum).Bind(10, m.latency_ns_sum);
+    put->Bind(11, m.cpu_ns_sq_sum).Bind(12, m.latency_ns_sq_sum).Bind(13, m.cpu_latency_ns_sum);
+    put->Bind(14, I(o.first_window)).Bind(15, I(o.last_window));
     SPINTUNE_RETURN_IF_ERROR(put->Run());
   }
   for (const auto& [cpu_class, h] : timers) {
@@ -452,29 +478,44 @@ absl::StatusOr<std::vector<DispatchRecord>> Store::LoadDispatch(int64_t target_i
 absl::StatusOr<std::vector<OutcomeRecord>> Store::LoadOutcomes(int64_t target_id) {
   absl::MutexLock lock(&mu_);
   SPINTUNE_ASSIGN_OR_RETURN(
-      auto q, db_->Prepare("SELECT cpu_class, device, opcode, size_class, version, requests, "
+      auto q, db_->Prepare("SELECT cpu_class, device, opcode, size_class, version, arm, requests, "
                            "cpu_ns_sum, latency_ns_sum, cpu_ns_sq_sum, latency_ns_sq_sum, "
-                           "cpu_latency_ns_sum FROM outcomes WHERE target_id = ?1"));
+                           "cpu_latency_ns_sum, first_window, last_window FROM outcomes "
+                           "WHERE target_id = ?1"));
   q->Bind(1, target_id);
-  std::map<std::pair<PolicyKey, uint64_t>, CostMoments> all;
+  std::map<OutcomeId, OutcomeRecord> all;
   while (true) {
     SPINTUNE_ASSIGN_OR_RETURN(bool row, q->Step());
     if (!row) break;
-    const PolicyKey key = KeyAt(*q, 0);
-    CostMoments& m = all[{key, U(q->ColumnInt(4))}];
-    m.requests = U(q->ColumnInt(5));
-    m.cpu_ns_sum = q->ColumnDouble(6);
-    m.latency_ns_sum = q->ColumnDouble(7);
-    m.cpu_ns_sq_sum = q->ColumnDouble(8);
-    m.latency_ns_sq_sum = q->ColumnDouble(9);
-    m.cpu_latency_ns_sum = q->ColumnDouble(10);
+    OutcomeRecord o;
+    o.key = KeyAt(*q, 0);
+    o.version = U(q->ColumnInt(4));
+    o.arm = q->ColumnInt(5) == 1 ? OutcomeArm::kIncumbent : OutcomeArm::kTable;
+    o.moments = {U(q->ColumnInt(6)), q->ColumnDouble(7), q->ColumnDouble(8),
+                 q->ColumnDouble(9), q->ColumnDouble(10), q->ColumnDouble(11)};
+    o.first_window = U(q->ColumnInt(12));
+    o.last_window = U(q->ColumnInt(13));
+    all[{o.key, o.version, o.arm}] = std::move(o);
   }
   SPINTUNE_ASSIGN_OR_RETURN(auto staged, StagedDeltas(target_id, nullptr));
-  for (const auto& [window, delta] : staged) {
-    for (const auto& o : delta.outcomes) all[{o.key, o.version}].Merge(o.moments);
-  }
+  for (const auto& [window, delta] : staged) MergeOutcomes(window, delta, &all);
   std::vector<OutcomeRecord> out;
-  for (const auto& [kv, m] : all) out.push_back({kv.first, kv.second, m});
+  for (auto& [id, o] : all) out.push_back(std::move(o));
+  return out;
+}
+
+absl::StatusOr<std::map<PolicyKey, uint64_t>> Store::LoadDriftWindows(int64_t target_id) {
+  absl::MutexLock lock(&mu_);
+  SPINTUNE_ASSIGN_OR_RETURN(
+      auto q, db_->Prepare("SELECT cpu_class, device, opcode, size_class, since_window FROM keys "
+                           "WHERE target_id = ?1 AND since_window > 0"));
+  q->Bind(1, target_id);
+  std::map<PolicyKey, uint64_t> out;
+  while (true) {
+    SPINTUNE_ASSIGN_OR_RETURN(bool row, q->Step());
+    if (!row) break;
+    out[KeyAt(*q, 0)] = U(q->ColumnInt(4));
+  }
   return out;
 }
 

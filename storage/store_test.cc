@@ -344,5 +344,97 @@ TEST_P(StoreTest, DetectsADistributionChangeAndFitsOnlyWhatCameAfter) {
   EXPECT_EQ((*(*store)->FindTarget("agent-1"))->total_samples, 5000u);
 }
 
+// Outcomes are kept per (key, version, arm) with the span of sample windows
+// they were stored in, the same before and after compaction.
+TEST(Store, OutcomesKeepTheirArmAndWindows) {
+  StoreOptions options;
+  options.window_samples = 10;
+  auto store = Store::Open(":memory:", options);
+  ASSERT_TRUE(store.ok());
+  auto id = (*store)->UpsertTarget(Board("agent-1"));
+  ASSERT_TRUE(id.ok());
+  for (uint64_t seq = 1; seq <= 3; ++seq) {
+    BatchDelta b = Batch(seq, 1000, 10);  // one window each: 0, 1, 2
+    OutcomeRecord o;
+    o.key = b.keys[0].key;
+    o.version = 1;
+    o.moments.Add(1000, 2000);
+    b.outcomes.push_back(o);
+    if (seq == 2) {
+      o.arm = OutcomeArm::kIncumbent;
+      b.outcomes.push_back(o);
+    }
+    ASSERT_TRUE(*(*store)->IngestBatch(*id, b));
+  }
+  for (bool compacted : {false, true}) {
+    if (compacted) {
+      ASSERT_TRUE((*store)->Compact(*id).ok());
+    }
+    auto outcomes = (*store)->LoadOutcomes(*id);
+    ASSERT_TRUE(outcomes.ok()) << outcomes.status();
+    ASSERT_EQ(outcomes->size(), 2u) << compacted;
+    const OutcomeRecord& table = (*outcomes)[0];
+    const OutcomeRecord& incumbent = (*outcomes)[1];
+    EXPECT_EQ(table.arm, OutcomeArm::kTable);
+    EXPECT_EQ(table.moments.requests, 3u);
+    EXPECT_EQ(table.first_window, 0u);
+    EXPECT_EQ(table.last_window, 2u);
+    EXPECT_EQ(incumbent.arm, OutcomeArm::kIncumbent);
+    EXPECT_EQ(incumbent.moments.requests, 1u);
+    EXPECT_EQ(incumbent.first_window, 1u);
+    EXPECT_EQ(incumbent.last_window, 1u);
+  }
+}
+
+// Migration 10 keeps a version 9 database's outcomes, on the table arm.
+TEST(Store, Migration10KeepsOutcomesOnTheTableArm) {
+  const std::string path =
+      ::testing::TempDir() + "/outcomes_v9_" + std::to_string(getpid()) + ".db";
+  std::filesystem::remove(path);
+  {
+    auto store = Store::Open(path);
+    ASSERT_TRUE(store.ok());
+    ASSERT_TRUE((*store)->UpsertTarget(Board("agent-1")).ok());
+  }
+  {
+    // Back to version 9: its outcomes table with one row, no method.
+    auto db = OpenSqlDb(path);
+    ASSERT_TRUE(db.ok());
+    ASSERT_TRUE((*db)->Exec(R"sql(
+DROP TABLE outcomes;
+CREATE TABLE outcomes (
+  target_id INTEGER NOT NULL REFERENCES targets(id) ON DELETE CASCADE,
+  cpu_class TEXT NOT NULL, device TEXT NOT NULL, opcode INTEGER NOT NULL,
+  size_class INTEGER NOT NULL, version INTEGER NOT NULL, requests INTEGER NOT NULL,
+  cpu_ns_sum REAL NOT NULL, latency_ns_sum REAL NOT NULL, cpu_ns_sq_sum REAL NOT NULL,
+  latency_ns_sq_sum REAL NOT NULL, cpu_latency_ns_sum REAL NOT NULL,
+  PRIMARY KEY (target_id, cpu_class, device, opcode, size_class, version)) WITHOUT ROWID;
+INSERT INTO outcomes VALUES (1, 'rocket', 'mmc0', 17, 10, 4, 2, 10, 20, 50, 200, 100);
+ALTER TABLE verifications DROP COLUMN method;
+DELETE FROM schema_version WHERE version = 10;
+)sql").ok());
+    EXPECT_EQ(*SchemaVersion(db->get()), 9);
+  }
+  {
+    auto store = Store::Open(path);
+    ASSERT_TRUE(store.ok()) << store.status();
+    auto outcomes = (*store)->LoadOutcomes(1);
+    ASSERT_TRUE(outcomes.ok()) << outcomes.status();
+    ASSERT_EQ(outcomes->size(), 1u);
+    EXPECT_EQ((*outcomes)[0].version, 4u);
+    EXPECT_EQ((*outcomes)[0].arm, OutcomeArm::kTable);
+    EXPECT_EQ((*outcomes)[0].moments.requests, 2u);
+    VerificationRecord v;
+    v.key = (*outcomes)[0].key;
+    v.version = 4;
+    v.verdict = "better";
+    ASSERT_TRUE((*store)->RecordVerification(1, v).ok());
+    auto verified = (*store)->ListVerifications(1);
+    ASSERT_TRUE(verified.ok() && verified->size() == 1u);
+    EXPECT_EQ((*verified)[0].method, "before_after");
+  }
+  for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path + suffix);
+}
+
 }  // namespace
 }  // namespace spintune

@@ -131,7 +131,7 @@ absl::Status Store::RecordVerification(int64_t target_id, const VerificationReco
                    "verdict", "predicted_cost_ns", "measured_cost_ns", "measured_low_ns",
                    "measured_high_ns", "requests", "incumbent_version", "incumbent_cost_ns",
                    "incumbent_low_ns", "incumbent_high_ns", "rollback_version", "reason",
-                   "decided_at"},
+                   "decided_at", "method"},
                   6)));
   q->Bind(1, target_id).Bind(2, I(v.version)).Bind(3, v.key.cpu_class).Bind(4, v.key.device);
   q->Bind(5, I(v.key.opcode)).Bind(6, I(v.key.size_class)).Bind(7, v.verdict);
@@ -140,6 +140,7 @@ absl::Status Store::RecordVerification(int64_t target_id, const VerificationReco
   q->Bind(14, v.incumbent.mean_ns).Bind(15, v.incumbent.low_ns).Bind(16, v.incumbent.high_ns);
   q->Bind(17, I(v.rollback_version)).Bind(18, v.reason);
   q->Bind(19, v.decided_at.empty() ? NowRfc3339() : v.decided_at);
+  q->Bind(20, v.method);
   return q->Run();
 }
 
@@ -150,7 +151,7 @@ absl::StatusOr<std::vector<VerificationRecord>> Store::ListVerifications(int64_t
                            "predicted_cost_ns, measured_cost_ns, measured_low_ns, "
                            "measured_high_ns, requests, incumbent_version, incumbent_cost_ns, "
                            "incumbent_low_ns, incumbent_high_ns, rollback_version, reason, "
-                           "decided_at FROM verifications WHERE target_id = ?1 "
+                           "decided_at, method FROM verifications WHERE target_id = ?1 "
                            "ORDER BY version, device, cpu_class, opcode, size_class"));
   q->Bind(1, target_id);
   std::vector<VerificationRecord> out;
@@ -169,6 +170,7 @@ absl::StatusOr<std::vector<VerificationRecord>> Store::ListVerifications(int64_t
     v.rollback_version = U(q->ColumnInt(15));
     v.reason = q->ColumnText(16);
     v.decided_at = q->ColumnText(17);
+    v.method = q->ColumnText(18);
     out.push_back(std::move(v));
   }
   return out;

@@ -19,6 +19,7 @@
 // the measured oversleep the fit spins then blocks (53 us: better).
 #include <fstream>
 #include <map>
+#include <optional>
 #include <thread>
 
 #include "absl/strings/str_format.h"
@@ -138,6 +139,94 @@ TEST(Verification, AWrongModelIsRolledBackAndTheLearntFitVerifiedBetter) {
   auto timers = (*store)->LoadTimerOversleep(id);
   ASSERT_TRUE(timers.ok() && timers->size() == 1u);
   EXPECT_NEAR((*timers)[0].oversleep.MeanNs(), 100e3, 10e3) << "the learnt oversleep";
+}
+
+// The same board with A/B trials (--ab-share 128) and a workload drift at
+// the push: from the first table on, every completion takes 1.3 times as
+// long. Its sleeping wait is verified by the two arms the simulated driver
+// interleaves through spintune_ab_pick() (half its commands keep blocking),
+// in the same windows: worse, rolled back, the trial gone. (Without trials,
+// whether the before/after comparison sees the drift depends on where the
+// verdict falls in the detector's windows; tuner/verifier_test.cc pins
+// that case down.)
+struct DriftRun {
+  std::vector<VerificationRecord> verdicts;
+  std::string all;  // for messages
+  std::optional<PolicyTable> first;  // the first version pushed
+  std::optional<PolicyTable> rolled;  // its rollback, if any
+};
+
+DriftRun RunWithDrift() {
+  DriftRun run;
+  testing::TempDir dir;
+  TunerOptions options;
+  options.db_path = dir.File("tuner.db");
+  options.refit_samples = 4096;
+  options.store.window_samples = 1024;  // a drift shows within a window or two
+  options.verify.min_requests = 1000;
+  options.verify.max_requests = 8000;
+  options.verify.ab_share = 128;
+  auto tuner = TunerServer::Start("127.0.0.1:0", options);
+  if (!tuner.ok()) return run;
+  const BoardModel board = WrongTimerBoard();
+  auto source = std::make_unique<SimSource>(board, 3, /*timer_wake_factor=*/5.0);
+  source->DriftAtFirstTable(1.3);
+  auto sink = MakePolicySink("none", {"mmc0"});
+  if (!sink.ok()) return run;
+  AgentOptions o;
+  o.tuner_address = (*tuner)->address();
+  o.agent_id = "drifting";
+  o.max_samples = 24000;
+  o.batch_size = 250;
+  o.samples_per_second = 20000;
+  o.give_up_after = absl::Seconds(20);
+  Agent agent(o, std::move(source), std::move(*sink));
+  if (!agent.Run().ok()) return run;
+  (*tuner)->Shutdown(absl::Seconds(2));
+  auto store = Store::Open(options.db_path, {}, OpenMode::kReadOnly);
+  if (!store.ok()) return run;
+  auto target = (*store)->FindTarget("drifting");
+  if (!target.ok() || !target->has_value()) return run;
+  const int64_t id = (*target)->id;
+  auto verdicts = (*store)->ListVerifications(id);
+  if (!verdicts.ok()) return run;
+  run.verdicts = *verdicts;
+  for (const auto& v : run.verdicts) {
+    run.all += absl::StrCat("v", v.version, " ", v.method, " ", v.verdict, ": ", v.reason, "\n");
+  }
+  auto first = (*store)->LoadPolicy(id, 1);
+  if (first.ok() && first->has_value()) run.first = **first;
+  if (!run.verdicts.empty() && run.verdicts.front().rollback_version != 0) {
+    auto rolled = (*store)->LoadPolicy(id, run.verdicts.front().rollback_version);
+    if (rolled.ok() && rolled->has_value()) run.rolled = **rolled;
+  }
+  return run;
+}
+
+const PolicyEntry& KeyEntry(const PolicyTable& t) {
+  for (const auto& e : t.entries) {
+    if (!e.fallback) return e;
+  }
+  return t.entries.front();
+}
+
+TEST(Verification, AbArmsRollBackAWorseTableThroughADriftAtThePush) {
+  const DriftRun run = RunWithDrift();
+  ASSERT_TRUE(run.first.has_value()) << run.all;
+  const PolicyEntry& pushed = KeyEntry(*run.first);
+  ASSERT_TRUE(pushed.trial.has_value()) << "a changed key is trialled";
+  EXPECT_EQ(pushed.trial->wait, WaitParams::Irq()) << "against the default rule's wait";
+  EXPECT_EQ(pushed.trial->share, 128u);
+  EXPECT_NE(pushed.wait.strategy, Strategy::kIrq);
+  ASSERT_FALSE(run.verdicts.empty()) << "no verdict";
+  const VerificationRecord& v = run.verdicts.front();
+  EXPECT_EQ(v.version, 1u) << run.all;
+  EXPECT_EQ(v.method, "ab") << run.all;
+  EXPECT_EQ(v.verdict, "worse") << run.all;
+  ASSERT_TRUE(run.rolled.has_value()) << run.all;
+  EXPECT_EQ(run.rolled->origin, "verify-rollback");
+  EXPECT_EQ(KeyEntry(*run.rolled).wait, WaitParams::Irq());
+  EXPECT_FALSE(KeyEntry(*run.rolled).trial.has_value()) << "decided: the trial is dropped";
 }
 
 // A driver that measures itself (the io_uring reference, `make uring-ref`)

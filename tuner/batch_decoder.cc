@@ -350,7 +350,7 @@ absl::StatusOr<BatchDelta> DecodeBatch(const v1::SampleBatch& batch, const v1::H
   if (batch.outcomes_size() > kMaxHistogramsPerBatch) {
     return Invalid("outcomes", absl::StrCat("more than ", kMaxHistogramsPerBatch, " entries"));
   }
-  std::set<std::tuple<uint32_t, uint32_t, uint32_t, uint32_t, uint64_t>> seen_outcomes;
+  std::set<std::tuple<uint32_t, uint32_t, uint32_t, uint32_t, uint64_t, int>> seen_outcomes;
   for (int i = 0; i < batch.outcomes_size(); ++i) {
     const v1::KeyOutcome& o = batch.outcomes(i);
     const std::string field = absl::StrCat("outcomes[", i, "]");
@@ -368,11 +368,14 @@ absl::StatusOr<BatchDelta> DecodeBatch(const v1::SampleBatch& batch, const v1::H
     if (o.requests() == 0 || o.requests() > kMaxHistogramCount) {
       return Invalid(field + ".requests", absl::StrCat("must be 1..", kMaxHistogramCount));
     }
+    if (o.arm() != v1::OUTCOME_ARM_TABLE && o.arm() != v1::OUTCOME_ARM_INCUMBENT) {
+      return Invalid(field + ".arm", "unknown arm");
+    }
     if (!seen_outcomes
              .insert({o.device_index(), o.cpu_class_index(), o.opcode(), o.size_class(),
-                      o.policy_version()})
+                      o.policy_version(), o.arm()})
              .second) {
-      return Invalid(field, "a second entry for the same key and version");
+      return Invalid(field, "a second entry for the same key, version and arm");
     }
     // Every sum finite and >= 0, each mean within an hour, and the squares
     // consistent with the sums (Cauchy-Schwarz: (sum x)^2 <= n sum x^2).
@@ -398,6 +401,7 @@ absl::StatusOr<BatchDelta> DecodeBatch(const v1::SampleBatch& batch, const v1::H
     r.key = {hello.target().cpu_classes(o.cpu_class_index()).name(),
              hello.devices(o.device_index()).name(), o.opcode(), o.size_class()};
     r.version = o.policy_version();
+    r.arm = o.arm() == v1::OUTCOME_ARM_INCUMBENT ? OutcomeArm::kIncumbent : OutcomeArm::kTable;
     r.moments = {o.requests(), o.cpu_ns_sum(), o.latency_ns_sum(), o.cpu_ns_sq_sum(),
                  o.latency_ns_sq_sum(), o.cpu_latency_ns_sum()};
     delta.outcomes.push_back(std::move(r));

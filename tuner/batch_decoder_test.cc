@@ -181,5 +181,41 @@ TEST(HistogramBatchTest, MalformedDeltasAreRefusedNamingTheField) {
   }
 }
 
+// Outcomes of the two arms of an A/B trial (issue 12): one entry per key,
+// version and arm; an unknown arm is refused naming the field.
+TEST(OutcomeBatchTest, KeepsEachArmOfAKeyAndVersion) {
+  const v1::Hello hello = TwoDeviceHello();
+  v1::SampleBatch batch;
+  batch.set_seq(1);
+  for (auto arm : {v1::OUTCOME_ARM_TABLE, v1::OUTCOME_ARM_INCUMBENT}) {
+    v1::KeyOutcome* o = batch.add_outcomes();
+    o->set_device_index(1);
+    o->set_opcode(17);
+    o->set_size_class(10);
+    o->set_policy_version(3);
+    o->set_requests(2);
+    o->set_cpu_ns_sum(20);
+    o->set_latency_ns_sum(40);
+    o->set_cpu_ns_sq_sum(200);
+    o->set_latency_ns_sq_sum(800);
+    o->set_cpu_latency_ns_sum(400);
+    o->set_arm(arm);
+  }
+  auto decoded = DecodeBatch(batch, hello);
+  ASSERT_TRUE(decoded.ok()) << decoded.status();
+  ASSERT_EQ(decoded->outcomes.size(), 2u);
+  EXPECT_EQ(decoded->outcomes[0].arm, OutcomeArm::kTable);
+  EXPECT_EQ(decoded->outcomes[1].arm, OutcomeArm::kIncumbent);
+  v1::SampleBatch twice = batch;
+  twice.mutable_outcomes(0)->set_arm(v1::OUTCOME_ARM_INCUMBENT);
+  EXPECT_FALSE(DecodeBatch(twice, hello).ok()) << "the same key, version and arm twice";
+  v1::SampleBatch unknown = batch;
+  unknown.mutable_outcomes(1)->set_arm(static_cast<v1::OutcomeArm>(7));
+  auto refused = DecodeBatch(unknown, hello);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("outcomes[1].arm"), std::string::npos)
+      << refused.status();
+}
+
 }  // namespace
 }  // namespace spintune

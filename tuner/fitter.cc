@@ -168,6 +168,10 @@ FitResult Fitter::RunRefit(const Request& r) {
                     target_id, k.device, k.cpu_class, k.opcode, k.size_class);
     }
     out.changes_detected = changed->size();
+    // Drifts a verification detected since the last refit count too.
+    auto earlier = drifted_.extract(target_id);
+    if (!earlier.empty()) changed->insert(changed->end(), earlier.mapped().begin(),
+                                          earlier.mapped().end());
   }
   auto target = store_->LoadTarget(target_id);
   auto keys = target.ok() ? store_->LoadKeys(target_id) : target.status();
@@ -216,6 +220,9 @@ FitResult Fitter::RunRefit(const Request& r) {
     return out;
   }
   out.released = std::move(*released);
+  out.status = AttachTrials(*store_, target_id, latest->has_value() ? &**latest : nullptr,
+                            options_.verify.ab_share, &*table);
+  if (!out.status.ok()) return out;
   out.fitted = true;
   // A predicted table is kept as it was; the first fitted one is a version
   // of its own even with the same decisions.
@@ -271,12 +278,17 @@ absl::Status Fitter::LoadEvidence() {
 
 FitResult Fitter::RunVerify(const Request& r) {
   FitResult out;
-  auto verified = VerifyTarget(*store_, r.target_id, options_.verify);
+  VerifierOptions verify = options_.verify;
+  verify.change = options_.change;
+  auto verified = VerifyTarget(*store_, r.target_id, verify);
   if (!verified.ok()) {
     Logger().error("verifying target={} failed: {}", r.target_id, verified.status().ToString());
     out.status = verified.status();
     return out;
   }
+  // Drifts the verification detected count for the next refit's held keys.
+  auto& pending = drifted_[r.target_id];
+  pending.insert(pending.end(), verified->drifted.begin(), verified->drifted.end());
   out.verified = std::move(verified->decided);
   out.stored = std::move(verified->rollback);
   return out;

@@ -127,6 +127,9 @@ class Fitter {
     size_t index = 0;  // into evidence_
   };
   std::map<int64_t, Cached> cache_;      // fitter thread only
+  // Keys whose drift a verification detected (so its drift check sees it),
+  // for the next refit's held keys; fitter thread only.
+  std::map<int64_t, std::vector<PolicyKey>> drifted_;
   std::vector<BoardEvidence> evidence_;  // targets with samples
 
   std::mutex mu_;

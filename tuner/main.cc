@@ -86,6 +86,7 @@ int main(int argc, char** argv) {
   uint64_t max_queued_mb = 64;
   uint64_t disk_reserve_mb = 2;
   uint64_t verify_requests = 1000;
+  uint32_t ab_share = 0;
   size_t stream_window = 32;
   double hello_timeout_s = 10;
   bool require_tokens = false;
@@ -154,6 +155,12 @@ int main(int argc, char** argv) {
                  "its incumbent (a key measured worse is rolled back; docs/verification.md)")
       ->check(CLI::Range(uint64_t{10}, uint64_t{1} << 30))
       ->capture_default_str();
+  app.add_option("--ab-share", ab_share,
+                 "A/B trials: commands per 256 of each changed key that keep the incumbent's wait "
+                 "while the key is verified (1..255; 0: off, before/after with a drift check). "
+                 "Needs drivers built with the format 3 policy.h (docs/verification.md)")
+      ->check(CLI::Range(0, 255))
+      ->capture_default_str();
   app.add_option("--disk-reserve-mb", disk_reserve_mb,
                  "MiB kept allocated beside the database (DB-reserve) and given up to "
                  "recover from a full disk (0: none)")
@@ -218,6 +225,7 @@ int main(int argc, char** argv) {
   options.store.reserve_bytes = disk_reserve_mb << 20;
   options.verify.min_requests = verify_requests;
   options.verify.max_requests = 8 * verify_requests;
+  options.verify.ab_share = ab_share;
   options.refit_samples = refit_samples;
   options.max_keys_per_target = max_keys;
   options.min_refit_interval = absl::Seconds(min_refit_interval_s);

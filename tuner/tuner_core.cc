@@ -792,6 +792,7 @@ void TunerCore::GetPolicy(const v1::GetPolicyRequest& request,
       o->set_incumbent_high_ns(v.incumbent.high_ns);
       o->set_rollback_version(v.rollback_version);
       o->set_reason(v.reason);
+      o->set_method(v.method);
     }
     done(std::move(resp));
   });

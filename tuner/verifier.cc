@@ -6,6 +6,7 @@
 #include "absl/strings/str_format.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
+#include "models/cost_model.h"
 #include "models/wait_distribution.h"
 #include "models/wait_optimizer.h"
 #include "policy/policy_builder.h"
@@ -56,6 +57,22 @@ const CostMoments* Find(const std::map<PolicyKey, CostMoments>& m, const PolicyK
   return it == m.end() ? nullptr : &it->second;
 }
 
+// Sets `v`'s verdict from its two intervals: worse or better when they do
+// not overlap, inconclusive once `requests` reached the maximum. False:
+// wait for more requests.
+bool Decide(const VerifierOptions& options, uint64_t requests, VerificationRecord* v) {
+  if (v->measured.low_ns > v->incumbent.high_ns) {
+    v->verdict = "worse";
+  } else if (v->measured.high_ns < v->incumbent.low_ns) {
+    v->verdict = "better";
+  } else if (requests >= options.max_requests) {
+    v->verdict = "inconclusive";
+  } else {
+    return false;
+  }
+  return true;
+}
+
 std::string Us(const CostInterval& i) {
   return absl::StrFormat("%.1f us [%.1f, %.1f]", i.mean_ns / 1e3, i.low_ns / 1e3,
                          i.high_ns / 1e3);
@@ -74,86 +91,140 @@ absl::StatusOr<VerifyResult> VerifyTarget(Store& store, int64_t target_id,
   if (!table) return result;
   SPINTUNE_ASSIGN_OR_RETURN(auto outcomes, store.LoadOutcomes(target_id));
   SPINTUNE_ASSIGN_OR_RETURN(auto verified, store.ListVerifications(target_id));
+  // Drifts, detected (Store::DetectChanges) once a before/after verdict is
+  // due: the detector then sees every window measured so far.
+  std::optional<std::map<PolicyKey, uint64_t>> drift;
   std::set<std::pair<uint64_t, PolicyKey>> decided;
   for (const auto& v : verified) decided.insert({v.version, v.key});
-  std::map<PolicyKey, std::map<uint64_t, CostMoments>> by_key;  // key -> version -> moments
-  for (const auto& o : outcomes) by_key[o.key][o.version] = o.moments;
+  // key -> version -> what the version's own wait measured (its table arm)
+  std::map<PolicyKey, std::map<uint64_t, const OutcomeRecord*>> by_key;
+  // key -> the incumbent arm of the applied version's trial
+  std::map<PolicyKey, const OutcomeRecord*> incumbent_arm;
+  for (const auto& o : outcomes) {
+    if (o.arm == OutcomeArm::kTable) {
+      by_key[o.key][o.version] = &o;
+    } else if (o.version == applied) {
+      incumbent_arm[o.key] = &o;
+    }
+  }
 
-  std::vector<VerificationRecord> worse;
+  struct Worse {
+    VerificationRecord v;
+    WaitParams incumbent_wait;  // what it is rolled back to
+  };
+  std::vector<Worse> worse;
+  std::set<PolicyKey> settled_trials;  // trials of `applied` decided now
   for (const auto& e : table->entries) {
     if (e.fallback || decided.count({applied, e.key})) continue;
     auto key_outcomes = by_key.find(e.key);
     if (key_outcomes == by_key.end()) continue;
-    auto now = key_outcomes->second.find(applied);
-    if (now == key_outcomes->second.end() || now->second.requests < options.min_requests) {
-      continue;
-    }
-    // The incumbent: the latest earlier version measured enough (the
-    // default rule is version 0).
-    const CostMoments* before = nullptr;
-    uint64_t before_version = 0;
-    for (auto it = key_outcomes->second.begin(); it != key_outcomes->second.end(); ++it) {
-      if (it->first < applied && it->second.requests >= options.min_requests) {
-        before = &it->second;
-        before_version = it->first;
-      }
-    }
-    if (before == nullptr) continue;  // nothing to compare with (yet)
-    SPINTUNE_ASSIGN_OR_RETURN(WaitParams before_wait,
-                              WaitUnder(store, target_id, before_version, table->devices, e.key));
-    if (before_wait == e.wait) continue;  // this version did not change the key
+    auto found = key_outcomes->second.find(applied);
+    if (found == key_outcomes->second.end()) continue;
+    const OutcomeRecord& now = *found->second;
     VerificationRecord v;
     v.key = e.key;
     v.version = applied;
     v.predicted_cost_ns = e.expected_cost_ns;
-    v.measured = now->second.Interval(table->latency_weight, options.z);
-    v.requests = now->second.requests;
-    v.incumbent_version = before_version;
-    v.incumbent = before->Interval(table->latency_weight, options.z);
-    if (v.measured.low_ns > v.incumbent.high_ns) {
-      v.verdict = "worse";
-    } else if (v.measured.high_ns < v.incumbent.low_ns) {
-      v.verdict = "better";
-    } else if (v.requests >= options.max_requests) {
-      v.verdict = "inconclusive";
+    v.measured = now.moments.Interval(table->latency_weight, options.z);
+    v.requests = now.moments.requests;
+    WaitParams incumbent_wait;
+    auto arm = incumbent_arm.find(e.key);
+    if (e.trial && arm != incumbent_arm.end()) {
+      // A/B: both arms interleaved in the same window, so a drift moves
+      // both alike. Each arm needs half the requests a before/after needs.
+      const CostMoments& other = arm->second->moments;
+      const uint64_t half = (options.min_requests + 1) / 2;
+      if (now.moments.requests < half || other.requests < half) continue;
+      v.method = "ab";
+      v.incumbent_version = applied;
+      v.incumbent = other.Interval(table->latency_weight, options.z);
+      incumbent_wait = e.trial->wait;
+      if (!Decide(options, now.moments.requests + other.requests, &v)) continue;
+      v.reason = absl::StrFormat(
+          "A/B in one window: table arm measured %s over %d requests; incumbent arm (%s, %d/256 "
+          "of the commands) measured %s over %d; predicted %.1f us",
+          Us(v.measured), v.requests, DescribeWait(incumbent_wait), e.trial->share,
+          Us(v.incumbent), other.requests, v.predicted_cost_ns / 1e3);
+      settled_trials.insert(e.key);
     } else {
-      continue;  // wait for more requests
+      if (now.moments.requests < options.min_requests) continue;
+      // The incumbent: the latest earlier version measured enough (the
+      // default rule is version 0).
+      const OutcomeRecord* before = nullptr;
+      for (const auto& [version, o] : key_outcomes->second) {
+        if (version < applied && o->moments.requests >= options.min_requests) {
+          before = o;
+          v.incumbent_version = version;
+        }
+      }
+      if (before == nullptr) continue;  // nothing to compare with (yet)
+      SPINTUNE_ASSIGN_OR_RETURN(
+          incumbent_wait, WaitUnder(store, target_id, v.incumbent_version, table->devices, e.key));
+      if (incumbent_wait == e.wait) continue;  // this version did not change the key
+      v.incumbent = before->moments.Interval(table->latency_weight, options.z);
+      // Before/after compares two measurement windows: a drift of the key's
+      // completion times between them is confounded with the table change.
+      if (!drift) {
+        SPINTUNE_ASSIGN_OR_RETURN(result.drifted, store.DetectChanges(target_id, options.change));
+        SPINTUNE_ASSIGN_OR_RETURN(drift, store.LoadDriftWindows(target_id));
+      }
+      auto drifted = drift->find(e.key);
+      if (drifted != drift->end() && before->first_window < drifted->second &&
+          drifted->second <= now.last_window) {
+        v.verdict = "inconclusive";
+        v.reason = absl::StrFormat(
+            "completion times drifted (detected in sample window %d) between version %d's "
+            "measurements (from window %d) and this version's (to window %d): before/after "
+            "cannot tell the table from the workload; measured %s, version %d measured %s",
+            drifted->second, v.incumbent_version, before->first_window, now.last_window,
+            Us(v.measured), v.incumbent_version, Us(v.incumbent));
+      } else {
+        if (!Decide(options, v.requests, &v)) continue;
+        v.reason = absl::StrFormat(
+            "measured %s over %d requests; version %d measured %s; predicted %.1f us",
+            Us(v.measured), v.requests, v.incumbent_version, Us(v.incumbent),
+            v.predicted_cost_ns / 1e3);
+      }
     }
-    v.reason = absl::StrFormat("measured %s over %d requests; version %d measured %s; predicted %.1f us",
-                               Us(v.measured), v.requests, before_version, Us(v.incumbent),
-                               v.predicted_cost_ns / 1e3);
     if (v.verdict == "worse") {
-      worse.push_back(std::move(v));
+      worse.push_back({std::move(v), incumbent_wait});
     } else {
       SPINTUNE_RETURN_IF_ERROR(store.RecordVerification(target_id, v));
       result.decided.push_back(std::move(v));
     }
   }
-  if (worse.empty()) return result;
+  if (worse.empty() && settled_trials.empty()) return result;
 
-  // Roll the worse keys back to their incumbents' waits, on top of the
-  // latest version (a newer fit may have been stored meanwhile).
+  // A new version on top of the latest (a newer fit may have been stored
+  // meanwhile): the worse keys rolled back to their incumbents' waits, and
+  // the trials decided now dropped (their commands all take the entry's
+  // wait again).
   SPINTUNE_ASSIGN_OR_RETURN(auto latest, store.LoadPolicy(target_id, 0));
-  PolicyTable rollback = latest ? *latest : *table;
+  PolicyTable next = latest ? *latest : *table;
+  for (auto& e : next.entries) {
+    if (settled_trials.count(e.key)) e.trial.reset();
+  }
   SPINTUNE_ASSIGN_OR_RETURN(auto keys, store.LoadKeys(target_id));
   std::map<PolicyKey, const KeyEvidence*> evidence;
   for (const auto& k : keys) evidence[k.key] = &k;
-  SPINTUNE_ASSIGN_OR_RETURN(auto irq, IrqPathOutcomes(store, target_id, rollback.devices));
+  SPINTUNE_ASSIGN_OR_RETURN(auto irq, IrqPathOutcomes(store, target_id, next.devices));
   std::vector<HeldKey> held;
-  for (const auto& v : worse) {
-    SPINTUNE_ASSIGN_OR_RETURN(WaitParams w,
-                              WaitUnder(store, target_id, v.incumbent_version, table->devices, v.key));
+  for (const auto& [v, w] : worse) {
     const KeyEvidence* ev = evidence.count(v.key) ? evidence[v.key] : nullptr;
-    for (auto& e : rollback.entries) {
-      if (!e.fallback && e.key == v.key) SetWait(w, ev, Find(irq, v.key), rollback, &e);
+    for (auto& e : next.entries) {
+      if (!e.fallback && e.key == v.key) {
+        SetWait(w, ev, Find(irq, v.key), next, &e);
+        e.trial.reset();
+      }
     }
     held.push_back({v.key, w, ev ? ev->histogram.total_count() : 0});
   }
-  rollback.origin = "verify-rollback";
-  auto version = store.AppendPolicyVersion(target_id, &rollback);
+  if (latest && worse.empty() && SameDecisions(next, *latest)) return result;  // nothing to drop
+  next.origin = worse.empty() ? "verify-settled" : "verify-rollback";
+  auto version = store.AppendPolicyVersion(target_id, &next);
   if (absl::IsFailedPrecondition(version.status())) {
     // Pinned by an operator: record the verdicts, change nothing.
-    for (auto& v : worse) {
+    for (auto& [v, w] : worse) {
       v.reason += "; not rolled back: the target is pinned";
       SPINTUNE_RETURN_IF_ERROR(store.RecordVerification(target_id, v));
       result.decided.push_back(std::move(v));
@@ -161,20 +232,47 @@ absl::StatusOr<VerifyResult> VerifyTarget(Store& store, int64_t target_id,
     return result;
   }
   SPINTUNE_RETURN_IF_ERROR(version.status());
-  for (auto& v : worse) {
+  for (auto& [v, w] : worse) {
     v.rollback_version = *version;
-    v.reason += absl::StrFormat("; rolled back to version %d's wait in version %d",
-                                v.incumbent_version, *version);
+    v.reason += absl::StrFormat("; rolled back to %s in version %d", DescribeWait(w), *version);
     SPINTUNE_RETURN_IF_ERROR(store.RecordVerification(target_id, v));
-    Logger().warn("target={} key {}/{}/op{}/sc{}: version {} measured worse than version {} ({}); "
+    Logger().warn("target={} key {}/{}/op{}/sc{}: version {} measured worse ({}; {}); "
                   "rolled back in version {}",
                   target_id, v.key.device, v.key.cpu_class, v.key.opcode, v.key.size_class,
-                  v.version, v.incumbent_version, v.reason, *version);
+                  v.version, v.method, v.reason, *version);
     result.decided.push_back(std::move(v));
   }
   for (const auto& h : held) SPINTUNE_RETURN_IF_ERROR(store.HoldKey(target_id, h));
-  result.rollback = std::move(rollback);
+  result.rollback = std::move(next);
   return result;
+}
+
+absl::Status AttachTrials(Store& store, int64_t target_id, const PolicyTable* latest,
+                          uint32_t share, PolicyTable* table) {
+  if (share == 0) return absl::OkStatus();
+  std::set<PolicyKey> decided;
+  if (latest != nullptr) {
+    SPINTUNE_ASSIGN_OR_RETURN(auto verified, store.ListVerifications(target_id));
+    for (const auto& v : verified) {
+      if (v.version == latest->version) decided.insert(v.key);
+    }
+  }
+  // A key with context leaves has no single wait to trial.
+  std::map<PolicyKey, int> entries_of;
+  for (const auto& e : table->entries) ++entries_of[e.key];
+  for (auto& e : table->entries) {
+    e.trial.reset();
+    if (e.fallback || entries_of[e.key] > 1) continue;
+    const PolicyEntry* before = latest ? latest->EntryFor(e.key) : nullptr;
+    const WaitParams incumbent =
+        before ? before->wait : DefaultWait(table->devices, e.key);
+    if (incumbent != e.wait) {
+      e.trial = Trial{incumbent, share};  // a changed key: a new hypothesis
+    } else if (before && !before->fallback && before->trial && !decided.count(e.key)) {
+      e.trial = before->trial;  // same wait, not decided yet: keep testing
+    }
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::vector<PolicyKey>> ApplyHeldKeys(Store& store, int64_t target_id,
@@ -220,7 +318,7 @@ absl::StatusOr<std::map<PolicyKey, CostMoments>> IrqPathOutcomes(
       }
       if (!it->second) continue;  // a version this tuner never stored
       const PolicyEntry* e = it->second->EntryFor(o.key);
-      if (e) wait = e->wait;
+      if (e) wait = o.arm == OutcomeArm::kIncumbent && e->trial ? e->trial->wait : e->wait;
     }
     if (wait.strategy == Strategy::kIrq) irq[o.key].Merge(o.moments);
   }

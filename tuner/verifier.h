@@ -15,6 +15,18 @@
 //     the samples it had);
 //   - entirely below: "better";
 //   - overlapping after `max_requests`: "inconclusive".
+// That is a before/after comparison of two windows; when the key's
+// completion times drifted between them (a drift Store::DetectChanges
+// recorded inside the span of the two measurements), the verdict is
+// "inconclusive" at once and nothing is rolled back. The detector runs when
+// such a verdict is due.
+//
+// A/B: when a version carries a trial for the key (AttachTrials) and the
+// driver reported both arms, the version's two arms, interleaved in the
+// same window, are compared instead (each arm needs min_requests / 2; the
+// same interval rule; method "ab"), which a drift cannot confound. A
+// version that a trial's verdict settles without a rollback is followed by
+// one without those trials (origin "verify-settled").
 // Each verdict is stored with the prediction the fit made for the entry
 // (its expected J), so predicted and measured can be compared.
 //
@@ -36,15 +48,34 @@ struct VerifierOptions {
   uint64_t min_requests = 1000;
   uint64_t max_requests = 8000;
   double z = 1.96;  // interval half-width in standard errors (95%)
+  // A/B trials (AttachTrials): commands per 256 a changed key sends to its
+  // incumbent's wait; 0: no trials (docs/verification.md says why that is
+  // the default).
+  uint32_t ab_share = 0;
+  // The drift detector's test (the fitter's TunerOptions::change).
+  ChangeTest change;
 };
 
 struct VerifyResult {
   std::vector<VerificationRecord> decided;  // verdicts recorded now
-  std::optional<PolicyTable> rollback;      // stored; to push
+  // Stored; to push: a rollback, or a version that drops settled trials.
+  std::optional<PolicyTable> rollback;
+  // Keys whose drift the check detected now (for the next refit's held
+  // keys: ApplyHeldKeys' `changed`).
+  std::vector<PolicyKey> drifted;
 };
 
 absl::StatusOr<VerifyResult> VerifyTarget(Store& store, int64_t target_id,
                                           const VerifierOptions& options);
+
+// Gives each key of a freshly fitted `table` whose wait differs from
+// `latest`'s (the version in force before it; the default rule when null)
+// an A/B trial of that wait with `share` (1..255 of 256 commands); a key
+// whose wait is `latest`'s keeps `latest`'s trial until a verdict on it is
+// recorded. Keys with context leaves and fallback entries get none. Nothing
+// when `share` is 0.
+absl::Status AttachTrials(Store& store, int64_t target_id, const PolicyTable* latest,
+                          uint32_t share, PolicyTable* table);
 
 // Applies the target's held keys to a freshly fitted `table`: a held key
 // keeps its held wait (priced on `keys`' evidence with the table's mean

@@ -15,7 +15,9 @@
  *     --report FILE also as an outcome report (docs/verification.md: per
  *     key the request count and the sums of CPU ns, latency ns, their
  *     squares and products), what `spintune verify` compares with the
- *     table's predictions.
+ *     table's predictions. An entry with an A/B trial (format 3) sends a
+ *     share of its commands to the incumbent's wait (spintune_ab_pick());
+ *     the table's report has those as rows with "arm": "incumbent".
  *
  * Opcodes follow the block layer: 0 = read (REQ_OP_READ), 1 = write.
  */
@@ -244,31 +246,37 @@ static unsigned size_class(unsigned bytes)
 	return c;
 }
 
-/* The outcome report (docs/verification.md), one object per key. */
+/* The outcome report (docs/verification.md), one object per key and arm:
+ * @incumbent (NULL: none) holds the A/B trials' incumbent arms. */
 static int write_report(const char *path, int nsizes, const unsigned *sizes, const char *mode,
-			struct opstats stats[2][MAX_SIZES], unsigned long long version)
+			struct opstats stats[2][MAX_SIZES], struct opstats incumbent[2][MAX_SIZES],
+			unsigned long long version)
 {
 	FILE *f = fopen(path, "w");
-	int k, s, first = 1;
+	int k, s, a, first = 1;
 
 	if (!f)
 		return -1;
 	fprintf(f, "{\"format\": \"spintune-outcomes\", \"format_version\": 1, \"device\": \"%s\",\n"
 		" \"mode\": \"%s\", \"policy_version\": %llu, \"keys\": [",
 		DEVICE_NAME, mode, version);
-	for (k = 0; k < 2; k++) {
-		for (s = 0; s < nsizes; s++) {
-			const struct opstats *st = &stats[k][s];
+	for (a = 0; a < (incumbent ? 2 : 1); a++) {
+		for (k = 0; k < 2; k++) {
+			for (s = 0; s < nsizes; s++) {
+				const struct opstats *st = a ? &incumbent[k][s] : &stats[k][s];
 
-			if (!st->count)
-				continue;
-			fprintf(f, "%s\n  {\"cpu_class\": \"default\", \"opcode\": %d, \"bytes\": %u, "
-				"\"size_class\": %u, \"requests\": %lu, \"cpu_ns_sum\": %.17g, "
-				"\"latency_ns_sum\": %.17g, \"cpu_ns_sq_sum\": %.17g, "
-				"\"latency_ns_sq_sum\": %.17g, \"cpu_latency_ns_sum\": %.17g}",
-				first ? "" : ",", k, sizes[s], size_class(sizes[s]), st->count,
-				st->cpu_ns, st->latency_ns, st->cpu_sq, st->latency_sq, st->cpu_latency);
-			first = 0;
+				if (!st->count)
+					continue;
+				fprintf(f, "%s\n  {\"cpu_class\": \"default\", \"opcode\": %d, "
+					"\"bytes\": %u, \"size_class\": %u,%s \"requests\": %lu, "
+					"\"cpu_ns_sum\": %.17g, \"latency_ns_sum\": %.17g, "
+					"\"cpu_ns_sq_sum\": %.17g, \"latency_ns_sq_sum\": %.17g, "
+					"\"cpu_latency_ns_sum\": %.17g}",
+					first ? "" : ",", k, sizes[s], size_class(sizes[s]),
+					a ? " \"arm\": \"incumbent\"," : "", st->count, st->cpu_ns,
+					st->latency_ns, st->cpu_sq, st->latency_sq, st->cpu_latency);
+				first = 0;
+			}
 		}
 	}
 	fprintf(f, "\n]}\n");
@@ -278,9 +286,11 @@ static int write_report(const char *path, int nsizes, const unsigned *sizes, con
 int main(int argc, char **argv)
 {
 	struct options o = {0};
-	/* per run mode (table, block, spin), opcode and size */
-	static const char *const run_names[3] = {"table", "block", "spin"};
-	struct opstats stats[3][2][MAX_SIZES];
+	/* per run mode (table, block, spin, and the table's A/B incumbent arm),
+	 * opcode and size */
+	static const char *const run_names[4] = {"table", "block", "spin", "table, incumbent arm"};
+	struct opstats stats[4][2][MAX_SIZES];
+	struct spintune_ab ab;
 	static struct spintune_entry storage[SPINTUNE_MAX_ENTRIES];
 	static uint8_t blob[SPINTUNE_BLOB_HEADER_BYTES + SPINTUNE_MAX_ENTRIES * SPINTUNE_BLOB_ENTRY_BYTES];
 	struct spintune_table table = {0};
@@ -310,6 +320,7 @@ int main(int argc, char **argv)
 			strerror(-rc));
 		return 1;
 	}
+	spintune_ab_init(&ab, &table);
 	if ((rc = prepare_file(&o)) != 0) {
 		fprintf(stderr, "spintune-uring-ref: %s: %s\n", o.file, strerror(-rc));
 		return 1;
@@ -348,6 +359,7 @@ int main(int argc, char **argv)
 		struct io_uring_sqe *sqe = io_uring_get_sqe(&ring);
 		struct io_uring_cqe *cqe = 0;
 		uint64_t t0, c0, t1, c1;
+		int arm = 0; /* the A/B trial's incumbent arm (stats[3]) */
 
 		/* measure: one request in 8, spread over every key, blocks (costs);
 		 * the rest spin (exact completion times). compare: table, block
@@ -385,14 +397,16 @@ int main(int argc, char **argv)
 			}
 			rc = 0;
 		} else {
-			const struct spintune_entry *e = spintune_lookup(&table, 0, (uint32_t)op, size);
+			const struct spintune_entry *e = spintune_ab_pick(
+				&table, spintune_lookup(&table, 0, (uint32_t)op, size), &ab);
 			int ready = 0;
 
+			arm = spintune_entry_is_incumbent(e);
 			rc = spintune_wait(e, cqe_ready, ready, ready, 1000000000ull, &wstats, 0);
 			if (rc == SPINTUNE_ARM_IRQ) {
-				stats[run][op][si].irq_fallbacks++;
+				stats[arm ? 3 : run][op][si].irq_fallbacks++;
 			} else if (rc == 0) {
-				stats[run][op][si].spin_hits++;
+				stats[arm ? 3 : run][op][si].spin_hits++;
 			}
 			/* Collect the CQE: returns at once when the spin saw it, else
 			 * blocks in the kernel (the IRQ path). */
@@ -407,7 +421,7 @@ int main(int argc, char **argv)
 		}
 		io_uring_cqe_seen(&ring, cqe);
 		{
-			struct opstats *st = &stats[run][op][si];
+			struct opstats *st = &stats[arm ? 3 : run][op][si];
 
 			st->count++;
 			st->latency_ns += (double)(t1 - t0);
@@ -483,7 +497,7 @@ int main(int argc, char **argv)
 	if (table_mode || compare)
 		printf("table version %llu (%u entries) from shm %s\n",
 		       (unsigned long long)table.version, table.count, o.shm);
-	for (r = 0; r < 3; r++) {
+	for (r = 0; r < 4; r++) {
 		int any = 0, k, s;
 		char path[4096];
 
@@ -492,7 +506,7 @@ int main(int argc, char **argv)
 				any |= stats[r][k][s].count > 0;
 		if (!any)
 			continue;
-		if (compare)
+		if (compare || r == 3)
 			printf("%s:\n", run_names[r]);
 		printf("%-6s %-8s %8s %14s %14s %10s %10s\n", "OPCODE", "BYTES", "COUNT",
 		       "LATENCY/REQ", "CPU/REQ", "SPIN HITS", "IRQ");
@@ -509,11 +523,12 @@ int main(int argc, char **argv)
 				       st->irq_fallbacks);
 			}
 		}
-		if (!o.report)
+		if (!o.report || r == 3) /* the incumbent arm is in the table's report */
 			continue;
 		/* compare: one report per run mode, PREFIX-MODE.json */
 		snprintf(path, sizeof(path), compare ? "%s-%s.json" : "%s", o.report, run_names[r]);
 		if (write_report(path, o.nsizes, o.sizes, run_names[r], stats[r],
+				 r == 0 && spintune_trial_count(&table) ? stats[3] : NULL,
 				 r == 0 ? table.version : 0) != 0) {
 			fprintf(stderr, "spintune-uring-ref: %s: %s\n", path, strerror(errno));
 			return 1;

@@ -4,7 +4,8 @@
  * outside the buffer (AddressSanitizer checks the latter; the input is
  * copied to an exact-size heap buffer so any overread is caught), and
  * whatever they accept must satisfy the table's invariants: lookups, with
- * and without context, stay inside the table.
+ * and without context, stay inside the table, and an A/B pick returns
+ * the entry or its own trial entry (same key, a valid wait, share 1..255).
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -17,7 +18,7 @@ static void check_table(const struct spintune_table *t, const uint8_t *data, siz
 	const struct spintune_entry *first = t->entries, *end = t->entries + t->count;
 	const struct spintune_entry *e;
 	struct spintune_features f;
-	uint32_t i;
+	uint32_t i, trials;
 
 	if (t->count == 0 || !(t->entries[t->count - 1].flags & SPINTUNE_ENTRY_FALLBACK))
 		abort();
@@ -48,6 +49,30 @@ static void check_table(const struct spintune_table *t, const uint8_t *data, siz
 	e = spintune_lookup(t, size ? data[0] : 0, 23, 4096);
 	if (e < first || e >= end)
 		abort();
+	trials = spintune_trial_count(t);
+	for (i = 0; i < trials; i++) {
+		const struct spintune_entry *x = &t->entries[t->count + i];
+		struct spintune_entry plain = *x;
+
+		plain.flags = 0;
+		plain.trial = 0;
+		if (!(x->flags & SPINTUNE_ENTRY_TRIAL) || x->trial == 0 || x->trial > 255 ||
+		    !spintune_entry_valid(&plain))
+			abort();
+	}
+	for (i = 0; i + 1 < t->count; i++) {
+		struct spintune_ab ab;
+		const struct spintune_entry *k = &t->entries[i];
+		int n;
+
+		spintune_ab_init(&ab, t);
+		for (n = 0; n < 4; n++) {
+			e = spintune_ab_pick(t, k, &ab);
+			if (e != k && (e < end || e >= end + trials ||
+				       spintune__key_of(e) != spintune__key_of(k)))
+				abort();
+		}
+	}
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -23,6 +23,15 @@
  *	e = spintune_lookup_ctx(&table, cpu_class, opcode, &f);  // O(1) + depth <= 3
  *	... wait as e says (wait.h) ...
  *	spintune_ctx_done(&ctx, issue_ns, now_ns(), spintune_is_write(&table, opcode));
+ *
+ * A format 3 table may carry A/B trials (docs/verification.md): for an entry
+ * with one, spintune_ab_pick() sends a seeded share of the commands to the
+ * incumbent's wait; a driver that reports outcomes reports each arm apart:
+ *
+ *	struct spintune_ab ab;                 // per device, per table
+ *	spintune_ab_init(&ab, &table);
+ *	e = spintune_ab_pick(&table, spintune_lookup_ctx(...), &ab);
+ *	arm = spintune_entry_is_incumbent(e);  // 0: table arm, 1: incumbent
  */
 #ifndef SPINTUNE_POLICY_H
 #define SPINTUNE_POLICY_H
@@ -50,12 +59,14 @@ extern "C" {
 
 /* Blob constants; see docs/policy-format.md. */
 #define SPINTUNE_BLOB_MAGIC 0x4E545053u /* "SPTN" in little-endian order */
-#define SPINTUNE_BLOB_VERSION 2u        /* what the tools write */
+#define SPINTUNE_BLOB_VERSION 2u        /* what the tools write for tables without trials */
+#define SPINTUNE_BLOB_VERSION_3 3u      /* with A/B trials (written only for those) */
 #define SPINTUNE_BLOB_VERSION_1 1u      /* still read: no context, no write opcodes */
 #define SPINTUNE_BLOB_HEADER_BYTES 64u  /* format 1 */
 #define SPINTUNE_BLOB_HEADER_V2_BYTES 96u
 #define SPINTUNE_BLOB_ENTRY_BYTES 24u
 #define SPINTUNE_BLOB_NODE_BYTES 16u
+#define SPINTUNE_BLOB_TRIAL_BYTES 16u
 #define SPINTUNE_DEVICE_NAME_BYTES 32u
 
 /* Limits a parsed table must respect; a driver may lower them. */
@@ -80,6 +91,9 @@ extern "C" {
 #define SPINTUNE_ANY_SIZE_CLASS 0xFFu
 #define SPINTUNE_ANY_OPCODE 0xFFFFFFFFu
 #define SPINTUNE_ENTRY_FALLBACK 0x01u /* entry flag: the device-wide fallback */
+/* Entry flag of a parsed table's trial entries (never in a blob): the
+ * incumbent's wait of an A/B trial, see spintune_ab_pick(). */
+#define SPINTUNE_ENTRY_TRIAL 0x02u
 #define SPINTUNE_CHILD_LEAF 0x8000u   /* node child: an entry index, not a node */
 /* since_write_ns of a device that has completed no write yet. */
 #define SPINTUNE_NO_WRITE_YET (~(uint64_t)0)
@@ -134,7 +148,11 @@ enum spintune_feature {
  * @poll_interval_ns: POLL_SLEEP interval; 0 otherwise.
  * @tree: 0 for a key with one entry; else the entry is one of the key's
  *	context leaves and the key's tree starts at node @tree - 1.
- * @reserved: 0.
+ * @trial: 0: no A/B trial (always before format 3; the field was reserved).
+ *	Else the entry has one and its trial entry (the incumbent's wait,
+ *	flags SPINTUNE_ENTRY_TRIAL) is @entries[@count + @trial - 1] of the
+ *	parsed table. In a trial entry itself: the share, 1..255 commands of
+ *	256 that take it.
  */
 struct spintune_entry {
 	uint8_t cpu_class;
@@ -146,7 +164,7 @@ struct spintune_entry {
 	uint32_t sleep_ns;
 	uint32_t poll_interval_ns;
 	uint16_t tree;
-	uint16_t reserved;
+	uint16_t trial;
 };
 
 /**
@@ -204,6 +222,9 @@ struct spintune_index {
  * @write_opcode_count: number of @write_opcodes in use.
  * @write_opcodes: the opcodes whose completion resets since_write_ns.
  * @index: the key index (zero: none).
+ *
+ * A format 3 table's A/B trial entries follow the @count entries
+ * (spintune_trial_count() of them); the struct is format 2's.
  *
  * Tables from headers generated before format 2 initialize only the first
  * four fields: they have no context and no index.
@@ -378,6 +399,101 @@ spintune_lookup(const struct spintune_table *table, uint8_t cpu_class,
 	f[SPINTUNE_FEATURE_INFLIGHT] = 0;
 	f[SPINTUNE_FEATURE_BYTES] = bytes;
 	return spintune__leaf(table, e, f);
+}
+
+/**
+ * struct spintune_ab - a device's A/B arm chooser.
+ * @seed: from the table's version (spintune_ab_init()).
+ * @counter: commands that met a trial so far.
+ *
+ * One per device and table; zero-initialize or spintune_ab_init(). The
+ * counter is incremented atomically, so callers on several CPUs each get a
+ * distinct draw.
+ */
+struct spintune_ab {
+	uint64_t seed;
+	uint64_t counter;
+};
+
+/* SplitMix64's finalizer: a bijective mix of a 64-bit counter. */
+static inline uint64_t spintune__mix64(uint64_t z)
+{
+	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+	z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+	return z ^ (z >> 31);
+}
+
+/**
+ * spintune_ab_init() - start a device's arm chooser for a table.
+ * @ab: the chooser.
+ * @table: the table in force.
+ *
+ * Seeded from @table->version: the same table gives the same sequence of
+ * arms, so a run can be repeated.
+ */
+static inline void spintune_ab_init(struct spintune_ab *ab, const struct spintune_table *table)
+{
+	ab->seed = spintune__mix64(table->version ^ 0x5350544E41422D31ull);
+	ab->counter = 0;
+}
+
+/**
+ * spintune_ab_pick() - the entry one command waits by: @e, or for an entry
+ *	with an A/B trial, a seeded share of the time its trial entry.
+ * @table: the table @e came from.
+ * @e: what spintune_lookup() or spintune_lookup_ctx() returned (for a
+ *	table from spintune_table_parse(), spintune_blob_parse() or a
+ *	generated header: those place every trial entry an entry names).
+ * @ab: the device's chooser (spintune_ab_init() for @table).
+ *
+ * O(1): for an entry without a trial one load and a branch; with one, an
+ * atomic increment and a 64-bit mix. Safe in atomic context.
+ *
+ * Returns: @e (the table arm), or its trial entry (the incumbent arm, for
+ * share / 256 of the commands of that entry).
+ */
+static inline const struct spintune_entry *
+spintune_ab_pick(const struct spintune_table *table, const struct spintune_entry *e,
+		 struct spintune_ab *ab)
+{
+	const struct spintune_entry *incumbent;
+	uint64_t n;
+
+	if (!e->trial || (e->flags & SPINTUNE_ENTRY_TRIAL))
+		return e;
+	incumbent = &table->entries[table->count + e->trial - 1u];
+	n = __atomic_fetch_add(&ab->counter, 1, __ATOMIC_RELAXED);
+	return (spintune__mix64(ab->seed + n) & 0xFFu) < incumbent->trial ? incumbent : e;
+}
+
+/**
+ * spintune_trial_count() - the A/B trials of a table.
+ * @table: a parsed or generated table.
+ *
+ * O(n); for tools and reports, not the hot path.
+ *
+ * Returns: the number of trial entries after @table->entries[@count - 1].
+ */
+static inline uint32_t spintune_trial_count(const struct spintune_table *table)
+{
+	uint32_t i, n = 0;
+
+	for (i = 0; i < table->count; i++)
+		n += table->entries[i].trial != 0;
+	return n;
+}
+
+/**
+ * spintune_entry_is_incumbent() - whether spintune_ab_pick() chose the
+ *	incumbent arm.
+ * @e: what spintune_ab_pick() returned.
+ *
+ * Returns: true for a trial entry (report the outcome as arm "incumbent"),
+ * false for a table entry (arm "table").
+ */
+static inline bool spintune_entry_is_incumbent(const struct spintune_entry *e)
+{
+	return (e->flags & SPINTUNE_ENTRY_TRIAL) != 0;
 }
 
 /**
@@ -707,7 +823,24 @@ static inline void spintune__decode_entry(const uint8_t *q, struct spintune_entr
 	e->sleep_ns = spintune__le32(q + 12);
 	e->poll_interval_ns = spintune__le32(q + 16);
 	e->tree = (uint16_t)spintune__le16(q + 20);
-	e->reserved = (uint16_t)spintune__le16(q + 22);
+	e->trial = (uint16_t)spintune__le16(q + 22);
+}
+
+/* The trial entry of blob trial @q for the entry @of: its key, the trial's
+ * wait, the share in @trial. */
+static inline void spintune__decode_trial(const uint8_t *q, const struct spintune_entry *of,
+					  struct spintune_entry *e)
+{
+	e->cpu_class = of->cpu_class;
+	e->size_class = of->size_class;
+	e->strategy = q[3];
+	e->flags = 0;
+	e->opcode = of->opcode;
+	e->spin_ns = spintune__le32(q + 4);
+	e->sleep_ns = spintune__le32(q + 8);
+	e->poll_interval_ns = spintune__le32(q + 12);
+	e->tree = 0;
+	e->trial = q[2];
 }
 
 static inline void spintune__decode_node(const uint8_t *q, struct spintune_node *n)
@@ -820,9 +953,10 @@ static inline int spintune__parse(const void *buf, size_t len,
 				  struct spintune_table *table, const char **why)
 {
 	const uint8_t *p = (const uint8_t *)buf;
-	const uint8_t *entries_at, *nodes_at;
+	const uint8_t *entries_at, *nodes_at, *trials_at;
 	struct spintune_table t;
-	uint32_t version, header, total, count, nodes = 0, writes = 0, i, next_node = 0;
+	uint32_t version, header, total, count, nodes = 0, writes = 0, trials = 0, i;
+	uint32_t next_node = 0;
 	uint64_t prev_key = 0;
 	uint16_t prev_tree = 0;
 
@@ -833,7 +967,8 @@ static inline int spintune__parse(const void *buf, size_t len,
 	if (spintune__le32(p) != SPINTUNE_BLOB_MAGIC)
 		return SPINTUNE__REFUSE(why, -EINVAL, "bad magic");
 	version = spintune__le16(p + 4);
-	if (version != SPINTUNE_BLOB_VERSION_1 && version != SPINTUNE_BLOB_VERSION)
+	if (version != SPINTUNE_BLOB_VERSION_1 && version != SPINTUNE_BLOB_VERSION &&
+	    version != SPINTUNE_BLOB_VERSION_3)
 		return SPINTUNE__REFUSE(why, -EPROTONOSUPPORT, "unknown format version");
 	header = version == SPINTUNE_BLOB_VERSION_1 ? SPINTUNE_BLOB_HEADER_BYTES :
 						      SPINTUNE_BLOB_HEADER_V2_BYTES;
@@ -848,8 +983,11 @@ static inline int spintune__parse(const void *buf, size_t len,
 	if (version != SPINTUNE_BLOB_VERSION_1) {
 		if (spintune__le16(p + 68) != SPINTUNE_BLOB_NODE_BYTES)
 			return SPINTUNE__REFUSE(why, -EINVAL, "bad node size");
-		if (p[71] || spintune__le32(p + 88) || spintune__le32(p + 92))
+		if (p[71] || (version == SPINTUNE_BLOB_VERSION && spintune__le32(p + 88)) ||
+		    spintune__le32(p + 92))
 			return SPINTUNE__REFUSE(why, -EINVAL, "reserved header field set");
+		if (version == SPINTUNE_BLOB_VERSION_3)
+			trials = spintune__le32(p + 88);
 		nodes = spintune__le32(p + 64);
 		writes = p[70];
 		if (writes > SPINTUNE_MAX_WRITE_OPCODES)
@@ -869,14 +1007,20 @@ static inline int spintune__parse(const void *buf, size_t len,
 		return SPINTUNE__REFUSE(why, -EINVAL, "no entries");
 	if (count > SPINTUNE_MAX_ENTRIES)
 		return SPINTUNE__REFUSE(why, -E2BIG, "more entries than SPINTUNE_MAX_ENTRIES");
-	if (count > st->entry_capacity)
+	if (trials >= count)
+		return SPINTUNE__REFUSE(why, -EINVAL, "more trials than non-fallback entries");
+	if (count + trials > SPINTUNE_MAX_ENTRIES)
+		return SPINTUNE__REFUSE(why, -E2BIG,
+					"more entries and trials than SPINTUNE_MAX_ENTRIES");
+	if (count + trials > st->entry_capacity)
 		return SPINTUNE__REFUSE(why, -E2BIG, "more entries than the storage holds");
 	if (nodes > SPINTUNE_MAX_NODES)
 		return SPINTUNE__REFUSE(why, -E2BIG, "more nodes than SPINTUNE_MAX_NODES");
 	if (nodes && (!st->nodes || nodes > st->node_capacity))
 		return SPINTUNE__REFUSE(why, -E2BIG, "more context nodes than the storage holds");
 	/* The counts' bounds keep this sum far from overflow. */
-	if (total != header + count * SPINTUNE_BLOB_ENTRY_BYTES + nodes * SPINTUNE_BLOB_NODE_BYTES)
+	if (total != header + count * SPINTUNE_BLOB_ENTRY_BYTES + nodes * SPINTUNE_BLOB_NODE_BYTES +
+		     trials * SPINTUNE_BLOB_TRIAL_BYTES)
 		return SPINTUNE__REFUSE(why, -EINVAL, "declared size does not match the entry count");
 	if (len < total)
 		return SPINTUNE__REFUSE(why, -EMSGSIZE, "shorter than its header declares");
@@ -886,6 +1030,7 @@ static inline int spintune__parse(const void *buf, size_t len,
 		return SPINTUNE__REFUSE(why, -EINVAL, "device name not terminated");
 	entries_at = p + header;
 	nodes_at = entries_at + (size_t)count * SPINTUNE_BLOB_ENTRY_BYTES;
+	trials_at = nodes_at + (size_t)nodes * SPINTUNE_BLOB_NODE_BYTES;
 
 	/* First pass: validate without writing anything. */
 	for (i = 0; i < count; i++) {
@@ -893,8 +1038,19 @@ static inline int spintune__parse(const void *buf, size_t len,
 		uint64_t key;
 
 		spintune__decode_entry(entries_at + (size_t)i * SPINTUNE_BLOB_ENTRY_BYTES, &e);
-		if (e.reserved || (version == SPINTUNE_BLOB_VERSION_1 && e.tree))
+		if ((version != SPINTUNE_BLOB_VERSION_3 && e.trial) ||
+		    (version == SPINTUNE_BLOB_VERSION_1 && e.tree))
 			return SPINTUNE__REFUSE(why, -EINVAL, "reserved entry field set");
+		if (e.trial) {
+			const uint8_t *q;
+
+			if (e.trial > trials)
+				return SPINTUNE__REFUSE(why, -EINVAL, "an entry names a trial beyond the trials");
+			q = trials_at + (size_t)(e.trial - 1u) * SPINTUNE_BLOB_TRIAL_BYTES;
+			if (spintune__le16(q) != i)
+				return SPINTUNE__REFUSE(why, -EINVAL,
+							"an entry and its trial do not name each other");
+		}
 		if (!spintune_entry_valid(&e))
 			return SPINTUNE__REFUSE(why, -EINVAL,
 						"an entry breaks a bound (strategy, parameters, flags or wildcards)");
@@ -928,6 +1084,30 @@ static inline int spintune__parse(const void *buf, size_t len,
 	}
 	if (next_node != nodes)
 		return SPINTUNE__REFUSE(why, -EINVAL, "context nodes no tree uses");
+	for (i = 0; i < trials; i++) {
+		const uint8_t *q = trials_at + (size_t)i * SPINTUNE_BLOB_TRIAL_BYTES;
+		const uint32_t at = spintune__le16(q);
+		struct spintune_entry of, e;
+
+		/* Strictly increasing entries, each naming this trial back: one
+		 * trial per entry, one entry per trial. */
+		if (at >= count || (i > 0 && at <= spintune__le16(q - SPINTUNE_BLOB_TRIAL_BYTES)))
+			return SPINTUNE__REFUSE(why, -EINVAL, "trials not in increasing entry order");
+		spintune__decode_entry(entries_at + (size_t)at * SPINTUNE_BLOB_ENTRY_BYTES, &of);
+		if (of.trial != i + 1u)
+			return SPINTUNE__REFUSE(why, -EINVAL,
+						"an entry and its trial do not name each other");
+		if ((of.flags & SPINTUNE_ENTRY_FALLBACK) || of.tree)
+			return SPINTUNE__REFUSE(why, -EINVAL,
+						"a trial on the fallback entry or a context leaf");
+		if (q[2] == 0)
+			return SPINTUNE__REFUSE(why, -EINVAL, "a trial share of 0 (1..255 of 256)");
+		spintune__decode_trial(q, &of, &e);
+		e.trial = 0;
+		if (!spintune_entry_valid(&e))
+			return SPINTUNE__REFUSE(why, -EINVAL,
+						"a trial's wait breaks a bound (strategy or parameters)");
+	}
 
 	/* Second pass: decode (into the storage; @table only once it is all done). */
 	for (i = 0; i < count; i++)
@@ -936,6 +1116,13 @@ static inline int spintune__parse(const void *buf, size_t len,
 	for (i = 0; i < nodes; i++)
 		spintune__decode_node(nodes_at + (size_t)i * SPINTUNE_BLOB_NODE_BYTES,
 				      &st->nodes[i]);
+	for (i = 0; i < trials; i++) {
+		const uint8_t *q = trials_at + (size_t)i * SPINTUNE_BLOB_TRIAL_BYTES;
+		struct spintune_entry *e = &st->entries[count + i];
+
+		spintune__decode_trial(q, &st->entries[spintune__le16(q)], e);
+		e->flags = SPINTUNE_ENTRY_TRIAL;
+	}
 	t.entries = st->entries;
 	t.count = count;
 	t.version = spintune__le64(p + 16);
@@ -961,22 +1148,30 @@ static inline int spintune__parse(const void *buf, size_t len,
 /* The entry and node counts a blob declares, within the limits (the parser
  * refuses larger ones); one entry for a buffer too short for a header. */
 static inline void spintune__declared_counts(const void *buf, size_t len, uint32_t *count,
-					     uint32_t *nodes)
+					     uint32_t *nodes, uint32_t *trials)
 {
 	const uint8_t *p = (const uint8_t *)buf;
+	uint32_t version = 0;
 
 	*count = 1;
 	*nodes = 0;
+	*trials = 0;
 	if (p && len >= SPINTUNE_BLOB_HEADER_BYTES) {
 		*count = spintune__le32(p + 24);
-		if (spintune__le16(p + 4) == SPINTUNE_BLOB_VERSION &&
-		    len >= SPINTUNE_BLOB_HEADER_V2_BYTES)
-			*nodes = spintune__le32(p + 64);
+		version = spintune__le16(p + 4);
+	}
+	if (version >= SPINTUNE_BLOB_VERSION && version <= SPINTUNE_BLOB_VERSION_3 &&
+	    len >= SPINTUNE_BLOB_HEADER_V2_BYTES) {
+		*nodes = spintune__le32(p + 64);
+		if (version == SPINTUNE_BLOB_VERSION_3)
+			*trials = spintune__le32(p + 88);
 	}
 	if (*count > SPINTUNE_MAX_ENTRIES)
 		*count = SPINTUNE_MAX_ENTRIES;
 	if (*nodes > SPINTUNE_MAX_NODES)
 		*nodes = SPINTUNE_MAX_NODES;
+	if (*trials > SPINTUNE_MAX_ENTRIES - *count)
+		*trials = SPINTUNE_MAX_ENTRIES - *count;
 }
 
 /**
@@ -987,15 +1182,16 @@ static inline void spintune__declared_counts(const void *buf, size_t len, uint32
  *
  * Counts above the limits are sized at the limits (the parser refuses
  * them); a buffer too short for a header needs the storage of one entry.
+ * A format 3 blob's trials count as entries (each becomes a trial entry).
  *
  * Returns: bytes of storage.
  */
 static inline size_t spintune_blob_storage_bytes(const void *buf, size_t len)
 {
-	uint32_t count, nodes;
+	uint32_t count, nodes, trials;
 
-	spintune__declared_counts(buf, len, &count, &nodes);
-	return spintune_table_storage_bytes(count, nodes);
+	spintune__declared_counts(buf, len, &count, &nodes, &trials);
+	return spintune_table_storage_bytes(count + trials, nodes);
 }
 
 /**
@@ -1012,7 +1208,7 @@ static inline size_t spintune_blob_storage_bytes(const void *buf, size_t len)
  * @why: NULL, or receives a static English phrase naming the first check
  *	that failed (e.g. "CRC-32 mismatch"); untouched on success.
  *
- * Reads format 1 and format 2 blobs. Checks the magic, format version,
+ * Reads format 1, 2 and 3 blobs. Checks the magic, format version,
  * header, entry and node sizes, reserved fields, write opcodes, the declared
  * total size against @len, the entry count (1..SPINTUNE_MAX_ENTRIES) and
  * node count (0..SPINTUNE_MAX_NODES) against the storage, the CRC-32 of
@@ -1021,7 +1217,11 @@ static inline size_t spintune_blob_storage_bytes(const void *buf, size_t len)
  * fallback entry in last place, every context tree (nodes in preorder right
  * after the previous tree's, leaves the key's entries in order, at most
  * SPINTUNE_MAX_CONTEXT_DEPTH nodes on a path, every leaf reachable) and the
- * device name's terminator; then builds the key index. Nothing is written to
+ * device name's terminator, and every A/B trial (format 3: at most one per
+ * non-fallback entry without context, the entry and its trial naming each
+ * other, trials in entry order, share 1..255, the trial's wait as
+ * spintune_entry_valid() requires); then builds the key index and places
+ * the trial entries after the entries. Nothing is written to
  * @table unless every check passed. Never sleeps; O(n) plus the index
  * build, which scans the keys once per bucket of two or more keys.
  *
@@ -1036,19 +1236,19 @@ static inline int spintune_table_parse(const void *buf, size_t len, void *storag
 {
 	uint8_t *at = (uint8_t *)storage;
 	struct spintune__storage st;
-	uint32_t count, nodes, slot_bits;
+	uint32_t count, nodes, trials, slot_bits;
 
 	if (!buf || !at || !table)
 		return SPINTUNE__REFUSE(why, -EINVAL, "no buffer");
 	if (storage_bytes < spintune_blob_storage_bytes(buf, len))
 		return SPINTUNE__REFUSE(why, -E2BIG, "more entries than the storage holds");
 	/* The storage is carved for the declared counts; the parser checks them. */
-	spintune__declared_counts(buf, len, &count, &nodes);
+	spintune__declared_counts(buf, len, &count, &nodes, &trials);
 	at += (8 - ((uintptr_t)at & 7)) & 7;
-	slot_bits = spintune__slot_bits(count);
+	slot_bits = spintune__slot_bits(count); /* the index is of the entries alone */
 	st.entries = (struct spintune_entry *)(void *)at;
-	st.entry_capacity = count;
-	at += (size_t)count * sizeof(struct spintune_entry);
+	st.entry_capacity = count + trials;
+	at += (size_t)(count + trials) * sizeof(struct spintune_entry);
 	at += (8 - ((uintptr_t)at & 7)) & 7;
 	st.nodes = (struct spintune_node *)(void *)at;
 	st.node_capacity = nodes;
@@ -1091,7 +1291,8 @@ static inline int spintune_blob_parse_why(const void *buf, size_t len,
  * The interface of format 1, kept for drivers written against it: the same
  * checks as spintune_table_parse(), but there is no room for context nodes
  * (a blob with context leaves is refused with -E2BIG) or a key index
- * (lookups binary-search, O(log n)). Nothing is written to @storage or
+ * (lookups binary-search, O(log n)); @capacity must also hold a format 3
+ * blob's trial entries. Nothing is written to @storage or
  * @table unless every check passed. Never sleeps.
  *
  * Returns: as spintune_table_parse().

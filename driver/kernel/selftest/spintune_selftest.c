@@ -144,7 +144,7 @@ struct st_case {
 
 static const struct st_case st_cases[] = {
 	ST_BYTE("refuses a bad magic", 0, 'X', false, -EINVAL, "bad magic"),
-	ST_BYTE("refuses an unknown format version", 4, 3, false, -EPROTONOSUPPORT,
+	ST_BYTE("refuses an unknown format version", 4, 4, false, -EPROTONOSUPPORT,
 		"unknown format version"),
 	ST_BYTE("refuses a format 1 header labelled format 2", 4, 2, false, -EINVAL,
 		"bad header size"),
@@ -368,6 +368,38 @@ static void st_rejections(struct spintune_dev *sd, const u8 *good, size_t len,
 
 /* A format 2 blob with a context tree: in force, leaves chosen by the
  * device's state, and every format 2 refusal. */
+/*
+ * The format 2 blob as format 3 with an A/B trial on opcode 17 (IRQ for
+ * 128 of 256 commands): accepted; the module waits by the entry itself
+ * (it does not pick arms).
+ */
+static void st_format3(struct spintune_dev *sd)
+{
+	const size_t len = ST_V2_BYTES + SPINTUNE_BLOB_TRIAL_BYTES;
+	struct spintune_wait w;
+	u8 *b = kzalloc(len, GFP_KERNEL);
+	int rc;
+
+	if (!b) {
+		st_report(false, "allocates a format 3 blob");
+		return;
+	}
+	st_build_v2(b, "selftest0", 11, 60000);
+	b[4] = SPINTUNE_BLOB_VERSION_3;
+	st_put32(b + 8, len);
+	st_put32(b + 88, 1);
+	b[ST_V2_ENTRY(0) + 22] = 1; /* entry 0 has trial 0 */
+	b[ST_V2_BYTES + 2] = 128;   /* trial 0: entry 0, share 128, IRQ */
+	b[ST_V2_BYTES + 3] = SPINTUNE_IRQ;
+	st_fix_crc(b, len);
+	rc = spintune_install_blob(sd, b, len, "selftest");
+	spintune_begin(sd, 0, 17, 512, &w);
+	spintune_end(sd, &w);
+	st_report(rc == 0 && spintune_version(sd) == 11 && w.entry.strategy == SPINTUNE_SPIN,
+		  "a format 3 blob with an A/B trial is put in force");
+	kfree(b);
+}
+
 static void st_context(struct spintune_dev *sd)
 {
 	struct spintune_entry e;
@@ -398,6 +430,7 @@ static void st_context(struct spintune_dev *sd)
 		  "and after a short one it spins again");
 	st_rejections(sd, b, ST_V2_BYTES, st_v2_cases, ARRAY_SIZE(st_v2_cases), 9, st_entry_25);
 	kfree(b);
+	st_format3(sd);
 }
 
 static void st_loader(void)
