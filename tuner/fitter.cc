@@ -278,6 +278,24 @@ absl::Status Fitter::LoadEvidence() {
 
 FitResult Fitter::RunVerify(const Request& r) {
   FitResult out;
+  // A rollback is a version like a refit's: it takes the target's lease
+  // too, so no two tuners store competing versions of one target. Another
+  // tuner holds it only while it refits the target, so this waits for it
+  // (the outcomes that asked for this verification arrived here, and
+  // nothing asks again until more arrive).
+  absl::StatusOr<bool> lease = store_->LeaseTarget(r.target_id);
+  for (int tries = 1; lease.ok() && !*lease && tries < 100; ++tries) {
+    absl::SleepFor(absl::Milliseconds(50));
+    lease = store_->LeaseTarget(r.target_id);
+  }
+  if (!lease.ok() || !*lease) {
+    out.status = lease.ok() ? absl::UnavailableError(absl::StrCat(
+                                  "target ", r.target_id, " stayed leased by another tuner for 5 s"))
+                            : lease.status();
+    Logger().error("verifying target={} failed: {}", r.target_id, out.status.ToString());
+    return out;
+  }
+  absl::Cleanup release = [&] { store_->ReleaseTarget(r.target_id); };
   VerifierOptions verify = options_.verify;
   verify.change = options_.change;
   auto verified = VerifyTarget(*store_, r.target_id, verify);
