@@ -346,10 +346,10 @@ TEST_P(StoreTest, DetectsADistributionChangeAndFitsOnlyWhatCameAfter) {
 
 // Outcomes are kept per (key, version, arm) with the span of sample windows
 // they were stored in, the same before and after compaction.
-TEST(Store, OutcomesKeepTheirArmAndWindows) {
+TEST_P(StoreTest, OutcomesKeepTheirArmAndWindows) {
   StoreOptions options;
   options.window_samples = 10;
-  auto store = Store::Open(":memory:", options);
+  auto store = Store::Open(NewDb(), options);
   ASSERT_TRUE(store.ok());
   auto id = (*store)->UpsertTarget(Board("agent-1"));
   ASSERT_TRUE(id.ok());
