@@ -29,7 +29,7 @@ TARGETS="spintune-agent spintune-ioload man_spintune-agent man_spintune-ioload
 SYSROOT_PACKAGES="libc6-dev libstdc++-12-dev libgrpc++-dev libprotobuf-dev libabsl-dev
   libssl-dev libsqlite3-dev libmicrohttpd-dev libspdlog-dev libgtest-dev libgmock-dev
   libeigen3-dev nlohmann-json3-dev libcli11-dev libbpf-dev libelf-dev zlib1g-dev libtracefs-dev
-  libtraceevent-dev"
+  libtraceevent-dev libpq-dev"
 # Where they come from. The security suite is left out: this workplace's
 # mirror serves a broken armhf index of it (docs/install.md).
 MIRRORS=("deb http://deb.debian.org/debian bookworm main"
