@@ -163,11 +163,32 @@ TEST(Knobs, ARollbackPushesKnobSettingsToTheConnectedAgent) {
     auto j = LoadKnobJournal(journal);
     return j.ok() && j->applied.count("P0DMACR") ? j->applied.at("P0DMACR") : "";
   };
+  // The journal holds each trial's setting while the experiment runs: wait
+  // for the experiment to finish, then for the agent to apply its winner.
+  auto finished = [&] {
+    auto experiments = (*store)->ListExperiments(0);
+    return experiments.ok() && experiments->size() == 1 &&
+           (*experiments)[0].state == "finished";
+  };
   const absl::Time deadline = absl::Now() + absl::Seconds(20);
-  while (applied().empty() && absl::Now() < deadline) {
+  while (!finished() && absl::Now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  ASSERT_EQ(applied().substr(8), "33") << "the experiment's winner TXTS=3";
+  // The register value's last two hex digits (TXTS is the last).
+  auto winner = [&] {
+    const std::string value = applied();
+    return value.size() > 8 ? value.substr(8) : std::string();
+  };
+  while (finished() && winner() != "33" && absl::Now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  if (!finished() || winner() != "33") {
+    agent.Stop();  // no joinable thread left behind by the failure
+    runner.join();
+    (*tuner)->Shutdown(absl::Seconds(2));
+    FAIL() << "experiment finished: " << finished() << "; applied " << applied()
+           << ", expected the experiment's winner TXTS=3 (…33)";
+  }
   // Profile v2: the same with TXTS=2, made by editing an export.
   Cli(dir, {"profiles", "save", "v1", "--target", "lamobo"});
   json v2 = json::parse(Cli(dir, {"profiles", "export", "v1", "-o", "-"}));
