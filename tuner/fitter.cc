@@ -147,7 +147,7 @@ FitResult Fitter::RunRefit(const Request& r) {
   // Tuners sharing a database refit a target one at a time: the one that
   // holds its lease stores the version, the others push it to their
   // sessions (TunerCore::PushExternalVersions).
-  auto lease = store_->LeaseTarget(target_id);
+  auto lease = LeaseTarget(target_id, absl::ZeroDuration());
   if (!lease.ok()) {
     out.status = lease.status();
     return out;
@@ -276,6 +276,15 @@ absl::Status Fitter::LoadEvidence() {
   return absl::OkStatus();
 }
 
+absl::StatusOr<bool> Fitter::LeaseTarget(int64_t target_id, absl::Duration wait) {
+  const absl::Time deadline = absl::Now() + wait;
+  while (true) {
+    absl::StatusOr<bool> lease = store_->LeaseTarget(target_id);
+    if (!lease.ok() || *lease || absl::Now() >= deadline) return lease;
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+}
+
 FitResult Fitter::RunVerify(const Request& r) {
   FitResult out;
   // A rollback is a version like a refit's: it takes the target's lease
@@ -283,11 +292,7 @@ FitResult Fitter::RunVerify(const Request& r) {
   // tuner holds it only while it refits the target, so this waits for it
   // (the outcomes that asked for this verification arrived here, and
   // nothing asks again until more arrive).
-  absl::StatusOr<bool> lease = store_->LeaseTarget(r.target_id);
-  for (int tries = 1; lease.ok() && !*lease && tries < 100; ++tries) {
-    absl::SleepFor(absl::Milliseconds(50));
-    lease = store_->LeaseTarget(r.target_id);
-  }
+  absl::StatusOr<bool> lease = LeaseTarget(r.target_id, absl::Seconds(5));
   if (!lease.ok() || !*lease) {
     out.status = lease.ok() ? absl::UnavailableError(absl::StrCat(
                                   "target ", r.target_id, " stayed leased by another tuner for 5 s"))

@@ -116,6 +116,9 @@ class Fitter {
   FitResult RunRefit(const Request& r);
   FitResult RunPredict(const Request& r);
   FitResult RunVerify(const Request& r);
+  // The target's lease (Store::LeaseTarget), trying again every 50 ms for
+  // up to `wait` while another tuner holds it. False: still held.
+  absl::StatusOr<bool> LeaseTarget(int64_t target_id, absl::Duration wait);
   absl::Status LoadEvidence();
 
   const FitterOptions options_;
