@@ -174,20 +174,23 @@ TEST(Knobs, ARollbackPushesKnobSettingsToTheConnectedAgent) {
   while (!finished() && absl::Now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  // The register value's last two hex digits (TXTS is the last).
-  auto winner = [&] {
+  // The register value's last hex digit is TXTS, the one before it RXTS.
+  // TXTS=3 is a clear optimum; RXTS 2 and 3 differ by 1.5%, within the
+  // simulated noise, so the experiment may settle on either.
+  auto txts = [&] {
     const std::string value = applied();
-    return value.size() > 8 ? value.substr(8) : std::string();
+    return value.size() == 10 ? value.back() : '?';
   };
-  while (finished() && winner() != "33" && absl::Now() < deadline) {
+  while (finished() && txts() != '3' && absl::Now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  if (!finished() || winner() != "33") {
+  const std::string winner = applied();
+  if (!finished() || txts() != '3') {
     agent.Stop();  // no joinable thread left behind by the failure
     runner.join();
     (*tuner)->Shutdown(absl::Seconds(2));
-    FAIL() << "experiment finished: " << finished() << "; applied " << applied()
-           << ", expected the experiment's winner TXTS=3 (…33)";
+    FAIL() << "experiment finished: " << finished() << "; applied " << winner
+           << ", expected the experiment's winner TXTS=3 (…3)";
   }
   // Profile v2: the same with TXTS=2, made by editing an export.
   Cli(dir, {"profiles", "save", "v1", "--target", "lamobo"});
@@ -205,11 +208,13 @@ TEST(Knobs, ARollbackPushesKnobSettingsToTheConnectedAgent) {
   EXPECT_NE(Cli(dir, {"profiles", "rollback", "lamobo", "--to", "v2"}).find("2 knob settings"),
             std::string::npos);
   // The tuner notices within a second and the agent applies it.
+  // v2 differs in TXTS only: the winner's register value ending in 2.
+  const std::string rolled_back = winner.substr(0, winner.size() - 1) + "2";
   const absl::Time pushed = absl::Now() + absl::Seconds(10);
-  while (applied() != "0x00004432" && absl::Now() < pushed) {
+  while (applied() != rolled_back && absl::Now() < pushed) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  EXPECT_EQ(applied(), "0x00004432");
+  EXPECT_EQ(applied(), rolled_back);
   EXPECT_EQ((*store)->ListExperiments(0)->size(), 1u) << "no new experiment";
   agent.Stop();
   runner.join();
