@@ -176,7 +176,15 @@ class Grower {
  public:
   Grower(absl::Span<const ContextSample> samples, const PlatformModel& model,
          const OptimizerOptions& options, const ContextOptions& copt)
-      : samples_(samples), model_(model), options_(options), copt_(copt) {}
+      : samples_(samples), model_(model), options_(options), copt_(copt) {
+    if (copt.dense_cuts > 0) {
+      for (size_t k = 1; k < copt.dense_cuts; ++k) {
+        quantiles_.push_back(static_cast<double>(k) / static_cast<double>(copt.dense_cuts));
+      }
+    } else {
+      quantiles_.assign(std::begin(kCutQuantiles), std::end(kCutQuantiles));
+    }
+  }
 
   // The wait fitted on `idx`, as a table entry is fitted; its mean cost J.
   absl::StatusOr<OptimizerResult> Fit(const std::vector<size_t>& idx) {
@@ -198,7 +206,7 @@ class Grower {
   absl::Status Grow(Draft* node, std::vector<size_t> train, std::vector<size_t> valid,
                     int depth) {
     node->samples = train;
-    node->samples.insert(node->samples.end(), valid.begin(), valid.end());
+    if (!copt_.in_sample) node->samples.insert(node->samples.end(), valid.begin(), valid.end());
     if (depth >= copt_.max_depth || train.size() < 2 * copt_.min_leaf_samples ||
         valid.empty()) {
       return absl::OkStatus();
@@ -220,7 +228,7 @@ class Grower {
       for (size_t i : train) values.push_back(samples_[i].context[f]);
       std::sort(values.begin(), values.end());
       uint64_t last_cut = values.front();  // a cut must leave something on the left
-      for (double q : kCutQuantiles) {
+      for (double q : quantiles_) {
         const size_t at = std::min(values.size() - 1,
                                    static_cast<size_t>(q * static_cast<double>(values.size())));
         const uint64_t t = values[at];
@@ -285,6 +293,7 @@ class Grower {
   const PlatformModel& model_;
   const OptimizerOptions& options_;
   const ContextOptions& copt_;
+  std::vector<double> quantiles_;  // candidate thresholds, quantiles of a node's values
 };
 
 std::string FormatBound(ContextFeature f, uint64_t v) {
@@ -388,11 +397,13 @@ absl::StatusOr<ContextFit> FitContextTree(absl::Span<const ContextSample> sample
                                           const ContextOptions& context_options) {
   if (samples.empty()) return absl::InvalidArgumentError("no samples to fit a context tree on");
   const size_t n = samples.size();
-  const double share = std::clamp(context_options.validation_fraction, 0.0, 0.9);
+  const double share =
+      context_options.in_sample ? 0.0 : std::clamp(context_options.validation_fraction, 0.0, 0.9);
   const size_t train_count =
       n - std::min(n, static_cast<size_t>(std::floor(share * static_cast<double>(n))));
   std::vector<size_t> train(train_count), valid(n - train_count);
   for (size_t i = 0; i < n; ++i) (i < train_count ? train[i] : valid[i - train_count]) = i;
+  if (context_options.in_sample) valid = train;  // judged on the samples it fits
   Grower grower(samples, model, options, context_options);
   // The whole key must have a feasible wait, as for a plain entry.
   std::vector<size_t> all(n);

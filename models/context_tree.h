@@ -128,6 +128,13 @@ struct ContextOptions {
   double split_penalty = 0.002;      // of the parent's validation cost
   // Features the tree may use (index ContextFeature).
   std::array<bool, kContextFeatureCount> features = {true, true, true, true};
+  // For upper bounds only (spintune-bench's oracle): no held-out part, every
+  // sample trains and splits are judged on the samples they were fitted on
+  // (validation_fraction ignored). Never for a table that is used.
+  bool in_sample = false;
+  // Candidate thresholds: 0: the 15 quantiles of step 2; n > 1: every
+  // 1/n quantile (n - 1 candidates per feature and node).
+  size_t dense_cuts = 0;
 };
 
 struct ContextFit {

@@ -1,5 +1,6 @@
 #include "models/context_tree.h"
 
+#include <algorithm>
 #include <random>
 
 #include "gtest/gtest.h"
@@ -204,6 +205,35 @@ TEST(ContextTree, KnownAnswerTwoStateStream) {
   EXPECT_NEAR(static_cast<double>(slow->params.sleep_ns), 950'000, 9'500);
   EXPECT_NEAR(MeanCost(samples, fit->leaf_samples[0], fast->params, costs), 40'800, 400);
   EXPECT_NEAR(MeanCost(samples, fit->leaf_samples[1], slow->params, costs), 1'005'000, 10'000);
+}
+
+// The in-sample fit (upper bounds only): a stream whose structure is only
+// in its first 70% (runs of fast and slow commands, then all fast) has no
+// split that pays on the time-ordered held-out part, but the in-sample fit
+// finds the two-state split, and every sample lands in exactly one leaf.
+TEST(ContextTree, InSampleFitJudgesOnTheSamplesItFits) {
+  auto samples = TwoStateStream(3000);
+  for (size_t i = 2100; i < samples.size(); ++i) {
+    samples[i] = {10'000, {10'000, kNoWriteYet, 0, 4096}};
+  }
+  OptimizerOptions options;
+  options.max_spin_ns = 2'000'000;
+  auto held_out = FitContextTree(samples, TwoStateCosts(), options, ContextOptions{});
+  ASSERT_TRUE(held_out.ok()) << held_out.status();
+  EXPECT_EQ(held_out->tree.leaf_count(), 1);
+
+  ContextOptions in_sample;
+  in_sample.in_sample = true;
+  auto fit = FitContextTree(samples, TwoStateCosts(), options, in_sample);
+  ASSERT_TRUE(fit.ok()) << fit.status();
+  ASSERT_GE(fit->tree.leaf_count(), 2);
+  EXPECT_EQ(fit->tree.nodes()[0].feature, ContextFeature::kPrevWaitNs);
+  EXPECT_EQ(fit->tree.nodes()[0].threshold, 1'000'000u);
+  std::vector<int> seen(samples.size(), 0);
+  for (const auto& leaf : fit->leaf_samples) {
+    for (size_t i : leaf) ++seen[i];
+  }
+  EXPECT_EQ(std::count(seen.begin(), seen.end(), 1), static_cast<long>(samples.size()));
 }
 
 TEST(ContextTree, IidKeysKeepOneLeaf) {
