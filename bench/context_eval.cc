@@ -60,28 +60,37 @@ WaitParams FitWait(std::vector<uint64_t> x, const PlatformCosts& costs,
 // Relative slack on the cpu objective's latency cap, as the main suite's.
 constexpr double kCapSlack = 0.01;
 
-// Per key of one device stream: its samples in issue order.
-std::map<std::pair<uint32_t, uint64_t>, std::vector<ContextSample>> ByKey(
-    const std::vector<DeviceRequest>& requests, const std::vector<uint32_t>& opcodes) {
+// One key's samples in issue order, with the hidden state where known.
+struct KeySamples {
+  std::vector<ContextSample> samples;
+  std::vector<uint8_t> busy;
+};
+
+// Per key of one device stream. `busy`: per request, or empty.
+std::map<std::pair<uint32_t, uint64_t>, KeySamples> ByKey(
+    const std::vector<DeviceRequest>& requests, const std::vector<uint32_t>& opcodes,
+    const std::vector<uint8_t>& busy = {}) {
   const std::vector<ContextVector> context = ComputeContext(requests);
   std::vector<size_t> order(requests.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
     return requests[a].issue_ns < requests[b].issue_ns;
   });
-  std::map<std::pair<uint32_t, uint64_t>, std::vector<ContextSample>> out;
+  std::map<std::pair<uint32_t, uint64_t>, KeySamples> out;
   for (size_t i : order) {
     // The key's bytes: the lowest length of its size class, for the label.
     const uint64_t label = SizeClassLowerBytes(SizeClassOf(requests[i].bytes));
-    out[{opcodes[i], label}].push_back({requests[i].wait_ns, context[i]});
+    KeySamples& k = out[{opcodes[i], label}];
+    k.samples.push_back({requests[i].wait_ns, context[i]});
+    if (!busy.empty()) k.busy.push_back(busy[i]);
   }
   return out;
 }
 
 // One structured key's scenarios, at latency weights 1 and 10.
 void AddStructured(const std::string& stream, const std::pair<uint32_t, uint64_t>& key,
-                   const PlatformCosts& costs, size_t train,
-                   const std::vector<ContextSample>& samples, std::vector<ContextScenario>* out) {
+                   const PlatformCosts& costs, size_t train, const KeySamples& samples,
+                   std::vector<ContextScenario>* out) {
   for (double lambda : {1.0, 10.0}) {
     ContextScenario c;
     c.name = absl::StrFormat("%s/op%d/%s/l%g", stream, key.first, SizeLabel(key.second), lambda);
@@ -90,7 +99,8 @@ void AddStructured(const std::string& stream, const std::pair<uint32_t, uint64_t
     c.costs = costs;
     c.lambda = lambda;
     c.train = train;
-    c.samples = samples;
+    c.samples = samples.samples;
+    c.busy = samples.busy;
     out->push_back(std::move(c));
   }
 }
@@ -132,6 +142,7 @@ void AddMarkov(std::vector<ContextScenario>* out) {
     BoardSimulator sim(board, 1, &rng);
     std::vector<DeviceRequest> requests;
     std::vector<uint32_t> opcodes;
+    std::vector<uint8_t> busy;
     const auto& writes = DefaultWriteOpcodes();
     for (size_t i = 0; i < 6 * (kTrain + kTest); ++i) {
       const SimRequest r = sim.Next();
@@ -139,10 +150,12 @@ void AddMarkov(std::vector<ContextScenario>* out) {
       requests.push_back({r.issue_ns, std::max<uint64_t>(1, std::llround(r.x_ns)), r.bytes,
                           std::find(writes.begin(), writes.end(), op) != writes.end()});
       opcodes.push_back(op);
+      busy.push_back(r.busy ? 1 : 0);
     }
-    for (auto& [key, samples] : ByKey(requests, opcodes)) {
-      if (samples.size() < kTrain + kTest) continue;
-      samples.resize(kTrain + kTest);
+    for (auto& [key, samples] : ByKey(requests, opcodes, busy)) {
+      if (samples.samples.size() < kTrain + kTest) continue;
+      samples.samples.resize(kTrain + kTest);
+      samples.busy.resize(kTrain + kTest);
       AddStructured(stream, key, board.Costs(), kTrain, samples, out);
     }
   }
@@ -166,9 +179,10 @@ absl::Status AddReplay(const std::string& dir, std::vector<ContextScenario>* out
     opcodes.push_back(r.opcode);
   }
   for (const auto& [key, samples] : ByKey(requests, opcodes)) {
-    if (samples.size() < kReplayMinSamples) continue;
+    if (samples.samples.size() < kReplayMinSamples) continue;
     AddStructured(stream, key, cpu.costs,
-                  static_cast<size_t>(kReplayTrainShare * static_cast<double>(samples.size())),
+                  static_cast<size_t>(kReplayTrainShare *
+                                      static_cast<double>(samples.samples.size())),
                   samples, out);
   }
   return absl::OkStatus();
@@ -179,7 +193,7 @@ std::string Ratio(double a, double b) { return absl::StrFormat("%.3f", a / b); }
 // Per structured stream and latency weight: the share of the gap its keys
 // close together (sums over their evaluated requests).
 struct StreamGap {
-  double gap = 0, closed = 0;
+  double gap = 0, closed = 0, oracle = 0, state_oracle = 0;
   int keys = 0;
 };
 std::map<std::pair<std::string, double>, StreamGap> StreamGaps(
@@ -191,16 +205,54 @@ std::map<std::pair<std::string, double>, StreamGap> StreamGaps(
     const double n = static_cast<double>(r.test);
     g.gap += n * (r.best_static_j - r.clairvoyant_j);
     g.closed += n * (r.best_static_j - r.context_j);
+    g.oracle += n * (r.best_static_j - r.oracle_j);
+    g.state_oracle += n * (r.best_static_j - r.state_oracle_j);  // NaN without a state
     ++g.keys;
   }
   return out;
 }
 
+// Mean J on `samples` of context leaves fitted on these very samples (in
+// sample, no held-out part, no penalty, every 1% quantile a candidate,
+// leaves of 10 samples): an upper bound of what a tree over the features
+// reaches, not a table anyone could use.
+double InSampleTreeJ(absl::Span<const ContextSample> samples, const PlatformCosts& costs,
+                     const OptimizerOptions& options, double lambda) {
+  ContextOptions o;
+  o.in_sample = true;
+  o.z_score = 0;
+  o.split_penalty = 0;
+  o.min_leaf_samples = 10;
+  o.dense_cuts = 100;
+  auto fit = FitContextTree(samples, costs, options, o);
+  if (!fit.ok()) return std::nan("");
+  ExpectedCost total;
+  for (const auto& idx : fit->leaf_samples) {
+    std::vector<uint64_t> x;
+    for (size_t i : idx) x.push_back(samples[i].x_ns);
+    const WaitParams w = FitWait(x, costs, options);
+    for (uint64_t v : x) {
+      const RequestCost c = CostOfRequest(static_cast<double>(v), w, costs);
+      total.cpu_ns += c.cpu_ns;
+      total.latency_ns += c.latency_ns;
+    }
+  }
+  return total.Cost(lambda) / static_cast<double>(samples.size());
+}
+
+double Closed(double best_static_j, double clairvoyant_j, double j) {
+  const double gap = best_static_j - clairvoyant_j;
+  return gap > 0 ? (best_static_j - j) / gap : 0.0;
+}
+
 }  // namespace
 
-double ContextResult::GapClosed() const {
-  const double gap = best_static_j - clairvoyant_j;
-  return gap > 0 ? (best_static_j - context_j) / gap : 0.0;
+double ContextResult::GapClosed() const { return Closed(best_static_j, clairvoyant_j, context_j); }
+double ContextResult::OracleGapClosed() const {
+  return Closed(best_static_j, clairvoyant_j, oracle_j);
+}
+double ContextResult::StateOracleGapClosed() const {
+  return Closed(best_static_j, clairvoyant_j, state_oracle_j);
 }
 
 absl::StatusOr<std::vector<ContextScenario>> BuildContextScenarios(
@@ -276,6 +328,26 @@ ContextResult RunContextScenario(const ContextScenario& s) {
   }
   auto best = OptimizeWait(WaitDistribution::FromSamples(tested), s.costs, options);
   r.best_static_j = best.ok() ? best->cost_ns : r.fixed_j;
+
+  if (s.structured) {
+    const auto evaluated = absl::MakeConstSpan(s.samples).subspan(train);
+    r.oracle_j = InSampleTreeJ(evaluated, s.costs, options, s.lambda);
+    r.state_oracle_j = std::nan("");
+    if (s.busy.size() == s.samples.size()) {
+      double sum = 0;
+      for (uint8_t state : {0, 1}) {
+        std::vector<ContextSample> part;
+        for (size_t i = train; i < s.samples.size(); ++i) {
+          if (s.busy[i] == state) part.push_back(s.samples[i]);
+        }
+        if (!part.empty()) {
+          sum += static_cast<double>(part.size()) *
+                 InSampleTreeJ(part, s.costs, options, s.lambda);
+        }
+      }
+      r.state_oracle_j = sum / n;
+    }
+  }
   return r;
 }
 
@@ -324,23 +396,32 @@ std::vector<ContextCheck> CheckContextResults(const std::vector<ContextResult>& 
 std::string RenderContextResults(const std::vector<ContextResult>& results) {
   std::vector<std::vector<std::string>> rows = {
       {"SCENARIO", "TRAIN/TEST", "LEAVES", "FIXED J", "CONTEXT J", "BEST STATIC", "CLAIRVOYANT",
-       "CTX/FIXED", "GAP CLOSED", "CONTEXT LEAVES"}};
+       "CTX/FIXED", "GAP CLOSED", "ORACLE", "STATE ORACLE", "CONTEXT LEAVES"}};
+  auto share = [](bool shown, double v) {
+    return shown && !std::isnan(v) ? absl::StrFormat("%.1f%%", 100 * v) : std::string("-");
+  };
   for (const auto& r : results) {
     rows.push_back({r.name, absl::StrCat(r.train, "/", r.test), absl::StrCat(r.leaves),
                     FormatDurationNs(r.fixed_j), FormatDurationNs(r.context_j),
                     FormatDurationNs(r.best_static_j), FormatDurationNs(r.clairvoyant_j),
                     Ratio(r.context_j, r.fixed_j) + (r.context_feasible ? "" : "*"),
-                    r.structured ? absl::StrFormat("%.1f%%", 100 * r.GapClosed()) : "-",
-                    r.leaves > 1 ? r.tree : "-"});
+                    share(r.structured, r.GapClosed()), share(r.structured, r.OracleGapClosed()),
+                    share(r.structured, r.StateOracleGapClosed()), r.leaves > 1 ? r.tree : "-"});
   }
   std::string out = RenderColumns(rows);
   absl::StrAppend(&out, "(* = above the cpu objective's latency cap: the IRQ path's mean latency "
-                        "+1%)\n");
+                        "+1%; ORACLE = leaves fitted in sample on the evaluated part, an upper "
+                        "bound for these features; STATE ORACLE = the same per value of the "
+                        "simulator's hidden busy state)\n");
   for (const auto& [key, g] : StreamGaps(results)) {
+    const auto pct = [&](double v) { return g.gap > 0 ? 100 * v / g.gap : 0.0; };
     absl::StrAppend(&out, absl::StrFormat("%s, latency weight %g: %d keys close %.1f%% of their "
-                                          "gap together\n",
-                                          key.first, key.second, g.keys,
-                                          g.gap > 0 ? 100 * g.closed / g.gap : 0.0));
+                                          "gap together (oracle %.1f%%, state oracle %s)\n",
+                                          key.first, key.second, g.keys, pct(g.closed),
+                                          pct(g.oracle),
+                                          std::isnan(g.state_oracle)
+                                              ? std::string("-")
+                                              : absl::StrFormat("%.1f%%", pct(g.state_oracle))));
   }
   absl::StrAppend(&out, "\nChecks:\n");
   for (const auto& c : CheckContextResults(results)) {
@@ -365,6 +446,10 @@ nlohmann::json ContextResultsToJson(const std::vector<ContextResult>& results) {
                     {"best_static_j_ns", r.best_static_j},
                     {"clairvoyant_j_ns", r.clairvoyant_j},
                     {"gap_closed", r.GapClosed()},
+                    {"oracle_gap_closed", r.OracleGapClosed()},
+                    {"state_oracle_gap_closed", std::isnan(r.state_oracle_j)
+                                                    ? nlohmann::json(nullptr)
+                                                    : nlohmann::json(r.StateOracleGapClosed())},
                     {"context_feasible", r.context_feasible}});
   }
   nlohmann::json checks = nlohmann::json::array();

@@ -35,6 +35,9 @@ struct ContextScenario {
   double lambda = 1;  // 0: the cpu objective
   size_t train = 0;   // the first `train` samples fit
   std::vector<ContextSample> samples;
+  // The simulator's hidden state per sample (1: a garbage-collection
+  // episode), for the state oracle; empty where unknown (replay, i.i.d.).
+  std::vector<uint8_t> busy;
 };
 
 struct ContextResult {
@@ -50,6 +53,13 @@ struct ContextResult {
   double context_j = 0;      // with context leaves
   double best_static_j = 0;  // the best single wait in hindsight
   double clairvoyant_j = 0;
+  // Upper bounds of what context leaves could reach on the evaluated part,
+  // fitted on that part itself (in sample, no held-out test, no penalty):
+  // a tree over the same four features (depth <= 3), and (Markov boards
+  // only, else NaN) such a tree for each value of the simulator's hidden
+  // busy state, which no driver sees.
+  double oracle_j = 0;
+  double state_oracle_j = 0;
   // Latency weight 0 (the cpu objective): whether the mean latency stays
   // within the IRQ path's (+1%: the evaluated part is not the fitted one).
   bool fixed_feasible = true;
@@ -57,6 +67,8 @@ struct ContextResult {
   // (best static - context) / (best static - clairvoyant); 0 when there is
   // no gap.
   double GapClosed() const;
+  double OracleGapClosed() const;
+  double StateOracleGapClosed() const;
 };
 
 struct ContextSuiteOptions {
