@@ -2,7 +2,10 @@
 // every run kept by name so that a benchmark's main() can print, after all
 // runs, the ratios that the performance targets are stated in (they travel
 // between machines; absolute times do not). BM_ClockGettime is the
-// reference most targets are stated against.
+// reference most targets are stated against. With --benchmark_repetitions
+// a benchmark's CPU time is the median of its repetitions; add
+// --benchmark_enable_random_interleaving=true so that load changing during
+// a run (a shared machine) falls on every benchmark alike.
 //
 // Thread-compatible (Google Benchmark reports from one thread).
 #ifndef SPINTUNE_BENCH_RATIO_REPORTER_H_
@@ -10,6 +13,7 @@
 
 #include <time.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -25,18 +29,23 @@ class RatioReporter : public benchmark::ConsoleReporter {
   void ReportRuns(const std::vector<Run>& runs) override {
     for (const Run& r : runs) {
       if (r.run_type == Run::RT_Iteration && !r.error_occurred && r.iterations > 0) {
-        cpu_ns_[r.benchmark_name()] =
-            r.cpu_accumulated_time * 1e9 / static_cast<double>(r.iterations);
+        cpu_ns_[r.benchmark_name()].push_back(r.cpu_accumulated_time * 1e9 /
+                                              static_cast<double>(r.iterations));
       }
     }
     benchmark::ConsoleReporter::ReportRuns(runs);
   }
 
-  // CPU ns per iteration of the run called `name` (as printed), NaN when it
-  // did not run (filtered out).
+  // CPU ns per iteration of the run called `name` (as printed; the median
+  // of its repetitions with --benchmark_repetitions), NaN when it did not
+  // run (filtered out).
   double CpuNs(const std::string& name) const {
     auto it = cpu_ns_.find(name);
-    return it == cpu_ns_.end() ? std::nan("") : it->second;
+    if (it == cpu_ns_.end()) return std::nan("");
+    std::vector<double> v = it->second;
+    std::sort(v.begin(), v.end());
+    const size_t n = v.size();
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
   }
 
   // Prints "label  a / b  (target <= limit) ok|MISSED"; no target when
@@ -52,7 +61,7 @@ class RatioReporter : public benchmark::ConsoleReporter {
   }
 
  private:
-  std::map<std::string, double> cpu_ns_;
+  std::map<std::string, std::vector<double>> cpu_ns_;
 };
 
 // One clock_gettime(CLOCK_MONOTONIC); register with BENCHMARK(BM_ClockGettime).
