@@ -2,7 +2,8 @@
 // the driver's own parser (spintune_table_parse(): entries, context nodes,
 // key index): one lookup (the O(1) key index, and the binary search that
 // tables without an index use); one lookup in context (every key with a
-// full tree of depth 3, random features); the context state's update for
+// full tree of depth 3, and the tree shapes the fits produce; random
+// features); the context state's update for
 // one command (spintune_ctx_issue() + spintune_ctx_done()); one lookup plus
 // one spin check with the real clock (the condition already true); and
 // parsing a full blob (once per pushed table). Issues 16 and 18 state the
@@ -27,12 +28,41 @@ void Put(std::string* b, size_t at, uint64_t v, int bytes) {
   for (int k = 0; k < bytes; ++k) (*b)[at + k] = static_cast<char>(v >> (8 * k));
 }
 
+// A key's context tree: nodes in preorder; a child is a node of the tree
+// (its index in `nodes`) or, with SPINTUNE_CHILD_LEAF, a leaf (its index
+// among the key's leaves, left to right).
+struct TreeNode {
+  uint8_t feature;
+  uint64_t threshold;
+  uint32_t left, right;
+};
+using Shape = std::vector<TreeNode>;  // empty: one leaf, no tree
+constexpr uint32_t kLeaf = SPINTUNE_CHILD_LEAF;
+
+// Every key in a full tree of depth 3 (8 leaves): the root splits on
+// prev_wait, its children on since_write, theirs on inflight.
+const Shape kFullDepth3 = {{0, 100'000, 1, 4},          {1, 1'000'000, 2, 3},
+                           {2, 2, kLeaf | 0, kLeaf | 1}, {2, 2, kLeaf | 2, kLeaf | 3},
+                           {1, 1'000'000, 5, 6},         {2, 2, kLeaf | 4, kLeaf | 5},
+                           {2, 2, kLeaf | 6, kLeaf | 7}};
+// The shapes `spintune-bench --context` fits on the Markov-modulated boards
+// (docs/benchmarks.md): one split on prev_wait; two on prev_wait (three
+// leaves, depth 2); since_write, then prev_wait on each side (four leaves).
+const std::vector<Shape> kFittedShapes = {
+    {{0, 480'000, kLeaf | 0, kLeaf | 1}},
+    {{0, 610'000, kLeaf | 0, 1}, {0, 790'000, kLeaf | 1, kLeaf | 2}},
+    {{1, 500'000, 1, 2}, {0, 460'000, kLeaf | 0, kLeaf | 1}, {0, 550'000, kLeaf | 2, kLeaf | 3}},
+};
+
 // A format 2 blob: `keys` keys (cpu class, opcode, size class) in order,
-// each with `leaves` entries (1, or 8: a full tree of depth 3 over the four
-// features), then the fallback.
-std::string Blob(const std::vector<uint64_t>& keys, int leaves) {
-  const size_t count = keys.size() * leaves + 1;
-  const size_t nodes = keys.size() * (leaves - 1);
+// key k with the tree shapes[k % shapes.size()], then the fallback.
+std::string Blob(const std::vector<uint64_t>& keys, const std::vector<Shape>& shapes) {
+  size_t count = 1, nodes = 0;
+  for (size_t k = 0; k < keys.size(); ++k) {
+    const size_t n = shapes[k % shapes.size()].size();
+    count += n + 1;
+    nodes += n;
+  }
   const size_t header = SPINTUNE_BLOB_HEADER_V2_BYTES;
   std::string b(header + count * SPINTUNE_BLOB_ENTRY_BYTES + nodes * SPINTUNE_BLOB_NODE_BYTES,
                 '\0');
@@ -49,35 +79,26 @@ std::string Blob(const std::vector<uint64_t>& keys, int leaves) {
   Put(&b, 72, 1, 4);  // opcode 1 writes
   size_t row = 0, node = 0;
   const size_t nodes_at = header + count * SPINTUNE_BLOB_ENTRY_BYTES;
-  for (uint64_t key : keys) {
+  for (size_t k = 0; k < keys.size(); ++k) {
+    const uint64_t key = keys[k];
+    const Shape& shape = shapes[k % shapes.size()];
     const size_t first_row = row, root = node;
-    for (int l = 0; l < leaves; ++l, ++row) {
+    for (size_t l = 0; l <= shape.size(); ++l, ++row) {
       const size_t at = header + row * SPINTUNE_BLOB_ENTRY_BYTES;
       b[at] = static_cast<char>(key >> 40);
       b[at + 1] = static_cast<char>(key & 0xFF);
       b[at + 2] = SPINTUNE_SPIN_THEN_IRQ;
       Put(&b, at + 4, (key >> 8) & 0xFFFFFFFF, 4);
       Put(&b, at + 8, 5000 + 100 * l, 4);
-      if (leaves > 1) Put(&b, at + 20, root + 1, 2);
+      if (!shape.empty()) Put(&b, at + 20, root + 1, 2);
     }
-    if (leaves == 8) {
-      // Preorder: node r splits on prev_wait, its children on since_write,
-      // theirs on inflight; leaves left to right.
-      const uint8_t feature[7] = {0, 1, 2, 2, 1, 2, 2};
-      const uint64_t threshold[7] = {100'000, 1'000'000, 2, 2, 1'000'000, 2, 2};
-      const uint32_t left[7] = {1, 2, 0x8000, 0x8002, 5, 0x8004, 0x8006};
-      const uint32_t right[7] = {4, 3, 0x8001, 0x8003, 6, 0x8005, 0x8007};
-      for (int n = 0; n < 7; ++n, ++node) {
-        const size_t at = nodes_at + node * SPINTUNE_BLOB_NODE_BYTES;
-        auto child = [&](uint32_t c) {
-          return c & SPINTUNE_CHILD_LEAF ? SPINTUNE_CHILD_LEAF | (first_row + (c & 0x7FFF))
-                                         : root + c;
-        };
-        b[at] = static_cast<char>(feature[n]);
-        Put(&b, at + 2, child(left[n]), 2);
-        Put(&b, at + 4, child(right[n]), 2);
-        Put(&b, at + 8, threshold[n], 8);
-      }
+    for (const TreeNode& n : shape) {
+      const size_t at = nodes_at + node++ * SPINTUNE_BLOB_NODE_BYTES;
+      auto child = [&](uint32_t c) { return c & kLeaf ? kLeaf | (first_row + (c & ~kLeaf)) : root + c; };
+      b[at] = static_cast<char>(n.feature);
+      Put(&b, at + 2, child(n.left), 2);
+      Put(&b, at + 4, child(n.right), 2);
+      Put(&b, at + 8, n.threshold, 8);
     }
   }
   const size_t at = header + row * SPINTUNE_BLOB_ENTRY_BYTES;
@@ -92,8 +113,7 @@ std::string Blob(const std::vector<uint64_t>& keys, int leaves) {
 }
 
 // 16 opcodes x 16 size classes x 4 CPU classes (1,024 keys: the 1,025-entry
-// table of the maximum size), or the 127 keys of 8 leaves each that fill a
-// table with context.
+// table of the maximum size), or the first `n` of them.
 std::vector<uint64_t> Keys(size_t n) {
   std::vector<uint64_t> keys;
   for (uint64_t cpu = 0; cpu < 4; ++cpu) {
@@ -119,12 +139,19 @@ struct Parsed {
 };
 
 const Parsed& Plain() {
-  static const Parsed p(Blob(Keys(SPINTUNE_MAX_ENTRIES - 1), 1));
+  static const Parsed p(Blob(Keys(SPINTUNE_MAX_ENTRIES - 1), {Shape{}}));
   return p;
 }
 
+// The 127 keys of 8 leaves each that fill a table.
 const Parsed& WithContext() {
-  static const Parsed p(Blob(Keys((SPINTUNE_MAX_ENTRIES - 1) / 8), 8));
+  static const Parsed p(Blob(Keys((SPINTUNE_MAX_ENTRIES - 1) / 8), {kFullDepth3}));
+  return p;
+}
+
+// 340 keys of 2, 3 and 4 leaves (1,021 entries).
+const Parsed& WithFittedContext() {
+  static const Parsed p(Blob(Keys(340), kFittedShapes));
   return p;
 }
 
@@ -186,15 +213,18 @@ void BM_LookupBinarySearch(benchmark::State& state) {
 }
 BENCHMARK(BM_LookupBinarySearch);
 
-// Every key has a full tree of depth 3; the features vary per command so
-// every leaf is taken.
-void BM_LookupCtx(benchmark::State& state) {
-  const spintune_table& t = WithContext().table;
-  const auto commands = Commands((t.count - 1) / 8);
+// Lookups in context on `parsed`, `keys` keys: the features vary per
+// command (prev_wait below `prev_wait_ns`, since_write below 2 ms, 0-3 in
+// flight) so that every leaf is taken and the comparisons are not
+// predictable.
+void LookupCtx(benchmark::State& state, const Parsed& parsed, size_t keys,
+               uint64_t prev_wait_ns) {
+  const spintune_table& t = parsed.table;
+  const auto commands = Commands(keys);
   std::mt19937_64 rng(2);
   std::vector<spintune_features> features(4096);
   for (size_t k = 0; k < features.size(); ++k) {
-    features[k] = {{rng() % 200'000, rng() % 2'000'000, rng() % 4, commands[k].bytes}};
+    features[k] = {{rng() % prev_wait_ns, rng() % 2'000'000, rng() % 4, commands[k].bytes}};
   }
   size_t i = 0;
   for (auto _ : state) {
@@ -205,7 +235,18 @@ void BM_LookupCtx(benchmark::State& state) {
   state.counters["entries"] = t.count;
   state.counters["nodes"] = t.node_count;
 }
+
+// The worst case: every key has a full tree of depth 3.
+void BM_LookupCtx(benchmark::State& state) {
+  LookupCtx(state, WithContext(), (WithContext().table.count - 1) / 8, 200'000);
+}
 BENCHMARK(BM_LookupCtx);
+
+// The trees the context fits produce: depth 1 or 2, 2-4 leaves.
+void BM_LookupCtxFitted(benchmark::State& state) {
+  LookupCtx(state, WithFittedContext(), 340, 1'200'000);
+}
+BENCHMARK(BM_LookupCtxFitted);
 
 // The context state of one command: its features at issue, the update at
 // completion (no clock read: the driver has the times).
@@ -238,7 +279,7 @@ BENCHMARK(BM_LookupAndOneSpinCheck);
 
 // Validate a full blob and build its key index, once per pushed table.
 void BM_ParseFullBlob(benchmark::State& state) {
-  const std::string blob = Blob(Keys(SPINTUNE_MAX_ENTRIES - 1), 1);
+  const std::string blob = Blob(Keys(SPINTUNE_MAX_ENTRIES - 1), {Shape{}});
   std::vector<uint64_t> storage(SPINTUNE_TABLE_STORAGE_WORDS);
   for (auto _ : state) {
     spintune_table t;
@@ -261,6 +302,7 @@ int main(int argc, char** argv) {
   r.PrintRatio("BM_LookupAndOneSpinCheck / BM_ClockGettime",
                r.CpuNs("BM_LookupAndOneSpinCheck"), clock_ns, 1.5);
   r.PrintRatio("BM_LookupCtx / BM_Lookup", r.CpuNs("BM_LookupCtx"), lookup_ns, 2.0);
+  r.PrintRatio("BM_LookupCtxFitted / BM_Lookup", r.CpuNs("BM_LookupCtxFitted"), lookup_ns, 2.0);
   r.PrintRatio("BM_LookupCtx / BM_LookupBinarySearch", r.CpuNs("BM_LookupCtx"),
                r.CpuNs("BM_LookupBinarySearch"), 2.0);
   r.PrintRatio("BM_CtxIssueAndDone / BM_ClockGettime", r.CpuNs("BM_CtxIssueAndDone"), clock_ns,
