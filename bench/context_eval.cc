@@ -240,8 +240,14 @@ double InSampleTreeJ(absl::Span<const ContextSample> samples, const PlatformCost
   return total.Cost(lambda) / static_cast<double>(samples.size());
 }
 
+nlohmann::json OrNull(double v) {
+  return std::isnan(v) ? nlohmann::json(nullptr) : nlohmann::json(v);
+}
+
+// The share of the gap `j` closes; NaN for a NaN `j`.
 double Closed(double best_static_j, double clairvoyant_j, double j) {
   const double gap = best_static_j - clairvoyant_j;
+  if (std::isnan(j)) return j;
   return gap > 0 ? (best_static_j - j) / gap : 0.0;
 }
 
@@ -269,7 +275,7 @@ absl::StatusOr<std::vector<ContextScenario>> BuildContextScenarios(
   return out;
 }
 
-ContextResult RunContextScenario(const ContextScenario& s) {
+ContextResult RunContextScenario(const ContextScenario& s, bool oracles) {
   ContextResult r;
   r.name = s.name;
   r.stream = s.stream;
@@ -329,10 +335,9 @@ ContextResult RunContextScenario(const ContextScenario& s) {
   auto best = OptimizeWait(WaitDistribution::FromSamples(tested), s.costs, options);
   r.best_static_j = best.ok() ? best->cost_ns : r.fixed_j;
 
-  if (s.structured) {
+  if (oracles && s.structured) {
     const auto evaluated = absl::MakeConstSpan(s.samples).subspan(train);
     r.oracle_j = InSampleTreeJ(evaluated, s.costs, options, s.lambda);
-    r.state_oracle_j = std::nan("");
     if (s.busy.size() == s.samples.size()) {
       double sum = 0;
       for (uint8_t state : {0, 1}) {
@@ -415,13 +420,13 @@ std::string RenderContextResults(const std::vector<ContextResult>& results) {
                         "simulator's hidden busy state)\n");
   for (const auto& [key, g] : StreamGaps(results)) {
     const auto pct = [&](double v) { return g.gap > 0 ? 100 * v / g.gap : 0.0; };
+    const auto pct_or_dash = [&](double v) {
+      return std::isnan(v) ? std::string("-") : absl::StrFormat("%.1f%%", pct(v));
+    };
     absl::StrAppend(&out, absl::StrFormat("%s, latency weight %g: %d keys close %.1f%% of their "
-                                          "gap together (oracle %.1f%%, state oracle %s)\n",
+                                          "gap together (oracle %s, state oracle %s)\n",
                                           key.first, key.second, g.keys, pct(g.closed),
-                                          pct(g.oracle),
-                                          std::isnan(g.state_oracle)
-                                              ? std::string("-")
-                                              : absl::StrFormat("%.1f%%", pct(g.state_oracle))));
+                                          pct_or_dash(g.oracle), pct_or_dash(g.state_oracle)));
   }
   absl::StrAppend(&out, "\nChecks:\n");
   for (const auto& c : CheckContextResults(results)) {
@@ -446,10 +451,8 @@ nlohmann::json ContextResultsToJson(const std::vector<ContextResult>& results) {
                     {"best_static_j_ns", r.best_static_j},
                     {"clairvoyant_j_ns", r.clairvoyant_j},
                     {"gap_closed", r.GapClosed()},
-                    {"oracle_gap_closed", r.OracleGapClosed()},
-                    {"state_oracle_gap_closed", std::isnan(r.state_oracle_j)
-                                                    ? nlohmann::json(nullptr)
-                                                    : nlohmann::json(r.StateOracleGapClosed())},
+                    {"oracle_gap_closed", OrNull(r.OracleGapClosed())},
+                    {"state_oracle_gap_closed", OrNull(r.StateOracleGapClosed())},
                     {"context_feasible", r.context_feasible}});
   }
   nlohmann::json checks = nlohmann::json::array();

@@ -18,6 +18,7 @@
 #ifndef SPINTUNE_BENCH_CONTEXT_EVAL_H_
 #define SPINTUNE_BENCH_CONTEXT_EVAL_H_
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -58,8 +59,8 @@ struct ContextResult {
   // a tree over the same four features (depth <= 3), and (Markov boards
   // only, else NaN) such a tree for each value of the simulator's hidden
   // busy state, which no driver sees.
-  double oracle_j = 0;
-  double state_oracle_j = 0;
+  double oracle_j = std::nan("");
+  double state_oracle_j = std::nan("");
   // Latency weight 0 (the cpu objective): whether the mean latency stays
   // within the IRQ path's (+1%: the evaluated part is not the fitted one).
   bool fixed_feasible = true;
@@ -81,7 +82,9 @@ struct ContextSuiteOptions {
 // NotFound/InvalidArgument when the replay fixture cannot be read.
 absl::StatusOr<std::vector<ContextScenario>> BuildContextScenarios(
     const ContextSuiteOptions& options);
-ContextResult RunContextScenario(const ContextScenario& scenario);
+// `oracles`: also the in-sample upper bounds (ORACLE, STATE ORACLE; about
+// 10 s over the suite), else they are NaN.
+ContextResult RunContextScenario(const ContextScenario& scenario, bool oracles = true);
 
 // The acceptance rules (issue 16):
 //  - each structured stream (all of its keys' requests together, per
