@@ -56,7 +56,8 @@ int main(int argc, char** argv) {
   app.add_flag("--context", context,
                "Instead: tables with context leaves against the fixed fit, on Markov-modulated "
                "boards, a replayed disk stream and the i.i.d. suite (share of the best static -> "
-               "clairvoyant gap closed)");
+               "clairvoyant gap closed, and its in-sample upper bounds: ORACLE over the same "
+               "features, STATE ORACLE knowing the simulator's hidden busy state)");
   app.add_option("--replay-dir", context_options.replay_dir,
                  "--context: directory of the replayed stream (vda-fsync.csv and its platform)")
       ->capture_default_str();
