@@ -68,6 +68,7 @@ struct ContextResult {
   // (best static - context) / (best static - clairvoyant); 0 when there is
   // no gap.
   double GapClosed() const;
+  // The same for oracle_j and state_oracle_j (NaN when not computed).
   double OracleGapClosed() const;
   double StateOracleGapClosed() const;
 };

@@ -94,7 +94,9 @@ std::string Blob(const std::vector<uint64_t>& keys, const std::vector<Shape>& sh
     }
     for (const TreeNode& n : shape) {
       const size_t at = nodes_at + node++ * SPINTUNE_BLOB_NODE_BYTES;
-      auto child = [&](uint32_t c) { return c & kLeaf ? kLeaf | (first_row + (c & ~kLeaf)) : root + c; };
+      auto child = [&](uint32_t c) {
+        return c & kLeaf ? kLeaf | (first_row + (c & ~kLeaf)) : root + c;
+      };
       b[at] = static_cast<char>(n.feature);
       Put(&b, at + 2, child(n.left), 2);
       Put(&b, at + 4, child(n.right), 2);
@@ -149,7 +151,7 @@ const Parsed& WithContext() {
   return p;
 }
 
-// 340 keys of 2, 3 and 4 leaves (1,021 entries).
+// 340 keys of 2, 3 and 4 leaves (1,020 entries with the fallback).
 const Parsed& WithFittedContext() {
   static const Parsed p(Blob(Keys(340), kFittedShapes));
   return p;

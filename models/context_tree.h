@@ -132,7 +132,7 @@ struct ContextOptions {
   // sample trains and splits are judged on the samples they were fitted on
   // (validation_fraction ignored). Never for a table that is used.
   bool in_sample = false;
-  // Candidate thresholds: 0: the 15 quantiles of step 2; n > 1: every
+  // Candidate thresholds: 0: the 15 quantiles of step 2; n >= 2: every
   // 1/n quantile (n - 1 candidates per feature and node).
   size_t dense_cuts = 0;
 };
