@@ -402,7 +402,8 @@ TEST(Store, Migration10KeepsOutcomesOnTheTableArm) {
     ASSERT_TRUE((*store)->UpsertTarget(Board("agent-1")).ok());
   }
   {
-    // Back to version 9: its outcomes table with one row, no method.
+    // Back to version 9: its outcomes table with one row, no method (and
+    // no targets.max_blob_format, migration 11).
     auto db = OpenSqlDb(path);
     ASSERT_TRUE(db.ok());
     ASSERT_TRUE((*db)->Exec(R"sql(
@@ -416,7 +417,8 @@ CREATE TABLE outcomes (
   PRIMARY KEY (target_id, cpu_class, device, opcode, size_class, version)) WITHOUT ROWID;
 INSERT INTO outcomes VALUES (1, 'rocket', 'mmc0', 17, 10, 4, 2, 10, 20, 50, 200, 100);
 ALTER TABLE verifications DROP COLUMN method;
-DELETE FROM schema_version WHERE version = 10;
+ALTER TABLE targets DROP COLUMN max_blob_format;
+DELETE FROM schema_version WHERE version >= 10;
 )sql").ok());
     EXPECT_EQ(*SchemaVersion(db->get()), 9);
   }
