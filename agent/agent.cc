@@ -375,6 +375,12 @@ absl::Status Agent::Impl::ApplyTable(const v1::PolicyTable& wire, bool* write_fa
   auto table = PolicyTableFromProto(wire, hello_);
   if (!table.ok()) return table.status();
   if (absl::Status s = CheckPolicyBounds(*table, options_.bounds); !s.ok()) return s;
+  // Drivers that read no A/B trials (format 3) wait by each entry for every
+  // command: a tuner that sent trials anyway (one that did not read the
+  // Hello's max_blob_format) gets a before/after verification from them.
+  if (sink_->MaxBlobFormat() < SPINTUNE_BLOB_VERSION_3) {
+    for (auto& e : table->entries) e.trial.reset();
+  }
   // Validate every device first, then write: a bad table changes nothing.
   std::vector<std::pair<std::string, std::string>> blobs;
   for (int i = 0; i < hello_.devices_size(); ++i) {
@@ -679,6 +685,7 @@ absl::Status Agent::Impl::Run() {
   }
   hello_.set_agent_id(options_.agent_id);
   hello_.set_agent_version(Version());
+  hello_.set_max_blob_format(sink_->MaxBlobFormat());
   if (!options_.state_dir.empty()) {
     std::error_code ec;
     std::filesystem::create_directories(options_.state_dir, ec);

@@ -34,6 +34,7 @@ struct Flags {
   std::string source;
   std::string knobs;
   std::string sink = "none";
+  uint32_t driver_blob_format = 0;  // 0: what the sink says
   uint64_t seed = 1;
   double sim_timer_wake_factor = 1;
   uint64_t max_samples = 0;
@@ -165,6 +166,12 @@ int main(int argc, char** argv) {
                  "Where pushed tables go: file:PATH, attr:PATH, shm:NAME (each may hold "
                  "{device}) or none")
       ->capture_default_str();
+  app.add_option("--driver-blob-format", f.driver_blob_format,
+                 "The highest policy blob format the drivers behind --sink read, told to the "
+                 "tuner (3: A/B trials, docs/verification.md). Default: attr: asks the driver "
+                 "(its max_blob_format file beside the attribute, else 2); file: and shm: 2 (the "
+                 "agent cannot ask their readers); none: 3")
+      ->check(CLI::Range(2, 3));
   app.add_option("--seed", f.seed, "Seed of simulated sources")->capture_default_str();
   app.add_option("--sim-timer-wake-factor", f.sim_timer_wake_factor,
                  "sim: the board's true timer oversleep is its declared one times this (a "
@@ -308,7 +315,7 @@ int main(int argc, char** argv) {
   (*source)->Describe(&described);
   std::vector<std::string> devices;
   for (const auto& d : described.devices()) devices.push_back(d.name());
-  auto sink = spintune::MakePolicySink(f.sink, devices);
+  auto sink = spintune::MakePolicySink(f.sink, devices, f.driver_blob_format);
   if (!sink.ok()) {
     std::cerr << "spintune-agent: --sink: " << sink.status().message() << "\n";
     return 2;

@@ -5,11 +5,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <map>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "common/file_util.h"
@@ -21,7 +24,8 @@ namespace {
 
 class FileSink : public PolicySink {
  public:
-  explicit FileSink(std::string pattern) : pattern_(std::move(pattern)) {}
+  FileSink(std::string pattern, uint32_t format) : pattern_(std::move(pattern)), format_(format) {}
+  uint32_t MaxBlobFormat() const override { return format_; }
 
   std::string Where(const std::string& device) const override {
     return absl::StrReplaceAll(pattern_, {{"{device}", device}});
@@ -43,11 +47,13 @@ class FileSink : public PolicySink {
 
  private:
   std::string pattern_;
+  uint32_t format_;
 };
 
 class AttrSink : public PolicySink {
  public:
-  explicit AttrSink(std::string pattern) : pattern_(std::move(pattern)) {}
+  AttrSink(std::string pattern, uint32_t format) : pattern_(std::move(pattern)), format_(format) {}
+  uint32_t MaxBlobFormat() const override { return format_; }
   std::string Where(const std::string& device) const override {
     return absl::StrReplaceAll(pattern_, {{"{device}", device}});
   }
@@ -86,11 +92,13 @@ class AttrSink : public PolicySink {
 
  private:
   std::string pattern_;
+  uint32_t format_;
 };
 
 class ShmSink : public PolicySink {
  public:
-  explicit ShmSink(std::string pattern) : pattern_(std::move(pattern)) {}
+  ShmSink(std::string pattern, uint32_t format) : pattern_(std::move(pattern)), format_(format) {}
+  uint32_t MaxBlobFormat() const override { return format_; }
   ~ShmSink() override {
     for (auto& [name, m] : maps_) ::munmap(m.addr, m.size);
   }
@@ -155,23 +163,55 @@ class ShmSink : public PolicySink {
   }
 
   std::string pattern_;
+  uint32_t format_;
   std::map<std::string, Mapping> maps_;
 };
 
 class NoSink : public PolicySink {
  public:
+  explicit NoSink(uint32_t format) : format_(format) {}
+  uint32_t MaxBlobFormat() const override { return format_; }
   std::string Where(const std::string&) const override { return "(none)"; }
   absl::Status Apply(const std::string&, const std::string& blob) override {
     auto decoded = DecodePolicyBlob(blob);
     return decoded.ok() ? absl::OkStatus() : decoded.status();
   }
+
+ private:
+  uint32_t format_;
 };
+
+// What the driver behind the attribute `path` says it reads: the number in
+// `max_blob_format` beside it; kBaseBlobFormat when there is none.
+uint32_t AttrDriverBlobFormat(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash);
+  auto text = ReadFileToString(dir + "/max_blob_format");
+  uint32_t format = 0;
+  if (!text.ok() || !absl::SimpleAtoi(absl::StripAsciiWhitespace(*text), &format) ||
+      format < kBaseBlobFormat) {
+    return kBaseBlobFormat;
+  }
+  return format;
+}
 
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<PolicySink>> MakePolicySink(
-    const std::string& spec, const std::vector<std::string>& devices) {
-  if (spec == "none") return std::unique_ptr<PolicySink>(new NoSink());
+    const std::string& spec, const std::vector<std::string>& devices,
+    uint32_t declared_blob_format) {
+  // This agent writes no format beyond what its own parser reads.
+  constexpr uint32_t kAgentFormat = SPINTUNE_BLOB_VERSION_3;
+  if (declared_blob_format != 0 &&
+      (declared_blob_format < kBaseBlobFormat || declared_blob_format > kAgentFormat)) {
+    return absl::InvalidArgumentError(absl::StrCat("driver blob format ", declared_blob_format,
+                                                   " is not ", kBaseBlobFormat, "..",
+                                                   kAgentFormat));
+  }
+  if (spec == "none") {
+    return std::unique_ptr<PolicySink>(
+        new NoSink(declared_blob_format ? declared_blob_format : kAgentFormat));
+  }
   const size_t colon = spec.find(':');
   const std::string kind = colon == std::string::npos ? spec : spec.substr(0, colon);
   const std::string pattern = colon == std::string::npos ? "" : spec.substr(colon + 1);
@@ -187,6 +227,8 @@ absl::StatusOr<std::unique_ptr<PolicySink>> MakePolicySink(
   }
   // Checked now, not at the first table: a destination that cannot be
   // written is a usage error, not a "refused policy" an hour later.
+  uint32_t format = declared_blob_format ? declared_blob_format : kBaseBlobFormat;
+  if (kind == "attr" && !declared_blob_format) format = kAgentFormat;
   for (const auto& device : devices) {
     const std::string path = absl::StrReplaceAll(pattern, {{"{device}", device}});
     if (kind == "file") {
@@ -210,14 +252,15 @@ absl::StatusOr<std::unique_ptr<PolicySink>> MakePolicySink(
         return absl::FailedPreconditionError(
             absl::StrCat("attr:", path, " is not writable: ", std::strerror(errno)));
       }
+      if (!declared_blob_format) format = std::min(format, AttrDriverBlobFormat(path));
     }
   }
-  if (kind == "file") return std::unique_ptr<PolicySink>(new FileSink(pattern));
-  if (kind == "attr") return std::unique_ptr<PolicySink>(new AttrSink(pattern));
+  if (kind == "file") return std::unique_ptr<PolicySink>(new FileSink(pattern, format));
+  if (kind == "attr") return std::unique_ptr<PolicySink>(new AttrSink(pattern, format));
   if (pattern.find('/', 1) != std::string::npos) {
     return absl::InvalidArgumentError("shm: name must not contain '/' (it names /dev/shm/NAME)");
   }
-  return std::unique_ptr<PolicySink>(new ShmSink(pattern));
+  return std::unique_ptr<PolicySink>(new ShmSink(pattern, format));
 }
 
 }  // namespace spintune

@@ -124,5 +124,44 @@ TEST(PolicySink, ShmSinkPublishesBehindTheSeqlock) {
   EXPECT_FALSE(MakePolicySink("shm:a/b", {"mmc0"}).ok());
 }
 
+// What each sink tells the tuner its drivers read (Hello max_blob_format):
+// an attr: driver says it in the file beside its attribute (spintune.ko's
+// max_blob_format), the lowest of the devices counts, and a driver that says
+// nothing (or nonsense) is taken to read format 2; file: and shm: readers
+// cannot be asked (2 unless declared); none has only this agent's parser.
+TEST(PolicySink, EachSinkSaysWhichBlobFormatItsDriversRead) {
+  const fs::path dir = fs::path(::testing::TempDir()) / ("formats_" + std::to_string(getpid()));
+  for (const char* dev : {"mmc0", "mmc1"}) {
+    fs::create_directories(dir / dev);
+    std::ofstream(dir / dev / "table") << "";
+  }
+  const std::string attr = "attr:" + (dir / "{device}" / "table").string();
+  auto max_format = [](const absl::StatusOr<std::unique_ptr<PolicySink>>& sink) {
+    EXPECT_TRUE(sink.ok()) << sink.status();
+    return sink.ok() ? (*sink)->MaxBlobFormat() : 0u;
+  };
+  EXPECT_EQ(max_format(MakePolicySink(attr, {"mmc0"})), 2u) << "a driver that does not say";
+  std::ofstream(dir / "mmc0" / "max_blob_format") << "3\n";
+  EXPECT_EQ(max_format(MakePolicySink(attr, {"mmc0"})), 3u);
+  EXPECT_EQ(max_format(MakePolicySink(attr, {"mmc0", "mmc1"})), 2u) << "the lowest device";
+  std::ofstream(dir / "mmc1" / "max_blob_format") << "banana";
+  EXPECT_EQ(max_format(MakePolicySink(attr, {"mmc1"})), 2u);
+  std::ofstream(dir / "mmc1" / "max_blob_format") << "9\n";
+  EXPECT_EQ(max_format(MakePolicySink(attr, {"mmc0", "mmc1"})), 3u)
+      << "no more than this agent writes";
+  EXPECT_EQ(max_format(MakePolicySink(attr, {"mmc0"}, 2)), 2u) << "declared wins";
+  EXPECT_EQ(max_format(MakePolicySink("file:" + (dir / "x.bin").string(), {"mmc0"})), 2u);
+  EXPECT_EQ(max_format(MakePolicySink("file:" + (dir / "x.bin").string(), {"mmc0"}, 3)), 3u);
+  const std::string shm = "shm:spintune-formats-" + std::to_string(getpid());
+  EXPECT_EQ(max_format(MakePolicySink(shm, {"mmc0"})), 2u);
+  EXPECT_EQ(max_format(MakePolicySink(shm, {"mmc0"}, 3)), 3u);
+  EXPECT_EQ(max_format(MakePolicySink("none", {"mmc0"})), 3u);
+  EXPECT_EQ(MakePolicySink("none", {"mmc0"}, 4).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(MakePolicySink("none", {"mmc0"}, 1).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace spintune

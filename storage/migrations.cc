@@ -324,6 +324,11 @@ DROP TABLE outcomes;
 ALTER TABLE outcomes_v10 RENAME TO outcomes;
 ALTER TABLE verifications ADD COLUMN method TEXT NOT NULL DEFAULT 'before_after';
 )sql",
+      // 11: the highest policy blob format the target's drivers read, from
+      // its agent's Hello (0: not said); A/B trials need 3.
+      R"sql(
+ALTER TABLE targets ADD COLUMN max_blob_format INTEGER NOT NULL DEFAULT 0;
+)sql",
   };
   return kMigrations;
 }

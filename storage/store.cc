@@ -98,11 +98,12 @@ absl::StatusOr<int64_t> Store::UpsertTarget(const TargetRecord& r) {
   SPINTUNE_ASSIGN_OR_RETURN(
       auto upsert,
       db_->Prepare("INSERT INTO targets(agent_id, board, cpu_model, kernel_release, "
-                   "agent_version, first_seen, last_seen) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6) "
-                   "ON CONFLICT(agent_id) DO UPDATE SET board = ?2, cpu_model = ?3, "
-                   "kernel_release = ?4, agent_version = ?5, last_seen = ?6"));
+                   "agent_version, first_seen, last_seen, max_blob_format) VALUES (?1, ?2, ?3, "
+                   "?4, ?5, ?6, ?6, ?7) ON CONFLICT(agent_id) DO UPDATE SET board = ?2, "
+                   "cpu_model = ?3, kernel_release = ?4, agent_version = ?5, last_seen = ?6, "
+                   "max_blob_format = ?7"));
   upsert->Bind(1, r.agent_id).Bind(2, r.board).Bind(3, r.cpu_model).Bind(4, r.kernel_release);
-  upsert->Bind(5, r.agent_version).Bind(6, now);
+  upsert->Bind(5, r.agent_version).Bind(6, now).Bind(7, I(r.max_blob_format));
   SPINTUNE_RETURN_IF_ERROR(upsert->Run());
   SPINTUNE_ASSIGN_OR_RETURN(auto find, db_->Prepare("SELECT id FROM targets WHERE agent_id = ?1"));
   find->Bind(1, r.agent_id);
@@ -191,8 +192,8 @@ absl::StatusOr<TargetRecord> Store::LoadTarget(int64_t target_id) {
   absl::MutexLock lock(&mu_);
   TargetRecord r;
   SPINTUNE_ASSIGN_OR_RETURN(
-      auto t, db_->Prepare("SELECT agent_id, board, cpu_model, kernel_release, agent_version "
-                           "FROM targets WHERE id = ?1"));
+      auto t, db_->Prepare("SELECT agent_id, board, cpu_model, kernel_release, agent_version, "
+                           "max_blob_format FROM targets WHERE id = ?1"));
   t->Bind(1, target_id);
   SPINTUNE_ASSIGN_OR_RETURN(bool found, t->Step());
   if (!found) return absl::NotFoundError(absl::StrCat("no target with id ", target_id));
@@ -201,6 +202,7 @@ absl::StatusOr<TargetRecord> Store::LoadTarget(int64_t target_id) {
   r.cpu_model = t->ColumnText(2);
   r.kernel_release = t->ColumnText(3);
   r.agent_version = t->ColumnText(4);
+  r.max_blob_format = static_cast<uint32_t>(t->ColumnInt(5));
   SPINTUNE_ASSIGN_OR_RETURN(
       auto c, db_->Prepare("SELECT name, cpu_khz, irq_cpu_ns, irq_wake_ns, poll_read_ns, "
                            "timer_cpu_ns, timer_wake_ns, irq_overhead_cpu_ns FROM cpu_classes "

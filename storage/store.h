@@ -49,6 +49,9 @@ struct TargetRecord {
   std::string agent_version;
   std::vector<CpuClassRecord> cpu_classes;
   std::vector<DeviceInfo> devices;
+  // Highest policy blob format the agent's drivers read (Hello
+  // max_blob_format; 0: not said, read as 2).
+  uint32_t max_blob_format = 0;
 };
 
 struct TargetSummary {

@@ -212,15 +212,20 @@ TEST_P(StoreTest, UpsertKeepsTheTargetAndReplacesItsDescription) {
   auto store = Store::Open(NewDb());
   ASSERT_TRUE(store.ok());
   auto a = (*store)->UpsertTarget(Board("agent-1"));
+  auto before = a.ok() ? (*store)->LoadTarget(*a) : a.status();
+  ASSERT_TRUE(before.ok()) << before.status();
+  EXPECT_EQ(before->max_blob_format, 0u) << "an agent that did not say";
   TargetRecord changed = Board("agent-1");
   changed.board = "renamed";
   changed.devices[0].model = "new card";
+  changed.max_blob_format = 3;
   auto b = (*store)->UpsertTarget(changed);
   ASSERT_TRUE(a.ok() && b.ok());
   EXPECT_EQ(*a, *b);
   auto loaded = (*store)->LoadTarget(*a);
   ASSERT_TRUE(loaded.ok()) << loaded.status();
   EXPECT_EQ(loaded->board, "renamed");
+  EXPECT_EQ(loaded->max_blob_format, 3u);
   ASSERT_EQ(loaded->devices.size(), 1u);
   EXPECT_EQ(loaded->devices[0].model, "new card");
   ASSERT_EQ(loaded->devices[0].default_rules.size(), 1u);
@@ -397,7 +402,8 @@ TEST(Store, Migration10KeepsOutcomesOnTheTableArm) {
     ASSERT_TRUE((*store)->UpsertTarget(Board("agent-1")).ok());
   }
   {
-    // Back to version 9: its outcomes table with one row, no method.
+    // Back to version 9: its outcomes table with one row, no method (and
+    // no targets.max_blob_format, migration 11).
     auto db = OpenSqlDb(path);
     ASSERT_TRUE(db.ok());
     ASSERT_TRUE((*db)->Exec(R"sql(
@@ -411,7 +417,8 @@ CREATE TABLE outcomes (
   PRIMARY KEY (target_id, cpu_class, device, opcode, size_class, version)) WITHOUT ROWID;
 INSERT INTO outcomes VALUES (1, 'rocket', 'mmc0', 17, 10, 4, 2, 10, 20, 50, 200, 100);
 ALTER TABLE verifications DROP COLUMN method;
-DELETE FROM schema_version WHERE version = 10;
+ALTER TABLE targets DROP COLUMN max_blob_format;
+DELETE FROM schema_version WHERE version >= 10;
 )sql").ok());
     EXPECT_EQ(*SchemaVersion(db->get()), 9);
   }

@@ -27,6 +27,7 @@
 #include "agent/policy_sink.h"
 #include "agent/sim_source.h"
 #include "gtest/gtest.h"
+#include "policy/policy_blob.h"
 #include "storage/store.h"
 #include "tests/testing/subprocess.h"
 #include "tests/testing/temp_dir.h"
@@ -74,6 +75,7 @@ TEST(Verification, AWrongModelIsRolledBackAndTheLearntFitVerifiedBetter) {
   options.refit_samples = 4096;
   options.verify.min_requests = 1000;
   options.verify.max_requests = 8000;
+  options.verify.ab_share = 0;  // before/after (the simulated driver reads format 3)
   auto tuner = TunerServer::Start("127.0.0.1:0", options);
   ASSERT_TRUE(tuner.ok()) << tuner.status();
 
@@ -227,6 +229,60 @@ TEST(Verification, AbArmsRollBackAWorseTableThroughADriftAtThePush) {
   EXPECT_EQ(run.rolled->origin, "verify-rollback");
   EXPECT_EQ(KeyEntry(*run.rolled).wait, WaitParams::Irq());
   EXPECT_FALSE(KeyEntry(*run.rolled).trial.has_value()) << "decided: the trial is dropped";
+}
+
+// The Hello says which blob format the agent's drivers read (its sink's
+// answer), the tuner stores it with the target and attaches A/B trials (on
+// by default) only where that is format 3: the same board through a sink
+// whose readers cannot be asked (file:, format 2) gets a table without
+// trials, written as a format 2 blob; with sink none (the simulated driver,
+// this release's helpers: format 3) the changed key is trialled.
+TEST(Verification, TrialsOnlyWhereTheHelloSaysTheDriversReadFormat3) {
+  testing::TempDir dir;
+  TunerOptions options;
+  options.db_path = dir.File("tuner.db");
+  options.refit_samples = 4096;
+  auto tuner = TunerServer::Start("127.0.0.1:0", options);
+  ASSERT_TRUE(tuner.ok()) << tuner.status();
+  const std::string blob_path = dir.File("mmc0.bin");
+  const BoardModel board = WrongTimerBoard();  // the source keeps a reference
+  for (const std::string agent_id : {"reads-3", "reads-2"}) {
+    auto sink = MakePolicySink(agent_id == "reads-3" ? "none" : "file:" + blob_path, {"mmc0"});
+    ASSERT_TRUE(sink.ok()) << sink.status();
+    AgentOptions o;
+    o.tuner_address = (*tuner)->address();
+    o.agent_id = agent_id;
+    o.max_samples = 6000;
+    o.batch_size = 250;
+    o.give_up_after = absl::Seconds(20);
+    Agent agent(o, std::make_unique<SimSource>(board, 3), std::move(*sink));
+    ASSERT_TRUE(agent.Run().ok());
+    EXPECT_GE(agent.stats().applied_version, 1u) << agent_id;
+  }
+  (*tuner)->Shutdown(absl::Seconds(2));
+  auto store = Store::Open(options.db_path, {}, OpenMode::kReadOnly);
+  ASSERT_TRUE(store.ok());
+  for (const auto& [agent_id, format] : {std::pair<std::string, uint32_t>{"reads-3", 3},
+                                         std::pair<std::string, uint32_t>{"reads-2", 2}}) {
+    auto target = (*store)->FindTarget(agent_id);
+    ASSERT_TRUE(target.ok() && target->has_value()) << agent_id;
+    auto record = (*store)->LoadTarget((*target)->id);
+    ASSERT_TRUE(record.ok());
+    EXPECT_EQ(record->max_blob_format, format) << agent_id;
+    auto first = (*store)->LoadPolicy((*target)->id, 1);
+    ASSERT_TRUE(first.ok() && first->has_value()) << agent_id;
+    const PolicyEntry& e = KeyEntry(**first);
+    EXPECT_NE(e.wait, WaitParams::Irq()) << agent_id << ": the fit changes the key";
+    EXPECT_EQ(e.trial.has_value(), format == 3) << agent_id;
+  }
+  std::ifstream in(blob_path, std::ios::binary);
+  const std::string blob((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto decoded = DecodePolicyBlob(blob);
+  ASSERT_TRUE(decoded.ok()) << decoded.status();
+  ASSERT_GE(blob.size(), 6u);
+  EXPECT_EQ(static_cast<uint8_t>(blob[4]) | static_cast<uint8_t>(blob[5]) << 8, 2)
+      << "no trials: the format every driver reads";
+  EXPECT_EQ(spintune_trial_count(&(*decoded)->table), 0u);
 }
 
 // A driver that measures itself (the io_uring reference, `make uring-ref`)

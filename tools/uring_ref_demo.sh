@@ -27,11 +27,14 @@ cat "$OUT/platform.json"
 
 . "$(dirname "$0")/lib.sh"
 start_tuner "$BUILD" "$OUT"
+# The driver reads the table from shared memory with this release's
+# policy.h (format 3: A/B trials), which the agent cannot ask it: say so.
 cleanup() { kill "$tuner_pid" 2>/dev/null || true; rm -f "/dev/shm/$SHM-uring0"; }
 trap cleanup EXIT
 "$BUILD/agent/spintune-agent" --tuner "$addr" --agent-id uring-ref \
   --source "csv:$OUT/samples.csv" --platform "$OUT/platform.json" \
-  --sink "shm:$SHM-{device}" --state-dir "$OUT/state" --give-up-after 20 >"$OUT/agent.log" 2>&1
+  --sink "shm:$SHM-{device}" --driver-blob-format 3 --state-dir "$OUT/state" --give-up-after 20 \
+  >"$OUT/agent.log" 2>&1
 "$BUILD/cli/spintune" --db "$OUT/spintune.db" policy uring-ref --format table
 echo
 # The table, always blocking and always spinning, taking turns request by
@@ -63,7 +66,7 @@ while :; do
   reports+=(--outcomes "$OUT/round$round-table.json" --outcomes "$OUT/round$round-block.json")
   "$BUILD/agent/spintune-agent" --tuner "$addr" --agent-id uring-ref \
     --source "csv:$OUT/samples.csv" --platform "$OUT/platform.json" "${reports[@]}" \
-    --sink "shm:$SHM-{device}" --state-dir "$OUT/state" --give-up-after 20 \
+    --sink "shm:$SHM-{device}" --driver-blob-format 3 --state-dir "$OUT/state" --give-up-after 20 \
     >"$OUT/agent-round$round.log" 2>&1
   after=$(latest_version)
   echo "round $round: the driver's outcomes sent; table version $before -> $after"

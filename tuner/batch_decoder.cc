@@ -124,6 +124,7 @@ absl::StatusOr<TargetRecord> DecodeHello(const v1::Hello& hello) {
   r.cpu_model = hello.target().cpu_model();
   r.kernel_release = hello.target().kernel_release();
   r.agent_version = hello.agent_version();
+  r.max_blob_format = hello.max_blob_format();
 
   const auto& classes = hello.target().cpu_classes();
   if (classes.empty() || classes.size() > kMaxCpuClasses) {

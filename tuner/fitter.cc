@@ -221,7 +221,7 @@ FitResult Fitter::RunRefit(const Request& r) {
   }
   out.released = std::move(*released);
   out.status = AttachTrials(*store_, target_id, latest->has_value() ? &**latest : nullptr,
-                            options_.verify.ab_share, &*table);
+                            TrialShare(*target, options_.verify.ab_share), &*table);
   if (!out.status.ok()) return out;
   out.fitted = true;
   // A predicted table is kept as it was; the first fitted one is a version

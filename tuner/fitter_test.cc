@@ -3,6 +3,12 @@
 // which may store a rollback, as well as refits.
 #include "tuner/fitter.h"
 
+#include <unistd.h>
+
+#include <cstdio>
+#include <map>
+
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
@@ -57,6 +63,78 @@ TEST(Fitter, AVerificationWaitsForTheLeaseAnotherTunerHolds) {
   absl::MutexLock lock(&mu);
   EXPECT_GE(delivered, released);
   EXPECT_TRUE(status.ok()) << status;
+}
+
+// A/B trials (format 3 blobs) go only to agents whose Hello said their
+// drivers read format 3: with the default share, a refit that changes a
+// key's wait trials it for such an agent and not for one that did not say
+// (0: an agent from before the field) or said 2.
+TEST(Fitter, TrialsOnlyForAgentsWhoseDriversReadFormat3) {
+  const std::string path = ::testing::TempDir() + "/fitter_trials_" +
+                           std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
+                           "_" + std::to_string(getpid()) + ".db";
+  std::remove(path.c_str());
+  auto store = Store::Open(path);
+  ASSERT_TRUE(store.ok()) << store.status();
+  // Completions of 5 us; blocking costs 20 us of CPU and 30 us of latency,
+  // the default rule blocks: every fit spins, a changed wait.
+  std::map<int64_t, uint32_t> format_of;
+  for (uint32_t format : {0u, 2u, 3u}) {
+    TargetRecord r;
+    r.agent_id = absl::StrCat("says-", format);
+    r.board = "test";
+    r.cpu_classes = {{"little", 1'000'000, {20'000, 30'000, 1'000, 2'000, 20'000}, 0}};
+    DefaultRule irq;
+    irq.wait = WaitParams::Irq();
+    r.devices = {{"mmc0", "test-mmc", "card", {irq}}};
+    r.max_blob_format = format;
+    auto id = (*store)->UpsertTarget(r);
+    ASSERT_TRUE(id.ok()) << id.status();
+    BatchDelta b;
+    b.seq = 1;
+    KeyEvidence k;
+    k.key = {"little", "mmc0", 17, 10};
+    k.histogram.Record(5'000, 1000);
+    b.keys.push_back(k);
+    b.completion_samples = 1000;
+    ASSERT_TRUE((*store)->IngestBatch(*id, b).ok());
+    format_of[*id] = format;
+  }
+  absl::Mutex mu;
+  std::map<int64_t, FitResult> results;
+  FitterOptions options;
+  options.db_path = path;
+  ASSERT_EQ(options.verify.ab_share, 128u) << "A/B is the default where supported";
+  auto fitter = Fitter::Create(options, [&](FitResult r) {
+    absl::MutexLock lock(&mu);
+    results[r.target_id] = std::move(r);
+  });
+  ASSERT_TRUE(fitter.ok()) << fitter.status();
+  for (const auto& [id, format] : format_of) (*fitter)->Refit(id, /*force=*/true);
+  {
+    absl::MutexLock lock(&mu);
+    ASSERT_TRUE(mu.AwaitWithTimeout(
+        absl::Condition(+[](std::map<int64_t, FitResult>* r) { return r->size() == 3; },
+                        &results),
+        absl::Seconds(20)));
+  }
+  for (const auto& [id, format] : format_of) {
+    const FitResult& r = results[id];
+    ASSERT_TRUE(r.status.ok()) << r.status;
+    ASSERT_TRUE(r.stored.has_value()) << "says " << format;
+    const PolicyEntry* e = r.stored->EntryFor({"little", "mmc0", 17, 10});
+    ASSERT_NE(e, nullptr);
+    EXPECT_NE(e->wait.strategy, Strategy::kIrq) << "the fit changes the key's wait";
+    if (format == 3) {
+      ASSERT_TRUE(e->trial.has_value()) << "an agent that reads format 3 gets a trial";
+      EXPECT_EQ(e->trial->wait, WaitParams::Irq());
+      EXPECT_EQ(e->trial->share, 128u);
+    } else {
+      EXPECT_FALSE(e->trial.has_value()) << "an agent that says " << format << " gets none";
+    }
+  }
+  fitter->reset();
+  std::remove(path.c_str());
 }
 
 }  // namespace

@@ -86,7 +86,7 @@ int main(int argc, char** argv) {
   uint64_t max_queued_mb = 64;
   uint64_t disk_reserve_mb = 2;
   uint64_t verify_requests = 1000;
-  uint32_t ab_share = 0;
+  uint32_t ab_share = 128;
   size_t stream_window = 32;
   double hello_timeout_s = 10;
   bool require_tokens = false;
@@ -158,7 +158,8 @@ int main(int argc, char** argv) {
   app.add_option("--ab-share", ab_share,
                  "A/B trials: commands per 256 of each changed key that keep the incumbent's wait "
                  "while the key is verified (1..255; 0: off, before/after with a drift check). "
-                 "Needs drivers built with the format 3 policy.h (docs/verification.md)")
+                 "Only for agents whose hello says their drivers read format 3 blobs; others are "
+                 "verified before/after (docs/verification.md)")
       ->check(CLI::Range(0, 255))
       ->capture_default_str();
   app.add_option("--disk-reserve-mb", disk_reserve_mb,

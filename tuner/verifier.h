@@ -49,9 +49,10 @@ struct VerifierOptions {
   uint64_t max_requests = 8000;
   double z = 1.96;  // interval half-width in standard errors (95%)
   // A/B trials (AttachTrials): commands per 256 a changed key sends to its
-  // incumbent's wait; 0: no trials (docs/verification.md says why that is
-  // the default).
-  uint32_t ab_share = 0;
+  // incumbent's wait, for targets whose drivers read format 3 blobs
+  // (TrialShare); 0: no trials. Equal arms (128) give the narrowest
+  // interval on the difference for a given number of requests.
+  uint32_t ab_share = 128;
   // The drift detector's test (the fitter's TunerOptions::change).
   ChangeTest change;
 };
@@ -76,6 +77,16 @@ absl::StatusOr<VerifyResult> VerifyTarget(Store& store, int64_t target_id,
 // when `share` is 0.
 absl::Status AttachTrials(Store& store, int64_t target_id, const PolicyTable* latest,
                           uint32_t share, PolicyTable* table);
+
+// The blob format that carries A/B trials (SPINTUNE_BLOB_VERSION_3).
+inline constexpr uint32_t kTrialBlobFormat = 3;
+
+// `ab_share` for a target whose agent said (Hello max_blob_format) that its
+// drivers read format 3 blobs; 0 (no trials) for any other, including
+// agents from before the field: their drivers would refuse the blob whole.
+inline uint32_t TrialShare(const TargetRecord& target, uint32_t ab_share) {
+  return target.max_blob_format >= kTrialBlobFormat ? ab_share : 0;
+}
 
 // Applies the target's held keys to a freshly fitted `table`: a held key
 // keeps its held wait (priced on `keys`' evidence with the table's mean
