@@ -86,6 +86,13 @@ CaptureStats StatsAt(Capture* c, CaptureOutput* out, uint64_t t) {
   return s;
 }
 
+// Two captures agree on a request when their waits differ by the offset
+// within this (plus their timestamps' resolution); at most this share of
+// the requests may differ by more (the later probe's start delayed by an
+// interrupt).
+constexpr double kToleranceNs = 1000;
+constexpr double kMaxDisplaced = 0.05;
+
 // How two captures measured the same requests of one key: each request of
 // `a` is paired with the request of `b` of the same opcode and size that
 // ended nearest in time (within 30 us).
@@ -170,9 +177,9 @@ TEST(CaptureAgreementTest, ToleratesProbeOrderAndFailsOnDisagreement) {
     return h;
   };
   auto agree_at_quantiles = [&](const std::vector<CompletionEvent>& a, Agreement* g) {
-    *g = Agree(a, truth, key, 1000);
+    *g = Agree(a, truth, key, kToleranceNs);
     std::string why;
-    return std::abs(g->offset_ns) < 1000 && g->displaced <= 0.05 &&
+    return std::abs(g->offset_ns) < kToleranceNs && g->displaced <= kMaxDisplaced &&
            SameQuantile(histogram(a), histogram(truth), 0.5, *g, 0, &why) &&
            SameQuantile(histogram(a), histogram(truth), 0.99, *g, 0, &why);
   };
@@ -353,13 +360,13 @@ TEST(CaptureLiveTest, BpfRawAndTextAgreeWithEachOtherAndTheKernel) {
           << " starts of any key never ended)";
       const bool text = std::string(name) == "text";
       const double resolution_ns = text ? 1000 : 0;
-      const double tolerance_ns = 1000 + resolution_ns;
+      const double tolerance_ns = kToleranceNs + resolution_ns;
       const Agreement g = Agree(windows[name].requests, raw.requests, key, tolerance_ns);
       // bpf: every other request (the ring buffer's); text: all.
       EXPECT_GE(static_cast<double>(g.pairs), 0.4 * static_cast<double>(h.total_count()))
           << name << " vs raw, " << where << ": requests paired";
       EXPECT_LT(std::abs(g.offset_ns), tolerance_ns) << name << " vs raw, " << where;
-      EXPECT_LE(g.displaced, 0.05) << name << " vs raw, " << where << ": " << g.pairs << " pairs";
+      EXPECT_LE(g.displaced, kMaxDisplaced) << name << " vs raw, " << where << ": " << g.pairs << " pairs";
       std::string why;
       EXPECT_TRUE(SameQuantile(o, h, 0.5, g, resolution_ns, &why)) << name << " vs raw, " << where << " " << why;
       EXPECT_TRUE(SameQuantile(o, h, 0.99, g, resolution_ns, &why)) << name << " vs raw, " << where << " " << why;
