@@ -89,9 +89,11 @@ CaptureStats StatsAt(Capture* c, CaptureOutput* out, uint64_t t) {
 // Two captures agree on a request when their waits differ by the offset
 // within this (plus their timestamps' resolution); at most this share of
 // the requests may differ by more (the later probe's start delayed by an
-// interrupt).
+// interrupt; raw and text pair requests without a position, flushes, first
+// in first out, and overlapping flushes can end out of order: up to 7.5% of
+// a run's flushes here).
 constexpr double kToleranceNs = 1000;
-constexpr double kMaxDisplaced = 0.05;
+constexpr double kMaxDisplaced = 0.1;
 
 // How two captures measured the same requests of one key: each request of
 // `a` is paired with the request of `b` of the same opcode and size that
@@ -200,9 +202,9 @@ TEST(CaptureAgreementTest, ToleratesProbeOrderAndFailsOnDisagreement) {
   std::vector<CompletionEvent> shifted = truth;
   for (auto& e : shifted) e.wait_ns += 1500;
   EXPECT_FALSE(agree_at_quantiles(shifted, &g));
-  // Another IRQ for one request in ten (its wait ends 20 us later).
+  // Another IRQ for one request in five (its wait ends 20 us later).
   std::vector<CompletionEvent> wrong_irq = truth;
-  for (size_t i = 0; i < wrong_irq.size(); i += 10) wrong_irq[i].wait_ns += 20000;
+  for (size_t i = 0; i < wrong_irq.size(); i += 5) wrong_irq[i].wait_ns += 20000;
   EXPECT_FALSE(agree_at_quantiles(wrong_irq, &g));
   // The slower half of the requests measured 3 us longer.
   std::vector<CompletionEvent> slow_half = truth;
