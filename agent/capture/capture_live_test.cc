@@ -69,7 +69,6 @@ Key KeyOf(const CompletionEvent& e) { return {e.opcode, SizeClassOf(e.bytes)}; }
 struct Window {
   std::map<Key, LatencyHistogram> keys;      // every completion: samples and histograms
   std::vector<CompletionEvent> requests;     // the completions that came one by one
-  uint64_t completions = 0;
   uint64_t unpaired_ends = 0;
   uint64_t unended_starts = 0;
 };
@@ -290,13 +289,11 @@ TEST(CaptureLiveTest, BpfRawAndTextAgreeWithEachOtherAndTheKernel) {
       if (e.end_ns <= t0 || e.end_ns > t1) continue;
       w.keys[KeyOf(e)].Record(e.wait_ns);
       w.requests.push_back(e);
-      ++w.completions;
     }
     for (const auto& h : out.histograms) {
       ASSERT_EQ(h.device, disk);
       LatencyHistogram& k = w.keys[{h.opcode, h.size_class}];
       for (const auto& [index, n] : h.wait.buckets) k.AddToBucket(index, n);
-      w.completions += h.wait.count;
     }
     EXPECT_EQ(after.lost_events, 0u) << name;
     EXPECT_EQ(after.dropped, 0u) << name;
