@@ -90,6 +90,9 @@ struct CaptureStats {
   // (the kernel's /sys/block/*/stat counts them as writes).
   uint64_t unpaired_ends = 0;
   uint64_t dropped = 0;           // queue or map overflow
+  // bpf: requests issued again while their last start was still pending:
+  // completions the program never saw (the kernel did not run it for them).
+  uint64_t unended_starts = 0;
   uint64_t last_event_ns = 0;     // CLOCK_MONOTONIC of the last event counted above
   std::vector<std::string> missing_tracepoints;  // "system:event" this kernel lacks
 };

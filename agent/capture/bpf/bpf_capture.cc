@@ -328,6 +328,7 @@ CaptureStats BpfCapture::stats() const {
   s.lost_events = c[STC_RING_LOST] + misses;
   s.unpaired_ends = c[STC_UNPAIRED_ENDS];
   s.dropped = c[STC_MAP_FULL];
+  s.unended_starts = c[STC_UNENDED];
   s.missing_tracepoints = missing_;
   timespec now;
   clock_gettime(CLOCK_MONOTONIC, &now);  // the counters are current

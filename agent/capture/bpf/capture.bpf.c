@@ -384,9 +384,12 @@ static __always_inline void start_request(__u64 ts_ns, __u32 kind, __u64 id, __u
 	 * place (no insert, no lock; no other program touches a request
 	 * between its end and its next start).
 	 */
-	if (p && p->ts_ns && flags == BPF_NOEXIST) {
-		count(STC_RETRIED);
-		return;
+	if (p && p->ts_ns) {
+		if (flags == BPF_NOEXIST) {
+			count(STC_RETRIED);
+			return;
+		}
+		count(STC_UNENDED);	/* its end was never seen */
 	}
 	if (p)
 		*p = s;

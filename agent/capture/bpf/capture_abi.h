@@ -93,6 +93,7 @@ enum stc_counter {
 	STC_MAP_FULL,		/* histogram buckets a full map refused */
 	STC_DISPATCHES,
 	STC_WAKES,
+	STC_UNENDED,		/* a start found its key's previous start never ended */
 	STC_COUNTER_COUNT,
 };
 
