@@ -13,13 +13,16 @@ std::string EncodeHistogram(const LatencyHistogram& h) {
 }
 
 void AppendHistogram(std::string* out, const LatencyHistogram& h) {
-  out->push_back('\x01');
-  int previous = -1;
-  for (const auto& [index, count] : h.buckets()) {
-    PutVarint(out, static_cast<uint64_t>(index - previous));
-    PutVarint(out, count);
-    previous = index;
-  }
+  HistogramEncoder encoder(out);
+  for (const auto& [index, count] : h.buckets()) encoder.Add(index, count);
+}
+
+HistogramEncoder::HistogramEncoder(std::string* out) : out_(out) { out_->push_back('\x01'); }
+
+void HistogramEncoder::Add(int index, uint64_t count) {
+  PutVarint(out_, static_cast<uint64_t>(index - previous_));
+  PutVarint(out_, count);
+  previous_ = index;
 }
 
 size_t EncodedHistogramBytes(const LatencyHistogram& h) {

@@ -19,6 +19,20 @@ std::string EncodeHistogram(const LatencyHistogram& histogram);
 void AppendHistogram(std::string* out, const LatencyHistogram& histogram);
 // EncodeHistogram(histogram).size(), without encoding it.
 size_t EncodedHistogramBytes(const LatencyHistogram& histogram);
+// Writes the encoding bucket by bucket, without a LatencyHistogram (the
+// tuner encodes an agent's histogram delta for staging as it checks it).
+class HistogramEncoder {
+ public:
+  // Appends the version byte to `out`, which must outlive the encoder.
+  explicit HistogramEncoder(std::string* out);
+  // REQUIRES: index above the previous one's and < kBucketCount; count >= 1.
+  void Add(int index, uint64_t count);
+
+ private:
+  std::string* out_;
+  int previous_ = -1;
+};
+
 // DataLoss for malformed bytes (bad version, truncated varint, bucket out of
 // range, count overflow).
 absl::StatusOr<LatencyHistogram> DecodeHistogram(absl::string_view bytes);

@@ -32,6 +32,10 @@ class SessionHandle {
   // never say hello are ended after TunerOptions::hello_timeout).
   const absl::Time opened_at = absl::Now();
   std::atomic<bool> hello_seen{false};
+  // Seqs up to this may be resends of batches stored before this session
+  // (whose fingerprints may be of version 1, storage/store.h): the last
+  // durable seq its Hello was answered with (until then, every seq).
+  std::atomic<uint64_t> resend_bound{UINT64_MAX};
 
   // Written and read only on the core's worker thread.
   int64_t target_id = 0;
