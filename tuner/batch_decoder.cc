@@ -60,7 +60,6 @@ absl::StatusOr<uint64_t> AddHistogramDelta(const v1::HistogramDelta& h,
   if (n > LatencyHistogram::kBucketCount) return Invalid(field(), "more buckets than the layout has");
   std::optional<HistogramEncoder> encoder;
   if (encoded != nullptr) {
-    encoded->reserve(encoded->size() + 1 + 3 * static_cast<size_t>(n));
     encoder.emplace(encoded);
   } else {
     into->Reserve(into->buckets().size() + static_cast<size_t>(n));
@@ -488,6 +487,12 @@ absl::StatusOr<StagedBatch> DecodeBatchForStaging(const v1::SampleBatch& batch,
   StagedBatch out;
   if (EncodesDirectly(batch)) {
     EncodedKeyHistograms encoded;
+    size_t buckets = 0;  // about a byte each (storage/histogram_codec.h)
+    for (const auto& h : batch.histograms()) {
+      buckets += 2 + static_cast<size_t>(h.wait().bucket_index_size());
+    }
+    encoded.bytes.reserve(buckets + buckets / 4);
+    encoded.ends.reserve(static_cast<size_t>(batch.histograms_size()));
     SPINTUNE_RETURN_IF_ERROR(DecodeInto(batch, hello, out.delta, &encoded));
     out.staged = EncodeBatchDelta(out.delta, encoded);
   } else {

@@ -5,10 +5,12 @@
 
 #include <atomic>
 #include <cstdint>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "policy/policy_table.h"
 #include "spintune/v1/spintune.pb.h"
 
 namespace spintune {
@@ -44,6 +46,9 @@ class SessionHandle {
   // out of order): every later batch of this stream is refused too (retry),
   // so the agent reconnects and resends in order.
   bool stalled = false;
+  // The keys of the last batch all of whose keys the target had
+  // (TunerCore::CheckKeyLimit).
+  std::vector<PolicyKey> known_batch_keys;
 };
 
 }  // namespace spintune

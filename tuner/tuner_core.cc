@@ -583,8 +583,25 @@ absl::Status TunerCore::CheckKeyLimit(SessionHandle& session, const BatchDelta& 
                                 std::set<PolicyKey>(keys->begin(), keys->end())).first;
   }
   added->clear();
-  for (const auto& k : delta.keys) {
-    if (known->second.count(k.key) == 0 && group_keys->count(k.key) == 0) added->push_back(k.key);
+  // An agent sends the same keys batch after batch: once all of a batch's
+  // keys were known, a batch with the same keys (in the same order) skips
+  // the lookups (the known keys only grow).
+  const std::vector<PolicyKey>& last = session.known_batch_keys;
+  const bool same_as_last =
+      last.size() == delta.keys.size() &&
+      std::equal(last.begin(), last.end(), delta.keys.begin(),
+                 [](const PolicyKey& a, const KeyEvidence& b) { return a == b.key; });
+  if (!same_as_last) {
+    bool all_known = true;
+    for (const auto& k : delta.keys) {
+      if (known->second.count(k.key) != 0) continue;
+      all_known = false;
+      if (group_keys->count(k.key) == 0) added->push_back(k.key);
+    }
+    if (all_known) {
+      session.known_batch_keys.clear();
+      for (const auto& k : delta.keys) session.known_batch_keys.push_back(k.key);
+    }
   }
   const uint64_t total = known->second.size() + group_keys->size() + added->size();
   if (total > options_.max_keys_per_target) {
