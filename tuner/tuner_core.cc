@@ -8,7 +8,6 @@
 #include "common/printable.h"
 #include "common/status_macros.h"
 #include "proto/sample_batch_util.h"
-#include "storage/delta_codec.h"
 #include "policy/policy_json.h"
 #include "policy/policy_proto.h"
 #include "tuner/batch_decoder.h"
