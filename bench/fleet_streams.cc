@@ -1,5 +1,6 @@
 #include "bench/fleet_streams.h"
 
+#include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 
 #include <atomic>
@@ -10,6 +11,10 @@
 #include <random>
 #include <thread>
 #include <vector>
+
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+#include <google/protobuf/wire_format_lite.h>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -104,9 +109,55 @@ struct Shared {
   std::atomic<int> done{0};
 };
 
-class FleetAgent final : public grpc::ClientBidiReactor<v1::AgentMessage, v1::TunerMessage> {
+// What every agent sends, serialized once: an agent's batch is the
+// AgentMessage.batch field's tag and length, its seq, then these bytes (the
+// template without a seq), in two slices: no copy or serialization per send.
+// The bytes are what the tuner's deterministic serialization of the parsed
+// batch gives (fields in number order), as a real agent's.
+class BatchBytes {
  public:
-  FleetAgent(v1::Tuner::Stub* stub, std::string id, const v1::SampleBatch* batch,
+  explicit BatchBytes(const v1::SampleBatch& batch) {
+    v1::SampleBatch rest = batch;
+    rest.clear_seq();
+    rest.SerializeToString(&rest_);
+  }
+  // The AgentMessage carrying the template with `seq`.
+  grpc::ByteBuffer Message(uint64_t seq) const {
+    std::string head;
+    google::protobuf::io::StringOutputStream out(&head);
+    {
+      google::protobuf::io::CodedOutputStream coded(&out);
+      const size_t seq_bytes = 1 + google::protobuf::io::CodedOutputStream::VarintSize64(seq);
+      coded.WriteTag(google::protobuf::internal::WireFormatLite::MakeTag(
+          v1::AgentMessage::kBatchFieldNumber,
+          google::protobuf::internal::WireFormatLite::WIRETYPE_LENGTH_DELIMITED));
+      coded.WriteVarint64(seq_bytes + rest_.size());
+      coded.WriteTag(google::protobuf::internal::WireFormatLite::MakeTag(
+          v1::SampleBatch::kSeqFieldNumber, google::protobuf::internal::WireFormatLite::WIRETYPE_VARINT));
+      coded.WriteVarint64(seq);
+    }
+    grpc::Slice slices[2] = {grpc::Slice(head),
+                             grpc::Slice(rest_.data(), rest_.size(), grpc::Slice::STATIC_SLICE)};
+    return grpc::ByteBuffer(slices, 2);
+  }
+
+ private:
+  std::string rest_;
+};
+
+grpc::ByteBuffer Serialized(const v1::AgentMessage& m) {
+  grpc::ByteBuffer out;
+  bool own = false;
+  grpc::SerializationTraits<v1::AgentMessage>::Serialize(m, &out, &own);
+  return out;
+}
+
+using SessionStub = grpc::TemplatedGenericStub<grpc::ByteBuffer, v1::TunerMessage>;
+constexpr char kSessionMethod[] = "/spintune.v1.Tuner/Session";
+
+class FleetAgent final : public grpc::ClientBidiReactor<grpc::ByteBuffer, v1::TunerMessage> {
+ public:
+  FleetAgent(SessionStub* stub, std::string id, const BatchBytes* batch,
              uint64_t samples_per_batch, size_t max_unacked, const ClientSecurity& security,
              Shared* shared)
       : id_(std::move(id)),
@@ -115,23 +166,22 @@ class FleetAgent final : public grpc::ClientBidiReactor<v1::AgentMessage, v1::Tu
         max_unacked_(max_unacked),
         shared_(shared) {
     AddCallCredentials(security, &ctx_);
-    stub->async()->Session(&ctx_, this);
+    stub->PrepareBidiStreamingCall(&ctx_, kSessionMethod, grpc::StubOptions(), this);
     v1::AgentMessage hello;
     *hello.mutable_hello() = FleetHello(id_);
-    Enqueue(std::move(hello));
+    Enqueue(Serialized(hello));
     StartRead(&in_);
     StartCall();
   }
 
   // Sends the next batch (once the Hello was acknowledged).
   void SendBatch() {
-    v1::AgentMessage m;
+    grpc::ByteBuffer m;
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (!ready_ || finishing_) return;
       if (max_unacked_ > 0 && sent_at_.size() >= max_unacked_) return;
-      *m.mutable_batch() = *batch_;
-      m.mutable_batch()->set_seq(++seq_);
+      m = batch_->Message(++seq_);
       sent_at_[seq_] = absl::Now();
     }
     shared_->sent++;
@@ -202,7 +252,7 @@ class FleetAgent final : public grpc::ClientBidiReactor<v1::AgentMessage, v1::Tu
   }
 
  private:
-  void Enqueue(v1::AgentMessage m) {
+  void Enqueue(grpc::ByteBuffer m) {
     std::lock_guard<std::mutex> lock(mu_);
     out_.push_back(std::move(m));
     if (!writing_) {
@@ -212,14 +262,14 @@ class FleetAgent final : public grpc::ClientBidiReactor<v1::AgentMessage, v1::Tu
   }
 
   const std::string id_;
-  const v1::SampleBatch* batch_;
+  const BatchBytes* batch_;
   const uint64_t samples_;
   const size_t max_unacked_;
   Shared* shared_;
   grpc::ClientContext ctx_;
   v1::TunerMessage in_;
   std::mutex mu_;
-  std::deque<v1::AgentMessage> out_;  // front: being written
+  std::deque<grpc::ByteBuffer> out_;  // front: being written
   bool writing_ = false;
   bool ready_ = false;
   bool finishing_ = false;
@@ -233,16 +283,15 @@ absl::StatusOr<FleetResult> RunFleetStreams(const FleetOptions& o) {
   if (o.agents < 1 || o.channels < 1 || o.keys < 1) {
     return absl::InvalidArgumentError("agents, channels and keys must be >= 1");
   }
-  std::vector<std::unique_ptr<v1::Tuner::Stub>> stubs;
+  std::vector<std::unique_ptr<SessionStub>> stubs;
   for (int c = 0; c < o.channels; ++c) {
     grpc::ChannelArguments args;
     args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);  // one connection each
     SPINTUNE_ASSIGN_OR_RETURN(auto channel, MakeChannel(o.tuner, o.security, args));
-    stubs.push_back(v1::Tuner::NewStub(channel));
+    stubs.push_back(std::make_unique<SessionStub>(channel));
   }
-  const v1::SampleBatch batch = o.raw_samples > 0
-                                    ? RawTemplate(o.raw_samples, 7)
-                                    : HistogramTemplate(o.keys, o.samples_per_key, 7);
+  const BatchBytes batch(o.raw_samples > 0 ? RawTemplate(o.raw_samples, 7)
+                                           : HistogramTemplate(o.keys, o.samples_per_key, 7));
   const uint64_t samples = o.raw_samples > 0
                                ? o.raw_samples
                                : static_cast<uint64_t>(o.keys) * o.samples_per_key;

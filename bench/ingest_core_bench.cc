@@ -174,7 +174,7 @@ int Main(int argc, char** argv) {
       v1::SampleBatch& batch = read_buffers[a];
       batch.ParseFromString(wire[a][s]);
       bytes += wire[a][s].size();
-      (*core)->OnBatch(sessions[a], hellos[a], batch, nullptr);
+      (*core)->OnBatch(sessions[a], hellos[a], batch, "", nullptr);
     }
   }
   for (int a = 0; a < agents; ++a) sessions[a]->WaitWindow(per_agent_batches, 1);

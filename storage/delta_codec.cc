@@ -1,5 +1,6 @@
 #include "storage/delta_codec.h"
 
+#include <cassert>
 #include <cmath>
 #include <limits>
 
@@ -92,17 +93,25 @@ absl::StatusOr<double> GetDouble(absl::string_view* in) {
   return v;
 }
 
-}  // namespace
-
-std::string EncodeBatchDelta(const BatchDelta& delta) {
-  std::string out(1, '\x02');
+std::string Encode(const BatchDelta& delta, const EncodedKeyHistograms* key_histograms) {
+  std::string out;
+  out.reserve(256 + 32 * delta.keys.size() +
+              (key_histograms != nullptr ? key_histograms->bytes.size() : 0));
+  out.push_back('\x02');
   PutVarint(&out, delta.keys.size());
-  for (const auto& k : delta.keys) {
+  for (size_t i = 0; i < delta.keys.size(); ++i) {
+    const KeyEvidence& k = delta.keys[i];
     PutKey(&out, k.key);
     for (uint64_t v : {k.errors, k.irq_timeouts, k.spin_timeouts, k.irq_path, k.spin_path}) {
       PutVarint(&out, v);
     }
-    PutHistogram(&out, k.histogram);
+    if (key_histograms != nullptr) {
+      const size_t begin = i == 0 ? 0 : key_histograms->ends[i - 1];
+      PutBytes(&out, absl::string_view(key_histograms->bytes)
+                         .substr(begin, key_histograms->ends[i] - begin));
+    } else {
+      PutHistogram(&out, k.histogram);
+    }
   }
   PutVarint(&out, delta.dispatch.size());
   for (const auto& d : delta.dispatch) {
@@ -130,6 +139,15 @@ std::string EncodeBatchDelta(const BatchDelta& delta) {
   PutVarint(&out, delta.completion_samples);
   PutVarint(&out, delta.dispatch_samples);
   return out;
+}
+
+}  // namespace
+
+std::string EncodeBatchDelta(const BatchDelta& delta) { return Encode(delta, nullptr); }
+
+std::string EncodeBatchDelta(const BatchDelta& delta, const EncodedKeyHistograms& key_histograms) {
+  assert(key_histograms.ends.size() == delta.keys.size());
+  return Encode(delta, &key_histograms);
 }
 
 absl::StatusOr<BatchDelta> DecodeBatchDelta(absl::string_view in) {

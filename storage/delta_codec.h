@@ -17,6 +17,7 @@
 #define SPINTUNE_STORAGE_DELTA_CODEC_H_
 
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "storage/store.h"
@@ -24,6 +25,18 @@
 namespace spintune {
 
 std::string EncodeBatchDelta(const BatchDelta& delta);
+
+// Key histograms already encoded (storage/histogram_codec.h), one per key of
+// a BatchDelta in its order: key i's bytes end at ends[i] and start where
+// key i - 1's end (0 for the first).
+struct EncodedKeyHistograms {
+  std::string bytes;
+  std::vector<size_t> ends;
+};
+// EncodeBatchDelta(delta) with each key's histogram taken from
+// `key_histograms` instead of delta.keys[i].histogram.
+// REQUIRES: key_histograms.ends.size() == delta.keys.size().
+std::string EncodeBatchDelta(const BatchDelta& delta, const EncodedKeyHistograms& key_histograms);
 // DataLoss for malformed bytes. The seq is not encoded (0 in the result).
 absl::StatusOr<BatchDelta> DecodeBatchDelta(absl::string_view bytes);
 

@@ -329,6 +329,31 @@ ALTER TABLE verifications ADD COLUMN method TEXT NOT NULL DEFAULT 'before_after'
       R"sql(
 ALTER TABLE targets ADD COLUMN max_blob_format INTEGER NOT NULL DEFAULT 0;
 )sql",
+      // 12: fingerprints of version 2 (of a batch's bytes as received, not
+      // of its serialization again); rows stored before keep version 1.
+      R"sql(
+ALTER TABLE ingested ADD COLUMN fingerprint_version INTEGER NOT NULL DEFAULT 1;
+)sql",
+      // 13: staged deltas in arrival order (a rowid table, the target's
+      // seqs in an index of small entries): an ingest commit appends its
+      // batches' rows instead of writing one into a tree keyed by target,
+      // where thousands of targets put each row on a page of its own.
+      R"sql(
+CREATE TABLE pending_deltas_v13 (
+  id INTEGER PRIMARY KEY,
+  target_id INTEGER NOT NULL REFERENCES targets(id) ON DELETE CASCADE,
+  seq INTEGER NOT NULL,
+  window INTEGER NOT NULL,
+  staged_at INTEGER NOT NULL,
+  delta BLOB NOT NULL
+);
+INSERT INTO pending_deltas_v13(target_id, seq, window, staged_at, delta)
+  SELECT target_id, seq, window, staged_at, delta FROM pending_deltas
+  ORDER BY staged_at, target_id, seq;
+DROP TABLE pending_deltas;
+ALTER TABLE pending_deltas_v13 RENAME TO pending_deltas;
+CREATE INDEX pending_deltas_target ON pending_deltas(target_id, seq, staged_at);
+)sql",
   };
   return kMigrations;
 }

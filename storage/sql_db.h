@@ -122,6 +122,14 @@ class SqlDb {
     return true;
   }
   virtual void UnlockTarget(int64_t target_id) { (void)target_id; }
+  // SQLite: whether this connection's commits copy the write-ahead log into
+  // the database file once it is long (wal_autocheckpoint; on by default).
+  // Off, another connection must (Checkpoint()). PostgreSQL: nothing.
+  virtual void SetCommitCheckpoints(bool on) { (void)on; }
+  // SQLite: copies what the write-ahead log holds into the database file as
+  // far as readers allow, waiting for no one (a passive checkpoint).
+  // PostgreSQL: nothing.
+  virtual absl::Status Checkpoint() { return absl::OkStatus(); }
 
  private:
   // Destroyed after the derived class closed the connection (SQLite:

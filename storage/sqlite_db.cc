@@ -298,6 +298,18 @@ absl::StatusOr<bool> SqliteDb::IsEmpty() {
   return !any;
 }
 
+void SqliteDb::SetCommitCheckpoints(bool on) {
+  sqlite3_wal_autocheckpoint(db_, on ? 1000 : 0);
+}
+
+absl::Status SqliteDb::Checkpoint() {
+  const int rc = sqlite3_wal_checkpoint_v2(db_, nullptr, SQLITE_CHECKPOINT_PASSIVE, nullptr,
+                                           nullptr);
+  // BUSY: another connection was checkpointing; the next call goes on.
+  if (rc == SQLITE_OK || rc == SQLITE_BUSY) return absl::OkStatus();
+  return absl::UnavailableError(absl::StrCat(path_, ": checkpoint: ", sqlite3_errstr(rc)));
+}
+
 absl::StatusOr<int64_t> SqliteDb::DataVersion() {
   SPINTUNE_ASSIGN_OR_RETURN(auto q, Prepare("PRAGMA data_version"));
   SPINTUNE_ASSIGN_OR_RETURN(bool row, q->Step());

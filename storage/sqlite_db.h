@@ -81,6 +81,8 @@ class SqliteDb : public SqlDb {
   absl::StatusOr<bool> IsEmpty() override;
   absl::StatusOr<int64_t> DataVersion() override;
   absl::Status CheckIntegrity() override;
+  void SetCommitCheckpoints(bool on) override;
+  absl::Status Checkpoint() override;
 
   // Status for the connection's last error, prefixed with `context`.
   // Notes a full disk (see Open()).

@@ -81,6 +81,7 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& db_spec,
     SPINTUNE_ASSIGN_OR_RETURN(db, SqliteDb::Open(path, options.reserve_bytes, mode));
   }
   if (mode != OpenMode::kReadOnly) SPINTUNE_RETURN_IF_ERROR(MigrateToLatest(db.get()));
+  db->SetCommitCheckpoints(options.commit_checkpoints);
   return std::unique_ptr<Store>(new Store(std::move(db), options));
 }
 
@@ -281,12 +282,15 @@ absl::StatusOr<std::vector<IngestResult>> Store::IngestBatches(
                        "SELECT total_samples, last_seq FROM targets WHERE id = ?1",
                        db_->ForUpdate())));
   SPINTUNE_ASSIGN_OR_RETURN(
-      auto earlier, db_->Cached("SELECT fingerprint, refused_code, refused_message FROM "
-                                 "ingested WHERE target_id = ?1 AND seq = ?2"));
+      auto earlier, db_->Cached("SELECT fingerprint, refused_code, refused_message, "
+                                 "fingerprint_version FROM ingested WHERE target_id = ?1 AND "
+                                 "seq = ?2"));
   SPINTUNE_ASSIGN_OR_RETURN(
-      auto mark, db_->Cached("INSERT INTO ingested(target_id, seq, samples, dispatch_samples, "
-                              "received_at, last_seq, fingerprint, refused_code, "
-                              "refused_message) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"));
+      auto mark, db_->Cached(absl::StrCat(
+                     "INSERT INTO ingested(target_id, seq, samples, dispatch_samples, "
+                     "received_at, last_seq, fingerprint, refused_code, refused_message, "
+                     "fingerprint_version) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ",
+                     kFingerprintVersion, ")")));
   SPINTUNE_ASSIGN_OR_RETURN(
       auto totals, db_->Cached("UPDATE targets SET total_samples = total_samples + ?2, "
                                 "total_dispatch_samples = total_dispatch_samples + ?3, "
@@ -326,9 +330,15 @@ absl::StatusOr<std::vector<IngestResult>> Store::IngestBatches(
       earlier->Reset();
       earlier->Bind(1, b.target_id).Bind(2, I(b.seq));
       SPINTUNE_ASSIGN_OR_RETURN(bool found, earlier->Step());
-      // Before migration 6 no fingerprint was kept: take the resend's word.
-      const bool same = found && (earlier->ColumnIsNull(0) ||
-                                  static_cast<uint64_t>(earlier->ColumnInt(0)) == b.fingerprint || b.fingerprint == 0);
+      // Take the resend's word when the stored fingerprint or the one of
+      // its version is missing (before migration 6 none was kept).
+      bool same = found;
+      if (found && !earlier->ColumnIsNull(0)) {
+        const uint64_t stored = static_cast<uint64_t>(earlier->ColumnInt(0));
+        const uint64_t resent =
+            earlier->ColumnInt(3) == kFingerprintVersion ? b.fingerprint : b.legacy_fingerprint;
+        same = resent == 0 || resent == stored;
+      }
       r.outcome = same ? IngestOutcome::kDuplicate : IngestOutcome::kConflict;
       if (same && earlier->ColumnInt(1) != 0) {
         r.refusal = absl::Status(static_cast<absl::StatusCode>(earlier->ColumnInt(1)),
@@ -416,6 +426,11 @@ absl::StatusOr<int64_t> Store::DataVersion() {
 absl::Status Store::CheckIntegrity() {
   absl::MutexLock lock(&mu_);
   return db_->CheckIntegrity();
+}
+
+absl::Status Store::Checkpoint() {
+  absl::MutexLock lock(&mu_);
+  return db_->Checkpoint();
 }
 
 }  // namespace spintune

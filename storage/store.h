@@ -144,13 +144,25 @@ struct BatchDelta {
   uint64_t dispatch_samples = 0;
 };
 
+// The version of the fingerprints IngestBatches() stores
+// (ingested.fingerprint_version; SequencedBatch::fingerprint).
+inline constexpr int kFingerprintVersion = 2;
+
 // One batch of an agent's sequence, as IngestBatches() takes it.
 struct SequencedBatch {
   int64_t target_id = 0;
   uint64_t seq = 0;       // REQUIRES: >= 1
   uint64_t last_seq = 0;  // == seq, or the end of a placeholder's range
   // Of the batch as the agent sent it: a resend must carry the same.
+  // Version 2 (kFingerprintVersion): Fingerprint64 of the batch's bytes as
+  // received. 0: none (a resend is taken at its word).
   uint64_t fingerprint = 0;
+  // Version 1, Fingerprint64 of the batch's deterministic serialization
+  // (what tuners before version 2 stored): compared with a resend's stored
+  // fingerprint of that version. 0: not computed (a resend of a version 1
+  // row is then taken at its word). For an agent on protobuf's C++ library
+  // both are the same.
+  uint64_t legacy_fingerprint = 0;
   // What the batch adds (REQUIRES: set unless refused or a placeholder).
   const BatchDelta* delta = nullptr;
   // EncodeBatchDelta(*delta) when the caller made it already (off the
@@ -189,6 +201,11 @@ struct StoreOptions {
   // Bytes kept allocated beside the database for recovering from a full
   // disk (SqliteDb::Open); 0: none. SQLite only.
   uint64_t reserve_bytes = 0;
+  // SQLite: false: this store's commits never copy the write-ahead log into
+  // the database file; another store on the same file must, by
+  // Checkpoint() (the tuner's compactor does it for the ingest worker,
+  // whose commits then stay short).
+  bool commit_checkpoints = true;
 };
 
 class Store {
@@ -325,6 +342,8 @@ class Store {
   // SQLite's integrity_check: OK, or DataLoss with its findings
   // (PostgreSQL: OK).
   absl::Status CheckIntegrity();
+  // SqlDb::Checkpoint(): a passive checkpoint of the write-ahead log.
+  absl::Status Checkpoint();
   // Records what the agent reported applying (error empty on success).
   absl::Status RecordApplied(int64_t target_id, uint64_t version, const std::string& error);
 

@@ -116,6 +116,55 @@ TEST_P(StoreTest, IngestsEachBatchExactlyOnce) {
   EXPECT_EQ((*dispatch)[0].wake.total_count(), 4u);
 }
 
+// Fingerprints of version 2 (of a batch's bytes as received) since
+// migration 12; rows stored before keep version 1 (of the batch's
+// serialization again). Across that upgrade, a resend of an earlier row is
+// compared with the resend's version 1 fingerprint (taken at its word when
+// the tuner has none), a resend of a later row with its version 2 one.
+TEST_P(StoreTest, ResendsAcrossTheFingerprintUpgradeStayExactlyOnce) {
+  const std::string spec = NewDb(/*file=*/true);
+  auto batch = [](uint64_t seq, uint64_t fingerprint, uint64_t legacy) {
+    SequencedBatch b;
+    b.target_id = 1;
+    b.seq = b.last_seq = seq;
+    b.fingerprint = fingerprint;
+    b.legacy_fingerprint = legacy;
+    static const BatchDelta delta = Batch(1, 1000, 10);
+    b.delta = &delta;
+    return b;
+  };
+  auto outcome = [](Store& store, const SequencedBatch& b) {
+    auto r = store.IngestBatches({b});
+    EXPECT_TRUE(r.ok()) << r.status();
+    return r.ok() ? (*r)[0].outcome : IngestOutcome::kOutOfOrder;
+  };
+  {
+    // Stored by a tuner before migration 12 (schema 11, version 1 values).
+    {
+      auto store = Store::Open(spec);
+      ASSERT_TRUE(store.ok()) << store.status();
+      ASSERT_EQ(*(*store)->UpsertTarget(Board("agent-1")), 1);
+      EXPECT_EQ(outcome(**store, batch(1, 555, 0)), IngestOutcome::kStored);
+    }
+    auto db = OpenSqlDb(spec);
+    ASSERT_TRUE(db.ok()) << db.status();
+    // (Migration 13 runs again as it is: it copies pending_deltas.)
+    ASSERT_TRUE((*db)->Exec("ALTER TABLE ingested DROP COLUMN fingerprint_version; "
+                            "DELETE FROM schema_version WHERE version >= 12").ok());
+    EXPECT_EQ(*SchemaVersion(db->get()), 11);
+  }
+  auto store = Store::Open(spec);  // migrates to 12
+  ASSERT_TRUE(store.ok()) << store.status();
+  Store& s = **store;
+  EXPECT_EQ(outcome(s, batch(1, 999, 555)), IngestOutcome::kDuplicate);
+  EXPECT_EQ(outcome(s, batch(1, 555, 556)), IngestOutcome::kConflict);
+  EXPECT_EQ(outcome(s, batch(1, 999, 0)), IngestOutcome::kDuplicate);  // no version 1 at hand
+  EXPECT_EQ(outcome(s, batch(2, 777, 0)), IngestOutcome::kStored);
+  EXPECT_EQ(outcome(s, batch(2, 777, 123)), IngestOutcome::kDuplicate);
+  EXPECT_EQ(outcome(s, batch(2, 778, 777)), IngestOutcome::kConflict);
+  EXPECT_EQ(*s.LastDurableSeq(1), 2u);
+}
+
 // Ingest stages each batch; compaction folds them into the histograms. What
 // a reader sees is the same before and after, and after a reopen.
 TEST_P(StoreTest, StagedBatchesReadTheSameBeforeAndAfterCompaction) {
@@ -418,6 +467,7 @@ CREATE TABLE outcomes (
 INSERT INTO outcomes VALUES (1, 'rocket', 'mmc0', 17, 10, 4, 2, 10, 20, 50, 200, 100);
 ALTER TABLE verifications DROP COLUMN method;
 ALTER TABLE targets DROP COLUMN max_blob_format;
+ALTER TABLE ingested DROP COLUMN fingerprint_version;
 DELETE FROM schema_version WHERE version >= 10;
 )sql").ok());
     EXPECT_EQ(*SchemaVersion(db->get()), 9);

@@ -12,6 +12,8 @@
 #include <fstream>
 #include <thread>
 
+#include <sqlite3.h>
+
 #include "agent/agent.h"
 #include "agent/policy_sink.h"
 #include "gtest/gtest.h"
@@ -102,9 +104,18 @@ TEST_F(DiskFault, FullDiskDefersBatchesAndNothingIsLost) {
   absl::Status result;
   std::thread run([&] { result = agent->Run(); });
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  // The compactor checkpoints the write-ahead log every 250 ms, after which
+  // commits write the log from its start again, in space it already has: a
+  // reader's snapshot keeps the log from restarting, so every commit must
+  // grow it.
+  sqlite3* reader = nullptr;
+  ASSERT_EQ(sqlite3_open((mnt_ + "/tuner.db").c_str(), &reader), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(reader, "BEGIN; SELECT COUNT(*) FROM targets", nullptr, nullptr, nullptr),
+            SQLITE_OK);
   Fill();
   WaitForDeferrals(0);
   std::this_thread::sleep_for(std::chrono::milliseconds(500));  // the agent keeps spooling
+  sqlite3_close_v2(reader);  // (ends its transaction)
   std::filesystem::remove(mnt_ + "/junk");
   run.join();
   ASSERT_TRUE(result.ok()) << result;

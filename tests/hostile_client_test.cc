@@ -113,6 +113,35 @@ TEST_F(Hostile, AResentSeqWithOtherContentIsAConflict) {
   EXPECT_EQ(server_->core()->counters().batches_conflict, 1u);
 }
 
+// Exactly-once across the fingerprint upgrade (migration 12): a batch stored
+// by a tuner that fingerprinted its serialization (version 1) and resent to
+// this one, which fingerprints the bytes received, is still a duplicate,
+// and other content under its seq still a conflict. (The row is made
+// version 1 by hand; its value is the same: an agent on protobuf's C++
+// library sends what serializing the batch again gives.)
+TEST_F(Hostile, AResendOfABatchStoredBeforeTheFingerprintUpgradeIsADuplicate) {
+  StartTuner();
+  ASSERT_TRUE(SendOne("upgraded", GoodBatch(1, 10)).has_batch_ack());
+  server_.reset();
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(dir_.File("tuner.db").c_str(), &db), SQLITE_OK);
+    EXPECT_EQ(sqlite3_exec(db, "UPDATE ingested SET fingerprint_version = 1", nullptr, nullptr,
+                           nullptr),
+              SQLITE_OK);
+    EXPECT_EQ(sqlite3_changes(db), 1);
+    sqlite3_close(db);
+  }
+  StartTuner();
+  v1::TunerMessage same = SendOne("upgraded", GoodBatch(1, 10));
+  ASSERT_TRUE(same.has_batch_ack()) << same.DebugString();
+  EXPECT_TRUE(same.batch_ack().duplicate());
+  v1::TunerMessage other = SendOne("upgraded", GoodBatch(1, 11));
+  ASSERT_TRUE(other.has_rejected()) << other.DebugString();
+  EXPECT_EQ(other.rejected().code(), grpc::ALREADY_EXISTS);
+  EXPECT_EQ(Stored("upgraded").total_samples, 10u);
+}
+
 // Issue #17 item 2: a batch with seq 20 sent for another agent id made that
 // agent resume after 20 and silently skip its real batches 16-20. Now a seq
 // beyond the next is refused; one that is next is stored (without tokens any

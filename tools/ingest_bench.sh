@@ -28,21 +28,30 @@ BUILD=${1:-build}
 OUT=$BUILD/ingest-bench
 . "$(dirname "$0")/lib.sh"
 
-# tuner_figures: sets hwm_kib, cpu_ticks and fit_ticks of the running tuner.
+# tuner_figures: sets hwm_kib, cpu_ticks and fit_ticks of the running tuner,
+# and thread_ticks: its CPU ticks per thread kind ("NAME=TICKS ...": the
+# ingest worker, the fitter, the compactor, and "grpc" for the rest: gRPC's
+# threads, which receive, decode and encode batches).
 tuner_figures() {
   hwm_kib=$(awk '/VmHWM/ {print $2}' "/proc/$tuner_pid/status")
   # utime + stime: fields 14 and 15 (the names in field 2 have no spaces).
   cpu_ticks=$(awk '{print $14 + $15}' "/proc/$tuner_pid/stat")
   fit_ticks=$(cat /proc/"$tuner_pid"/task/*/stat |
     awk '$2 == "(fitter)" {t += $14 + $15} END {print t + 0}')
+  thread_ticks=$(cat /proc/"$tuner_pid"/task/*/stat | awk '
+    {k = $2 ~ /^\((ingest|fitter|compactor)\)$/ ? substr($2, 2, length($2) - 2) : "grpc"
+     t[k] += $14 + $15}
+    END {for (k in t) printf "%s=%d ", k, t[k]}')
 }
 
 # report FORMAT_KIND JSON: one table row from the load generator's JSON and
 # the tuner's figures.
 report() {
-  python3 - "$1" "$2" "$hwm_kib" "$cpu_ticks" "$fit_ticks" "$(getconf CLK_TCK)" <<'PY'
+  python3 - "$1" "$2" "$hwm_kib" "$cpu_ticks" "$fit_ticks" "$(getconf CLK_TCK)" \
+    "${thread_ticks:-}" "${loadgen_cpu_s:-0}" <<'PY'
 import json, sys
 kind, r = sys.argv[1], json.loads(sys.argv[2])
+threads = {k: int(v) / int(sys.argv[6]) for k, v in (t.split("=") for t in sys.argv[7].split())}
 hwm = int(sys.argv[3]) / 1024
 cpu, fits = int(sys.argv[4]) / int(sys.argv[6]), int(sys.argv[5]) / int(sys.argv[6])
 if kind == "agents":
@@ -57,7 +66,12 @@ else:
           f'{r["ack_p50_ms"]:>10.1f} {r["ack_p99_ms"]:>10.1f} {hwm:>10.1f} '
           f'{hwm * 1024 / r["agents"]:>8.0f} {cpu:>8.2f} {fits:>8.2f} '
           f'{r["samples_acked"]/(cpu - fits):>13.0f} '
-          f'{r["batches_sent"] - r["batches_acked"]:>8} {r["refused"]:>7}')
+          f'{r["batches_sent"] - r["batches_acked"]:>8} {r["refused"]:>7}', end="")
+    # CPU per acknowledged batch (us): per tuner thread kind, and the load
+    # generator's (the whole run, Hellos included, for both).
+    per = lambda s: f'{s / max(1, r["batches_acked"]) * 1e6:>8.1f}'
+    print(" " + " ".join(per(threads.get(k, 0)) for k in ("grpc", "ingest", "compactor", "fitter")),
+          per(float(sys.argv[8])))
 PY
 }
 
@@ -83,17 +97,23 @@ run_streams() {  # PIN(0|1) LOADGEN_FLAG...
   fi
   local json
   # Exit 1 when some batches were not acknowledged (within 30 s of the
-  # last send) or were refused: the row says how many.
-  json=$("${loadgen[@]}" --tuner "$addr" --fleet --format json "$@") || true
+  # last send) or were refused: the row says how many. Its CPU (user +
+  # system: the subshell's children's line of `times`).
+  json=$({ "${loadgen[@]}" --tuner "$addr" --fleet --format json "$@" || true; }
+         times >"$OUT/loadgen.times")
+  loadgen_cpu_s=$(awk 'NR == 2 {
+    for (i = 1; i <= 2; i++) {split($i, p, /[ms]/); s += p[1] * 60 + p[2]}
+    print s}' "$OUT/loadgen.times")
   tuner_figures
   kill -INT "$tuner_pid"; wait "$tuner_pid" || true
   report streams "$json"
 }
 
 streams_header() {
-  printf "%6s %8s %8s %8s %10s %12s %10s %10s %10s %8s %8s %8s %13s %8s %7s\n" streams \
-    "hello s" batches seconds batches/s samples/s "ack p50 ms" "ack p99 ms" "tuner MiB" \
-    "KiB/str" "tuner s" "fits s" "ingest/cpu-s" unacked refused
+  printf "%6s %8s %8s %8s %10s %12s %10s %10s %10s %8s %8s %8s %13s %8s %7s %8s %8s %8s %8s %8s\n" \
+    streams "hello s" batches seconds batches/s samples/s "ack p50 ms" "ack p99 ms" \
+    "tuner MiB" "KiB/str" "tuner s" "fits s" "ingest/cpu-s" unacked refused "grpc us" \
+    "ingest us" "compact" "fits us" "loadgen"
 }
 
 case "${2:-}" in

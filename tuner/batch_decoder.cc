@@ -3,14 +3,18 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 #include <tuple>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/functional/function_ref.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "policy/default_rule.h"
 #include "policy/policy_proto.h"
+#include "storage/delta_codec.h"
+#include "storage/histogram_codec.h"
 
 namespace spintune {
 namespace {
@@ -42,44 +46,55 @@ absl::Status CheckName(const std::string& name, absl::string_view field, size_t 
   return absl::OkStatus();
 }
 
-// Adds a checked HistogramDelta to `into`; returns its count.
-absl::StatusOr<uint64_t> AddHistogramDelta(const v1::HistogramDelta& h, const std::string& field,
-                                           LatencyHistogram* into) {
+// Checks a HistogramDelta and adds it to `into`, or, with `encoded`,
+// encodes it there for staging instead (storage/histogram_codec.h); returns
+// its count. `field` names it in errors. On an error `into` or `encoded`
+// holds part of it.
+absl::StatusOr<uint64_t> AddHistogramDelta(const v1::HistogramDelta& h,
+                                           absl::FunctionRef<std::string()> field,
+                                           LatencyHistogram* into, std::string* encoded = nullptr) {
   const int n = h.bucket_index_size();
-  if (h.bucket_count_size() != n) return Invalid(field, "bucket_index and bucket_count differ in length");
-  if (n > LatencyHistogram::kBucketCount) return Invalid(field, "more buckets than the layout has");
+  if (h.bucket_count_size() != n) {
+    return Invalid(field(), "bucket_index and bucket_count differ in length");
+  }
+  if (n > LatencyHistogram::kBucketCount) return Invalid(field(), "more buckets than the layout has");
+  std::optional<HistogramEncoder> encoder;
+  if (encoded != nullptr) {
+    encoder.emplace(encoded);
+  } else {
+    into->Reserve(into->buckets().size() + static_cast<size_t>(n));
+  }
   uint64_t index = 0;
   uint64_t count = 0;
   unsigned __int128 low_ns = 0, high_ns = 0;  // bounds of the sum the buckets allow
   for (int i = 0; i < n; ++i) {
     const uint64_t step = h.bucket_index(i);
     if (i > 0 && step == 0) {
-      return Invalid(absl::StrCat(field, ".bucket_index[", i, "]"), "indexes must increase");
+      return Invalid(absl::StrCat(field(), ".bucket_index[", i, "]"), "indexes must increase");
     }
     index += step;
     if (index >= static_cast<uint64_t>(LatencyHistogram::kBucketCount)) {
-      return Invalid(absl::StrCat(field, ".bucket_index[", i, "]"), "beyond the last bucket");
+      return Invalid(absl::StrCat(field(), ".bucket_index[", i, "]"), "beyond the last bucket");
     }
     const uint64_t c = h.bucket_count(i);
     if (c == 0 || c > kMaxHistogramCount) {
-      return Invalid(absl::StrCat(field, ".bucket_count[", i, "]"),
+      return Invalid(absl::StrCat(field(), ".bucket_count[", i, "]"),
                      absl::StrCat("must be 1..", kMaxHistogramCount));
     }
     count += c;
     const int b = static_cast<int>(index);
     low_ns += static_cast<unsigned __int128>(LatencyHistogram::BucketLowerNs(b)) * c;
     high_ns += static_cast<unsigned __int128>(LatencyHistogram::BucketUpperNs(b)) * c;
+    if (encoder) {
+      encoder->Add(b, c);
+    } else {
+      into->AddToBucket(b, c);
+    }
   }
-  if (count != h.count()) return Invalid(field + ".count", "differs from the sum of bucket_count");
-  if (count > kMaxHistogramCount) return Invalid(field + ".count", "too many samples");
+  if (count != h.count()) return Invalid(field() + ".count", "differs from the sum of bucket_count");
+  if (count > kMaxHistogramCount) return Invalid(field() + ".count", "too many samples");
   if (h.sum_ns() < low_ns || h.sum_ns() > high_ns) {
-    return Invalid(field + ".sum_ns", "outside what the buckets allow");
-  }
-  index = 0;
-  into->Reserve(into->buckets().size() + n);
-  for (int i = 0; i < n; ++i) {
-    index += h.bucket_index(i);
-    into->AddToBucket(static_cast<int>(index), h.bucket_count(i));
+    return Invalid(field() + ".sum_ns", "outside what the buckets allow");
   }
   return count;
 }
@@ -179,8 +194,13 @@ absl::StatusOr<TargetRecord> DecodeHello(const v1::Hello& hello) {
   return r;
 }
 
-absl::StatusOr<BatchDelta> DecodeBatch(const v1::SampleBatch& batch, const v1::Hello& hello) {
-  BatchDelta delta;
+namespace {
+
+// DecodeBatch into `delta`; with `encoded`, each histogram delta's key is
+// appended to delta.keys in the batch's order with its histogram encoded
+// in `encoded` instead (REQUIRES then: no sample columns, each key once).
+absl::Status DecodeInto(const v1::SampleBatch& batch, const v1::Hello& hello, BatchDelta& delta,
+                        EncodedKeyHistograms* encoded) {
   if (batch.seq() == 0) return Invalid("batch.seq", "must be >= 1");
   delta.seq = batch.seq();
   const auto& c = batch.completions();
@@ -250,28 +270,32 @@ absl::StatusOr<BatchDelta> DecodeBatch(const v1::SampleBatch& batch, const v1::H
   if (batch.histograms_size() > kMaxHistogramsPerBatch) {
     return Invalid("histograms", absl::StrCat("more than ", kMaxHistogramsPerBatch, " keys"));
   }
+  if (encoded != nullptr) delta.keys.reserve(static_cast<size_t>(batch.histograms_size()));
   for (int i = 0; i < batch.histograms_size(); ++i) {
     const v1::KeyHistogram& h = batch.histograms(i);
-    const std::string field = absl::StrCat("histograms[", i, "]");
+    auto field = [i] { return absl::StrCat("histograms[", i, "]"); };
     if (h.device_index() >= static_cast<uint32_t>(devices)) {
-      return Invalid(field + ".device_index", "no such device");
+      return Invalid(field() + ".device_index", "no such device");
     }
     if (h.cpu_class_index() >= static_cast<uint32_t>(classes)) {
-      return Invalid(field + ".cpu_class_index", "no such cpu class");
+      return Invalid(field() + ".cpu_class_index", "no such cpu class");
     }
-    if (h.opcode() == 0xFFFFFFFFu) return Invalid(field + ".opcode", "0xFFFFFFFF is reserved");
-    if (h.size_class() > 64) return Invalid(field + ".size_class", "above 64");
+    if (h.opcode() == 0xFFFFFFFFu) return Invalid(field() + ".opcode", "0xFFFFFFFF is reserved");
+    if (h.size_class() > 64) return Invalid(field() + ".size_class", "above 64");
     const KeyTuple k{h.device_index(), h.cpu_class_index(), h.opcode(), h.size_class()};
-    KeyEvidence& e = keys[k];
+    KeyEvidence& e = encoded != nullptr ? delta.keys.emplace_back() : keys[k];
     if (e.key.device.empty()) {
       e.key = {hello.target().cpu_classes(h.cpu_class_index()).name(),
                hello.devices(h.device_index()).name(), h.opcode(), h.size_class()};
     }
-    SPINTUNE_ASSIGN_OR_RETURN(const uint64_t count,
-                              AddHistogramDelta(h.wait(), field + ".wait", &e.histogram));
+    SPINTUNE_ASSIGN_OR_RETURN(
+        const uint64_t count,
+        AddHistogramDelta(h.wait(), [&] { return field() + ".wait"; }, &e.histogram,
+                          encoded != nullptr ? &encoded->bytes : nullptr));
+    if (encoded != nullptr) encoded->ends.push_back(encoded->bytes.size());
     if (h.irq_path() + h.spin_path() > count || h.errors() > count ||
         h.irq_timeouts() > h.irq_path() || h.spin_timeouts() > h.spin_path()) {
-      return Invalid(field, "path, error or timeout counts exceed the samples");
+      return Invalid(field(), "path, error or timeout counts exceed the samples");
     }
     e.irq_path += h.irq_path();
     e.spin_path += h.spin_path();
@@ -328,12 +352,12 @@ absl::StatusOr<BatchDelta> DecodeBatch(const v1::SampleBatch& batch, const v1::H
   }
   for (int i = 0; i < batch.dispatch_histograms_size(); ++i) {
     const v1::DispatchHistogram& h = batch.dispatch_histograms(i);
-    const std::string field = absl::StrCat("dispatch_histograms[", i, "]");
+    auto field = [i] { return absl::StrCat("dispatch_histograms[", i, "]"); };
     if (h.cpu_class_index() >= static_cast<uint32_t>(classes)) {
-      return Invalid(field + ".cpu_class_index", "no such cpu class");
+      return Invalid(field() + ".cpu_class_index", "no such cpu class");
     }
     if (h.device_index() >= static_cast<uint32_t>(devices)) {
-      return Invalid(field + ".device_index", "no such device");
+      return Invalid(field() + ".device_index", "no such device");
     }
     DispatchRecord& r = dispatch[{h.cpu_class_index(), h.device_index()}];
     if (r.device.empty()) {
@@ -341,9 +365,10 @@ absl::StatusOr<BatchDelta> DecodeBatch(const v1::SampleBatch& batch, const v1::H
       r.device = hello.devices(h.device_index()).name();
     }
     SPINTUNE_ASSIGN_OR_RETURN(const uint64_t handlers,
-                              AddHistogramDelta(h.handler(), field + ".handler", &r.handler));
+                              AddHistogramDelta(h.handler(), [&] { return field() + ".handler"; }, &r.handler));
     // A wake is measured after its handler: an interval may end between them.
-    SPINTUNE_RETURN_IF_ERROR(AddHistogramDelta(h.wake(), field + ".wake", &r.wake).status());
+    SPINTUNE_RETURN_IF_ERROR(
+        AddHistogramDelta(h.wake(), [&] { return field() + ".wake"; }, &r.wake).status());
     delta.dispatch_samples += handlers;
   }
   for (auto& [k, r] : dispatch) delta.dispatch.push_back(std::move(r));
@@ -423,10 +448,60 @@ absl::StatusOr<BatchDelta> DecodeBatch(const v1::SampleBatch& batch, const v1::H
     TimerRecord r;
     r.cpu_class = hello.target().cpu_classes(t.cpu_class_index()).name();
     SPINTUNE_RETURN_IF_ERROR(
-        AddHistogramDelta(t.oversleep(), field + ".oversleep", &r.oversleep).status());
+        AddHistogramDelta(t.oversleep(), [&] { return field + ".oversleep"; }, &r.oversleep)
+            .status());
     delta.timers.push_back(std::move(r));
   }
+  return absl::OkStatus();
+}
+
+// Whether `batch` can be staged with its key histograms encoded as they are
+// checked: no sample columns and no key twice.
+bool EncodesDirectly(const v1::SampleBatch& batch) {
+  if (batch.completions().wait_ns_size() != 0) return false;
+  std::vector<std::tuple<uint32_t, uint32_t, uint32_t, uint32_t>> keys;
+  keys.reserve(static_cast<size_t>(batch.histograms_size()));
+  for (const auto& h : batch.histograms()) {
+    keys.emplace_back(h.device_index(), h.cpu_class_index(), h.opcode(), h.size_class());
+  }
+  std::sort(keys.begin(), keys.end());
+  return std::adjacent_find(keys.begin(), keys.end()) == keys.end();
+}
+
+// What the ingest worker keeps of a staged delta: its histograms go.
+void DropHistograms(BatchDelta& d) {
+  for (KeyEvidence& k : d.keys) k.histogram = LatencyHistogram();
+  for (DispatchRecord& r : d.dispatch) r.handler = r.wake = LatencyHistogram();
+  d.timers = {};
+}
+
+}  // namespace
+
+absl::StatusOr<BatchDelta> DecodeBatch(const v1::SampleBatch& batch, const v1::Hello& hello) {
+  BatchDelta delta;
+  SPINTUNE_RETURN_IF_ERROR(DecodeInto(batch, hello, delta, nullptr));
   return delta;
+}
+
+absl::StatusOr<StagedBatch> DecodeBatchForStaging(const v1::SampleBatch& batch,
+                                                  const v1::Hello& hello) {
+  StagedBatch out;
+  if (EncodesDirectly(batch)) {
+    EncodedKeyHistograms encoded;
+    size_t buckets = 0;  // about a byte each (storage/histogram_codec.h)
+    for (const auto& h : batch.histograms()) {
+      buckets += 2 + static_cast<size_t>(h.wait().bucket_index_size());
+    }
+    encoded.bytes.reserve(buckets + buckets / 4);
+    encoded.ends.reserve(static_cast<size_t>(batch.histograms_size()));
+    SPINTUNE_RETURN_IF_ERROR(DecodeInto(batch, hello, out.delta, &encoded));
+    out.staged = EncodeBatchDelta(out.delta, encoded);
+  } else {
+    SPINTUNE_RETURN_IF_ERROR(DecodeInto(batch, hello, out.delta, nullptr));
+    out.staged = EncodeBatchDelta(out.delta);
+  }
+  DropHistograms(out.delta);
+  return out;
 }
 
 }  // namespace spintune

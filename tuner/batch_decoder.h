@@ -6,6 +6,8 @@
 #ifndef SPINTUNE_TUNER_BATCH_DECODER_H_
 #define SPINTUNE_TUNER_BATCH_DECODER_H_
 
+#include <string>
+
 #include "absl/status/statusor.h"
 #include "spintune/v1/spintune.pb.h"
 #include "storage/store.h"
@@ -27,6 +29,21 @@ absl::StatusOr<TargetRecord> DecodeHello(const v1::Hello& hello);
 // per-key and per-dispatch histograms: its sample columns and its histogram
 // deltas (a key present in both is one KeyEvidence).
 absl::StatusOr<BatchDelta> DecodeBatch(const v1::SampleBatch& batch, const v1::Hello& hello);
+
+// A batch checked and encoded for the store's staging (what the ingest
+// worker needs of it).
+struct StagedBatch {
+  // DecodeBatch()'s delta without its histograms (keys, counters, sample
+  // counts, outcomes are kept).
+  BatchDelta delta;
+  // EncodeBatchDelta() of the whole delta (storage/delta_codec.h).
+  std::string staged;
+};
+// DecodeBatch() and EncodeBatchDelta() in one: a batch of histogram deltas
+// without sample columns and with each key once (what the BPF capture
+// sends) is encoded as it is checked, without building its histograms.
+absl::StatusOr<StagedBatch> DecodeBatchForStaging(const v1::SampleBatch& batch,
+                                                  const v1::Hello& hello);
 
 }  // namespace spintune
 

@@ -4,9 +4,12 @@
 // naming its field.
 #include "tuner/batch_decoder.h"
 
+#include <map>
+
 #include "agent/capture/histogram_batch.h"
 #include "gtest/gtest.h"
 #include "models/latency_histogram.h"
+#include "storage/delta_codec.h"
 
 namespace spintune {
 namespace {
@@ -178,7 +181,77 @@ TEST(HistogramBatchTest, MalformedDeltasAreRefusedNamingTheField) {
     EXPECT_EQ(d.status().code(), absl::StatusCode::kInvalidArgument);
     EXPECT_EQ(std::string(d.status().message()).rfind(field + ":", 0), 0u)
         << d.status().message() << " (expected " << field << ")";
+    // Staging encodes this batch as it checks it: the same refusal.
+    EXPECT_EQ(DecodeBatchForStaging(b, hello).status(), d.status());
   }
+}
+
+// DecodeBatchForStaging: a batch of distinct keys' histogram deltas (encoded
+// as they are checked, in the batch's order) and one that is not (a key
+// twice, and sample columns: decoded, then encoded) stage what
+// EncodeBatchDelta(DecodeBatch()) stages, key for key; the delta kept for
+// the ingest worker has the keys and counts but no histograms.
+TEST(HistogramBatchTest, StagingEncodesWhatDecodingGives) {
+  const v1::Hello hello = TwoDeviceHello();
+  auto key_delta = [](uint32_t device, uint32_t opcode, const std::vector<uint64_t>& waits) {
+    v1::KeyHistogram h;
+    h.set_device_index(device);
+    h.set_opcode(opcode);
+    h.set_size_class(12);
+    h.set_irq_path(1);
+    BucketCountsToProto(CountsOf(waits), h.mutable_wait());
+    return h;
+  };
+  v1::SampleBatch distinct;
+  distinct.set_seq(3);
+  *distinct.add_histograms() = key_delta(1, 18, {90, 255, 256, 4000, 4001, 123456789});
+  *distinct.add_histograms() = key_delta(0, 25, {7000});
+  *distinct.add_histograms() = key_delta(0, 17, {60000, 60000, 61000});
+  auto* d = distinct.add_dispatch_histograms();
+  d->set_device_index(1);
+  BucketCountsToProto(CountsOf({1000, 1100}), d->mutable_handler());
+  BucketCountsToProto(CountsOf({20000}), d->mutable_wake());
+  v1::SampleBatch mixed = distinct;
+  *mixed.add_histograms() = key_delta(0, 25, {7100, 7200});  // key (0, 25) again
+  auto* c = mixed.mutable_completions();
+  c->add_device_index(1);
+  c->add_cpu_class_index(0);
+  c->add_opcode(18);
+  c->add_bytes(4096);
+  c->add_wait_ns(5000);
+  c->add_path(v1::WAIT_PATH_IRQ);
+  c->add_flags(0);
+  for (const v1::SampleBatch* batch : {&distinct, &mixed}) {
+    auto decoded = DecodeBatch(*batch, hello);
+    auto staged = DecodeBatchForStaging(*batch, hello);
+    ASSERT_TRUE(decoded.ok()) << decoded.status();
+    ASSERT_TRUE(staged.ok()) << staged.status();
+    auto restored = DecodeBatchDelta(staged->staged);
+    ASSERT_TRUE(restored.ok()) << restored.status();
+    auto round_trip = DecodeBatchDelta(EncodeBatchDelta(*decoded));
+    ASSERT_TRUE(round_trip.ok()) << round_trip.status();
+    std::map<PolicyKey, const KeyEvidence*> want;
+    for (const KeyEvidence& k : round_trip->keys) want[k.key] = &k;
+    ASSERT_EQ(restored->keys.size(), want.size());
+    for (const KeyEvidence& k : restored->keys) {
+      ASSERT_EQ(want.count(k.key), 1u) << k.key.opcode;
+      const KeyEvidence& w = *want[k.key];
+      EXPECT_EQ(k.histogram, w.histogram) << k.key.opcode;
+      EXPECT_EQ(k.irq_path, w.irq_path);
+      EXPECT_EQ(k.errors, w.errors);
+    }
+    EXPECT_EQ(restored->completion_samples, decoded->completion_samples);
+    EXPECT_EQ(restored->dispatch_samples, decoded->dispatch_samples);
+    ASSERT_EQ(restored->dispatch.size(), 1u);
+    EXPECT_EQ(restored->dispatch[0].handler, decoded->dispatch[0].handler);
+    EXPECT_EQ(restored->dispatch[0].wake, decoded->dispatch[0].wake);
+    // What the worker keeps.
+    EXPECT_EQ(staged->delta.keys.size(), want.size());
+    EXPECT_EQ(staged->delta.completion_samples, decoded->completion_samples);
+    for (const KeyEvidence& k : staged->delta.keys) EXPECT_EQ(k.histogram.total_count(), 0u);
+  }
+  EXPECT_EQ(DecodeBatchForStaging(mixed, hello)->staged,
+            EncodeBatchDelta(*DecodeBatch(mixed, hello)));
 }
 
 // Outcomes of the two arms of an A/B trial (issue 12): one entry per key,

@@ -37,6 +37,10 @@ void Compactor::Loop() {
       mu_.AwaitWithTimeout(absl::Condition(&stop_), options_.period);
       if (stop_) return;
     }
+    // The ingest worker's commits leave the write-ahead log to this thread
+    // (TunerCore): checkpointed every period, and between compactions.
+    absl::Time checkpointed = absl::Now();
+    if (absl::Status s = store_->Checkpoint(); !s.ok()) on_error_(s);
     auto targets = store_->TargetsToCompact(options_.min_batches, options_.max_age);
     if (!targets.ok()) {
       on_error_(targets.status());
@@ -49,6 +53,10 @@ void Compactor::Loop() {
       }
       auto folded = store_->Compact(target);
       if (!folded.ok()) on_error_(folded.status());
+      if (absl::Now() - checkpointed > options_.period) {
+        checkpointed = absl::Now();
+        if (absl::Status s = store_->Checkpoint(); !s.ok()) on_error_(s);
+      }
     }
   }
 }

@@ -4,7 +4,8 @@
 // not grow with the keys a batch holds; the compactor writes each key once
 // per compaction however many batches touched it.
 //
-// Every `period` it compacts the targets with at least `min_batches` staged
+// Every `period` it checkpoints the write-ahead log (SQLite; the ingest
+// worker's commits leave that to it) and compacts the targets with at least `min_batches` staged
 // batches or with one staged longer than `max_age`. Reads include staged
 // batches, so compaction never changes what anyone sees.
 //

@@ -42,7 +42,8 @@ struct TunerJob {
   // Decoded, then its histograms dropped: staged_delta holds them.
   absl::StatusOr<BatchDelta> delta = absl::UnknownError("not decoded");
   std::string staged_delta;  // EncodeBatchDelta(*delta), as the store stages it
-  uint64_t fingerprint = 0;
+  uint64_t fingerprint = 0;         // version 2 (SequencedBatch)
+  uint64_t legacy_fingerprint = 0;  // version 1, for a possible resend; 0: none
   std::function<void()> done;  // runs after the job (may be empty)
   absl::Time received = absl::Now();
   uint64_t bytes = 0;  // of the batch as received

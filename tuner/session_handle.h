@@ -5,10 +5,12 @@
 
 #include <atomic>
 #include <cstdint>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "policy/policy_table.h"
 #include "spintune/v1/spintune.pb.h"
 
 namespace spintune {
@@ -32,6 +34,10 @@ class SessionHandle {
   // never say hello are ended after TunerOptions::hello_timeout).
   const absl::Time opened_at = absl::Now();
   std::atomic<bool> hello_seen{false};
+  // Seqs up to this may be resends of batches stored before this session
+  // (whose fingerprints may be of version 1, storage/store.h): the last
+  // durable seq its Hello was answered with (until then, every seq).
+  std::atomic<uint64_t> resend_bound{UINT64_MAX};
 
   // Written and read only on the core's worker thread.
   int64_t target_id = 0;
@@ -40,6 +46,9 @@ class SessionHandle {
   // out of order): every later batch of this stream is refused too (retry),
   // so the agent reconnects and resends in order.
   bool stalled = false;
+  // The keys of the last batch all of whose keys the target had
+  // (TunerCore::CheckKeyLimit).
+  std::vector<PolicyKey> known_batch_keys;
 };
 
 }  // namespace spintune

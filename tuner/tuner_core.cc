@@ -8,7 +8,6 @@
 #include "common/printable.h"
 #include "common/status_macros.h"
 #include "proto/sample_batch_util.h"
-#include "storage/delta_codec.h"
 #include "policy/policy_json.h"
 #include "policy/policy_proto.h"
 #include "tuner/batch_decoder.h"
@@ -51,17 +50,6 @@ absl::Status CheckPlaceholder(const v1::SampleBatch& batch) {
   return absl::OkStatus();
 }
 
-// Once a batch is encoded for staging, the worker needs of its delta only
-// the keys and the counts (limits, acknowledgement, refits): its
-// histograms are freed here, on the receiving thread, instead of on the
-// one ingest worker (a fleet's 64-key batches made freeing a tenth of the
-// worker's time).
-void DropHistograms(BatchDelta& d) {
-  for (KeyEvidence& k : d.keys) k.histogram = LatencyHistogram();
-  for (DispatchRecord& r : d.dispatch) r.handler = r.wake = LatencyHistogram();
-  d.timers = {};
-}
-
 // Memory a decoded batch holds, roughly (for the queue's bound).
 uint64_t DeltaBytes(const BatchDelta& d) {
   uint64_t bytes = sizeof(BatchDelta);
@@ -72,8 +60,8 @@ uint64_t DeltaBytes(const BatchDelta& d) {
   return bytes;
 }
 
-// `batch` serialized deterministically: what its fingerprint is taken of,
-// and its size as received.
+// `batch` serialized deterministically: what fingerprints of version 1 were
+// taken of.
 std::string CanonicalBytes(const v1::SampleBatch& batch) {
   std::string bytes;
   {
@@ -94,7 +82,12 @@ absl::StatusOr<std::unique_ptr<TunerCore>> TunerCore::Create(const TunerOptions&
   if (options.stream_window == 0 || options.max_queued_bytes == 0) {
     return absl::InvalidArgumentError("stream_window and max_queued_bytes must be > 0");
   }
-  SPINTUNE_ASSIGN_OR_RETURN(auto store, Store::Open(options.db_path, options.store));
+  // The worker's commits never checkpoint the write-ahead log (copy it into
+  // the database file, with reads and syncs of their own): the compactor's
+  // thread does (tuner/compactor.h).
+  StoreOptions ingest_store = options.store;
+  ingest_store.commit_checkpoints = false;
+  SPINTUNE_ASSIGN_OR_RETURN(auto store, Store::Open(options.db_path, ingest_store));
   // The fitter starts before the core exists: its results reach the core
   // through this slot (set below, cleared when the core stops the fitter).
   auto slot = std::make_shared<std::atomic<TunerCore*>>(nullptr);
@@ -316,6 +309,7 @@ void TunerCore::OnHello(std::shared_ptr<SessionHandle> session, v1::Hello hello,
     if (!latest->has_value() && *durable == 0) fitter_->Predict(*id, *record);
     session->target_id = *id;
     session->hello = hello;
+    session->resend_bound = *durable;
     durable_[*id] = *durable;
     sessions_[*id].push_back(session);
     {
@@ -342,25 +336,38 @@ void TunerCore::OnHello(std::shared_ptr<SessionHandle> session, v1::Hello hello,
 }
 
 void TunerCore::OnBatch(std::shared_ptr<SessionHandle> session, const v1::Hello& hello,
-                        const v1::SampleBatch& batch, std::function<void()> done) {
+                        const v1::SampleBatch& batch, absl::string_view received,
+                        std::function<void()> done) {
   TunerJob job;
-  job.session = std::move(session);
   job.samples = CompletionSamples(batch);
-  {
-    const std::string bytes = CanonicalBytes(batch);
-    job.fingerprint = Fingerprint64(bytes);
-    job.bytes = bytes.size();
+  std::string canonical;
+  if (received.empty()) {
+    canonical = CanonicalBytes(batch);
+    received = canonical;
   }
+  job.fingerprint = Fingerprint64(received);
+  job.bytes = received.size();
+  // A resend of a batch stored before this session (by an older tuner,
+  // perhaps): its stored fingerprint may be of version 1.
+  if (batch.seq() <= session->resend_bound.load()) {
+    job.legacy_fingerprint =
+        canonical.empty() ? Fingerprint64(CanonicalBytes(batch)) : job.fingerprint;
+  }
+  job.session = std::move(session);
   if (batch.has_dropped()) {
     job.batch = batch;  // the worker checks the placeholder
   } else {
     // Decoded and encoded for staging here, on the receiving thread: the
     // worker only checks limits and stores. It keeps the seq alone.
-    job.delta = DecodeBatch(batch, hello);
-    if (job.delta.ok()) {
-      job.staged_delta = EncodeBatchDelta(*job.delta);
-      DropHistograms(*job.delta);
+    // (Its histograms are freed here too, not on the one ingest worker: a
+    // fleet's 64-key batches made freeing a tenth of the worker's time.)
+    absl::StatusOr<StagedBatch> staged = DecodeBatchForStaging(batch, hello);
+    if (staged.ok()) {
+      job.delta = std::move(staged->delta);
+      job.staged_delta = std::move(staged->staged);
       job.bytes = DeltaBytes(*job.delta) + job.staged_delta.size();
+    } else {
+      job.delta = staged.status();
     }
     job.batch.set_seq(batch.seq());
   }
@@ -414,6 +421,7 @@ void TunerCore::IngestGroup(std::vector<TunerJob>& jobs) {
     sb.target_id = session.target_id;
     sb.seq = sb.last_seq = b.seq();
     sb.fingerprint = job.fingerprint;
+    sb.legacy_fingerprint = job.legacy_fingerprint;
     if (b.has_dropped()) {
       sb.refusal = CheckPlaceholder(b);
       if (sb.refusal.ok()) {
@@ -574,8 +582,25 @@ absl::Status TunerCore::CheckKeyLimit(SessionHandle& session, const BatchDelta& 
                                 std::set<PolicyKey>(keys->begin(), keys->end())).first;
   }
   added->clear();
-  for (const auto& k : delta.keys) {
-    if (known->second.count(k.key) == 0 && group_keys->count(k.key) == 0) added->push_back(k.key);
+  // An agent sends the same keys batch after batch: once all of a batch's
+  // keys were known, a batch with the same keys (in the same order) skips
+  // the lookups (the known keys only grow).
+  const std::vector<PolicyKey>& last = session.known_batch_keys;
+  const bool same_as_last =
+      last.size() == delta.keys.size() &&
+      std::equal(last.begin(), last.end(), delta.keys.begin(),
+                 [](const PolicyKey& a, const KeyEvidence& b) { return a == b.key; });
+  if (!same_as_last) {
+    bool all_known = true;
+    for (const auto& k : delta.keys) {
+      if (known->second.count(k.key) != 0) continue;
+      all_known = false;
+      if (group_keys->count(k.key) == 0) added->push_back(k.key);
+    }
+    if (all_known) {
+      session.known_batch_keys.clear();
+      for (const auto& k : delta.keys) session.known_batch_keys.push_back(k.key);
+    }
   }
   const uint64_t total = known->second.size() + group_keys->size() + added->size();
   if (total > options_.max_keys_per_target) {

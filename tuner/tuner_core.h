@@ -177,9 +177,13 @@ class TunerCore {
                std::function<void()> done);
   // Fingerprints, decodes (against the stream's `hello`) and encodes
   // `batch` for staging on the calling thread (the worker only checks
-  // limits and stores it).
+  // limits and stores it). `received`: the batch's bytes as the agent sent
+  // them, fingerprinted as they are (fingerprint version 2, storage/store.h);
+  // "" when not at hand: its deterministic serialization is (the same bytes
+  // for an agent built on protobuf's C++ library).
   void OnBatch(std::shared_ptr<SessionHandle> session, const v1::Hello& hello,
-               const v1::SampleBatch& batch, std::function<void()> done);
+               const v1::SampleBatch& batch, absl::string_view received,
+               std::function<void()> done);
   void OnApplied(std::shared_ptr<SessionHandle> session, v1::PolicyApplied applied,
                  std::function<void()> done);
   void OnDrain(std::shared_ptr<SessionHandle> session, std::function<void()> done);

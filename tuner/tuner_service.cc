@@ -2,6 +2,10 @@
 
 #include <deque>
 #include <mutex>
+#include <vector>
+
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/wire_format_lite.h>
 
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
@@ -37,7 +41,7 @@ constexpr uint64_t kMaxOutgoingBytes = 64ull << 20;
 class SessionState final : public SessionHandle,
                            public std::enable_shared_from_this<SessionState> {
  public:
-  SessionState(SessionReactor* reactor, TunerCore* core, v1::AgentMessage* request)
+  SessionState(SessionReactor* reactor, TunerCore* core, grpc::ByteBuffer* request)
       : reactor_(reactor), core_(core), request_(request) {}
 
   void Send(v1::TunerMessage message) override {
@@ -90,7 +94,7 @@ class SessionState final : public SessionHandle,
     MaybeRead();
     Pump();
   }
-  // OnReadDone: the read finished (ok: a message is in *request_).
+  // OnReadDone: the read finished (ok: a message's bytes are in *request_).
   void ReadDone(bool ok) {
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -149,10 +153,10 @@ class SessionState final : public SessionHandle,
   std::recursive_mutex call_mu_;  // StartRead() and Finish() one at a time
   SessionReactor* reactor_;
   TunerCore* const core_;
-  v1::AgentMessage* const request_;  // the reactor's read buffer
+  grpc::ByteBuffer* const request_;  // the reactor's read buffer
   std::deque<v1::TunerMessage> queue_;
   uint64_t queued_bytes_ = 0;  // queue_ and in_flight_
-  v1::TunerMessage in_flight_;  // stable until OnWriteDone
+  grpc::ByteBuffer in_flight_;  // serialized; stable until OnWriteDone
   uint64_t in_flight_bytes_ = 0;
   bool reading_ = false;
   bool writing_ = false;
@@ -165,8 +169,27 @@ class SessionState final : public SessionHandle,
   grpc::Status finish_status_;
 };
 
-class SessionReactor final
-    : public grpc::ServerBidiReactor<v1::AgentMessage, v1::TunerMessage> {
+// The bytes of the batch an AgentMessage's `bytes` carry (its only field,
+// AgentMessage.batch), or "" when they hold more than that.
+absl::string_view BatchBytes(absl::string_view bytes) {
+  google::protobuf::io::CodedInputStream in(reinterpret_cast<const uint8_t*>(bytes.data()),
+                                            static_cast<int>(bytes.size()));
+  uint32_t size = 0;
+  if (in.ReadTag() != google::protobuf::internal::WireFormatLite::MakeTag(
+                          v1::AgentMessage::kBatchFieldNumber,
+                          google::protobuf::internal::WireFormatLite::WIRETYPE_LENGTH_DELIMITED) ||
+      !in.ReadVarint32(&size)) {
+    return {};
+  }
+  const size_t at = static_cast<size_t>(in.CurrentPosition());
+  if (at + size != bytes.size()) return {};
+  return bytes.substr(at);
+}
+
+// Reads raw messages (the Session method is registered raw): a batch is
+// fingerprinted by the bytes the agent sent, not by serializing it again
+// (TunerCore::OnBatch).
+class SessionReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
   // `refusal` not OK: the call is refused before anything is read.
   // `bound_target` not empty: the only agent id this stream may report for.
@@ -176,7 +199,7 @@ class SessionReactor final
         peer_(std::move(peer)),
         bound_target_(std::move(bound_target)),
         token_name_(std::move(token_name)),
-        state_(std::make_shared<SessionState>(this, core, &request_)) {
+        state_(std::make_shared<SessionState>(this, core, &read_)) {
     if (!refusal.ok()) {
       Finish(refusal);
       return;
@@ -189,6 +212,19 @@ class SessionReactor final
     if (!ok) {
       state_->ReadDone(false);
       return;
+    }
+    // One contiguous copy (a message arrives in slices), parsed into the
+    // same messages every time (their allocations are reused).
+    bytes_.clear();
+    std::vector<grpc::Slice> slices;
+    if (!read_.Dump(&slices).ok()) slices.clear();
+    for (const grpc::Slice& s : slices) {
+      bytes_.append(reinterpret_cast<const char*>(s.begin()), s.size());
+    }
+    read_.Clear();
+    if (!request_.ParseFromString(bytes_)) {
+      state_->ReadDone(true);
+      return state_->Fail(absl::InvalidArgumentError("an agent message that does not parse"));
     }
     auto state = state_;
     auto done = [state] { state->JobDone(); };
@@ -226,7 +262,7 @@ class SessionReactor final
         if (request_.has_batch()) {
           // Decoded from the read buffer in place: the next read parses into
           // the same messages and reuses their allocations.
-          core_->OnBatch(state_, hello_, request_.batch(), done);
+          core_->OnBatch(state_, hello_, request_.batch(), BatchBytes(bytes_), done);
         } else if (request_.has_applied()) {
           core_->OnApplied(state_, std::move(*request_.mutable_applied()), done);
         } else if (request_.has_drain()) {
@@ -262,7 +298,9 @@ class SessionReactor final
   std::string peer_;
   std::string bound_target_;
   std::string token_name_;
-  v1::AgentMessage request_;
+  grpc::ByteBuffer read_;       // the read in flight
+  std::string bytes_;           // its bytes, contiguous
+  v1::AgentMessage request_;    // parsed from bytes_
   std::shared_ptr<SessionState> state_;
   bool seen_hello_ = false;  // reactions run one at a time per stream
   v1::Hello hello_;
@@ -296,8 +334,11 @@ void SessionState::Pump() {
     std::lock_guard<std::mutex> lock(mu_);
     if (finish_called_ || writing_ || reactor_ == nullptr) return;
     if (!queue_.empty() && !write_failed_ && !cancelled_) {
-      in_flight_ = std::move(queue_.front());
-      in_flight_bytes_ = in_flight_.ByteSizeLong();
+      bool own_buffer = false;
+      in_flight_bytes_ = queue_.front().ByteSizeLong();
+      in_flight_.Clear();  // (the last write's, done)
+      grpc::SerializationTraits<v1::TunerMessage>::Serialize(queue_.front(), &in_flight_,
+                                                            &own_buffer);
       queue_.pop_front();
       writing_ = true;
       action = kWrite;
@@ -343,7 +384,7 @@ TunerService::Caller TunerService::Authorize(grpc::CallbackServerContext* contex
   return c;
 }
 
-grpc::ServerBidiReactor<v1::AgentMessage, v1::TunerMessage>* TunerService::Session(
+grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* TunerService::Session(
     grpc::CallbackServerContext* context) {
   Caller c = Authorize(context, /*admin_rpc=*/false);
   return new SessionReactor(core_, context->peer(), c.refusal, c.bound_target, c.token_name);

@@ -20,12 +20,17 @@ namespace spintune {
 // The one absl -> gRPC status conversion (same canonical codes).
 grpc::Status ToGrpcStatus(const absl::Status& status);
 
-class TunerService final : public v1::Tuner::CallbackService {
+// The Session method is registered raw (ByteBuffer in and out): the reactor
+// parses and serializes the messages itself, so that it has the bytes of
+// each batch as the agent sent them (TunerCore::OnBatch).
+class TunerService final
+    : public v1::Tuner::WithRawCallbackMethod_Session<v1::Tuner::WithCallbackMethod_ListTargets<
+          v1::Tuner::WithCallbackMethod_GetPolicy<v1::Tuner::Service>>> {
  public:
   // `core` must outlive the service and every stream it serves.
   explicit TunerService(TunerCore* core) : core_(core) {}
 
-  grpc::ServerBidiReactor<v1::AgentMessage, v1::TunerMessage>* Session(
+  grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* Session(
       grpc::CallbackServerContext* context) override;
   grpc::ServerUnaryReactor* ListTargets(grpc::CallbackServerContext* context,
                                         const v1::ListTargetsRequest* request,

@@ -1,9 +1,12 @@
 // libFuzzer target: arbitrary bytes as what an agent sends, through the
 // tuner's boundary: protobuf parsing of an AgentMessage, then DecodeHello or
-// DecodeBatch (against a valid hello) — every field check of the tuner.
+// DecodeBatch (against a valid hello) — every field check of the tuner —
+// and DecodeBatchForStaging, which must refuse what DecodeBatch refuses and
+// stage what it decodes.
 #include <cstdint>
 
 #include "spintune/v1/spintune.pb.h"
+#include "storage/delta_codec.h"
 #include "tuner/batch_decoder.h"
 
 namespace {
@@ -36,6 +39,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (delta.ok() &&
           delta->completion_samples != static_cast<uint64_t>(m.batch().completions().wait_ns_size())) {
         __builtin_trap();
+      }
+      auto staged = spintune::DecodeBatchForStaging(m.batch(), hello);
+      if (staged.status() != delta.status()) __builtin_trap();
+      if (staged.ok()) {
+        auto restored = spintune::DecodeBatchDelta(staged->staged);
+        if (!restored.ok() || restored->keys.size() != delta->keys.size() ||
+            restored->completion_samples != delta->completion_samples ||
+            restored->dispatch_samples != delta->dispatch_samples) {
+          __builtin_trap();
+        }
       }
     }
   }
