@@ -28,7 +28,7 @@ void WritePlatform(const std::string& path) {
 }
 
 // Streams `source` (a MakeSampleSource spec) as agent "a-1" into a fresh
-// tuner without hysteresis and returns the table it stored (and, with
+// tuner without hysteresis or A/B trials and returns the table it stored (and, with
 // `keys`, the evidence it stored).
 PolicyTable TunerTable(const testing::TempDir& dir, const std::string& source,
                        const SourceOptions& source_options,
@@ -36,6 +36,9 @@ PolicyTable TunerTable(const testing::TempDir& dir, const std::string& source,
   TunerOptions tuner_options;
   tuner_options.db_path = dir.File("tuner.db");
   tuner_options.fit.hysteresis = 0;
+  // No A/B trials: a trial is the incumbent's wait the tuner attaches to a
+  // changed key for verification, not part of the fit compared here.
+  tuner_options.verify.ab_share = 0;
   auto tuner = TunerServer::Start("127.0.0.1:0", tuner_options);
   EXPECT_TRUE(tuner.ok()) << tuner.status();
   if (!tuner.ok()) return {};
