@@ -5,6 +5,7 @@
 // stage what it decodes.
 #include <cstdint>
 
+#include "proto/sample_batch_util.h"
 #include "spintune/v1/spintune.pb.h"
 #include "storage/delta_codec.h"
 #include "tuner/batch_decoder.h"
@@ -37,7 +38,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (m.has_batch()) {
       auto delta = spintune::DecodeBatch(m.batch(), hello);
       if (delta.ok() &&
-          delta->completion_samples != static_cast<uint64_t>(m.batch().completions().wait_ns_size())) {
+          delta->completion_samples != spintune::CompletionSamples(m.batch())) {
         __builtin_trap();
       }
       auto staged = spintune::DecodeBatchForStaging(m.batch(), hello);
