@@ -24,8 +24,8 @@ namespace {
 
 class FileSink : public PolicySink {
  public:
-  FileSink(std::string pattern, uint32_t format) : pattern_(std::move(pattern)), format_(format) {}
-  uint32_t MaxBlobFormat() const override { return format_; }
+  FileSink(std::string pattern, uint32_t format)
+      : PolicySink(format), pattern_(std::move(pattern)) {}
 
   std::string Where(const std::string& device) const override {
     return absl::StrReplaceAll(pattern_, {{"{device}", device}});
@@ -47,13 +47,12 @@ class FileSink : public PolicySink {
 
  private:
   std::string pattern_;
-  uint32_t format_;
 };
 
 class AttrSink : public PolicySink {
  public:
-  AttrSink(std::string pattern, uint32_t format) : pattern_(std::move(pattern)), format_(format) {}
-  uint32_t MaxBlobFormat() const override { return format_; }
+  AttrSink(std::string pattern, uint32_t format)
+      : PolicySink(format), pattern_(std::move(pattern)) {}
   std::string Where(const std::string& device) const override {
     return absl::StrReplaceAll(pattern_, {{"{device}", device}});
   }
@@ -92,13 +91,12 @@ class AttrSink : public PolicySink {
 
  private:
   std::string pattern_;
-  uint32_t format_;
 };
 
 class ShmSink : public PolicySink {
  public:
-  ShmSink(std::string pattern, uint32_t format) : pattern_(std::move(pattern)), format_(format) {}
-  uint32_t MaxBlobFormat() const override { return format_; }
+  ShmSink(std::string pattern, uint32_t format)
+      : PolicySink(format), pattern_(std::move(pattern)) {}
   ~ShmSink() override {
     for (auto& [name, m] : maps_) ::munmap(m.addr, m.size);
   }
@@ -163,22 +161,17 @@ class ShmSink : public PolicySink {
   }
 
   std::string pattern_;
-  uint32_t format_;
   std::map<std::string, Mapping> maps_;
 };
 
 class NoSink : public PolicySink {
  public:
-  explicit NoSink(uint32_t format) : format_(format) {}
-  uint32_t MaxBlobFormat() const override { return format_; }
+  explicit NoSink(uint32_t format) : PolicySink(format) {}
   std::string Where(const std::string&) const override { return "(none)"; }
   absl::Status Apply(const std::string&, const std::string& blob) override {
     auto decoded = DecodePolicyBlob(blob);
     return decoded.ok() ? absl::OkStatus() : decoded.status();
   }
-
- private:
-  uint32_t format_;
 };
 
 // What the driver behind the attribute `path` says it reads: the number in

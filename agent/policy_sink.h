@@ -42,7 +42,13 @@ class PolicySink {
   // Where a device's blob goes, for logs.
   virtual std::string Where(const std::string& device) const = 0;
   // The highest blob format every driver behind this sink reads (2 or 3).
-  virtual uint32_t MaxBlobFormat() const = 0;
+  uint32_t MaxBlobFormat() const { return max_blob_format_; }
+
+ protected:
+  explicit PolicySink(uint32_t max_blob_format) : max_blob_format_(max_blob_format) {}
+
+ private:
+  const uint32_t max_blob_format_;
 };
 
 // What a driver that does not say reads: the format tables without A/B
