@@ -1,0 +1,90 @@
+#include "agent/outcome_report_source.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+#include "gtest/gtest.h"
+
+namespace spintune {
+namespace {
+
+// A live board of two CPU classes (a big.LITTLE SoC) and one device that
+// measures nothing: only the reports are sent.
+class TwoClassBoard : public SampleSource {
+ public:
+  void Describe(v1::Hello* hello) const override {
+    hello->mutable_target()->add_cpu_classes()->set_name("big");
+    hello->mutable_target()->add_cpu_classes()->set_name("little");
+    hello->add_devices()->set_name("mmc0");
+  }
+  absl::StatusOr<size_t> Fill(size_t, v1::SampleBatch*) override { return 0; }
+  bool exhausted() const override { return false; }
+  bool live() const override { return true; }
+};
+
+// The document spintune.ko prints (driver/kernel/spintune.c,
+// spintune_outcomes_show()): it knows classes only by the table's index.
+std::string ModuleOutcomes(const std::string& first_class, const std::string& second_class) {
+  auto key = [](const std::string& cls, int opcode) {
+    return "  {\"cpu_class\": \"" + cls + "\", \"opcode\": " + std::to_string(opcode) +
+           ", \"bytes\": 512, \"size_class\": 10, \"requests\": 2,\n"
+           "   \"cpu_ns_sum\": 20, \"latency_ns_sum\": 30, \"cpu_ns_sq_sum\": 200,\n"
+           "   \"latency_ns_sq_sum\": 450, \"cpu_latency_ns_sum\": 300}";
+  };
+  return "{\"format\": \"spintune-outcomes\", \"format_version\": 1, \"device\": \"mmc0\",\n"
+         " \"mode\": \"table\", \"policy_version\": 4, \"keys\": [\n" +
+         key(first_class, 17) + ",\n" + key(second_class, 24) + "]}\n";
+}
+
+absl::StatusOr<std::unique_ptr<SampleSource>> WrapDocument(const std::string& text) {
+  char path[] = "/tmp/outcomes-XXXXXX";
+  const int fd = mkstemp(path);
+  EXPECT_GE(fd, 0);
+  close(fd);
+  std::ofstream(path) << text;
+  auto report = ReadOutcomeReport(path);
+  unlink(path);
+  if (!report.ok()) return report.status();
+  return OutcomeReportSource::Wrap(std::make_unique<TwoClassBoard>(), /*inner_ends=*/false,
+                                   {*report});
+}
+
+TEST(OutcomeReportSourceTest, TheModulesClassIndicesNameTheSourcesClasses) {
+  auto source = WrapDocument(ModuleOutcomes("default", "class1"));
+  ASSERT_TRUE(source.ok()) << source.status();
+  v1::SampleBatch batch;
+  ASSERT_TRUE((*source)->Fill(100, &batch).ok());
+  ASSERT_EQ(batch.outcomes_size(), 2);
+  // Index 0 of the table is "big", index 1 "little": both keys kept.
+  EXPECT_EQ(batch.outcomes(0).cpu_class_index(), 0u);
+  EXPECT_EQ(batch.outcomes(0).opcode(), 17u);
+  EXPECT_EQ(batch.outcomes(1).cpu_class_index(), 1u);
+  EXPECT_EQ(batch.outcomes(1).opcode(), 24u);
+  EXPECT_EQ(batch.outcomes(1).policy_version(), 4u);
+  EXPECT_EQ(batch.outcomes(1).requests(), 2u);
+}
+
+TEST(OutcomeReportSourceTest, ClassNamesTheSourceDescribesAreTakenAsThey) {
+  auto source = WrapDocument(ModuleOutcomes("little", "big"));
+  ASSERT_TRUE(source.ok()) << source.status();
+  v1::SampleBatch batch;
+  ASSERT_TRUE((*source)->Fill(100, &batch).ok());
+  ASSERT_EQ(batch.outcomes_size(), 2);
+  EXPECT_EQ(batch.outcomes(0).cpu_class_index(), 1u);
+  EXPECT_EQ(batch.outcomes(1).cpu_class_index(), 0u);
+}
+
+TEST(OutcomeReportSourceTest, AClassBeyondTheSourcesOrNotAnIndexIsRefused) {
+  for (const char* name : {"class2", "class", "class01x", "class+1", "class 1", "medium"}) {
+    auto source = WrapDocument(ModuleOutcomes("default", name));
+    ASSERT_FALSE(source.ok()) << name;
+    EXPECT_EQ(source.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(source.status().message().find(name), std::string::npos) << source.status();
+  }
+}
+
+}  // namespace
+}  // namespace spintune
