@@ -14,10 +14,9 @@ namespace {
 
 // The index in `hello`'s CPU classes of the class a report's key names, or
 // -1. A class the source describes by that name; else spintune.ko's names
-// for a class it knows only by the index the table's blob gave it
-// ("default" for index 0, "classN" for index N): the blob numbers classes
-// by their place in the table's cpu_classes, which the tuner lists in the
-// order of the agent's Hello (storage keeps each class's Hello index).
+// for a class it knows only by its index in the blob ("default" for index
+// 0, "classN" for index N): the agent writes blobs numbering the classes as
+// its Hello lists them (PolicyTableFromProto() takes them from the Hello).
 int CpuClassIndex(const v1::Hello& hello, const std::string& name) {
   const auto& classes = hello.target().cpu_classes();
   for (int i = 0; i < classes.size(); ++i) {

@@ -33,7 +33,7 @@ class OutcomeReportSource : public SampleSource {
   // board) or a report names a device or CPU class that `inner` does not
   // describe. A CPU class is named as `inner` names it or, in spintune.ko's
   // reports, by its index in the table the agent wrote ("default" for 0,
-  // "classN" for N; tables list the classes in `inner`'s order).
+  // "classN" for N; the agent's blobs number classes in `inner`'s order).
   // REQUIRES: inner != nullptr.
   static absl::StatusOr<std::unique_ptr<SampleSource>> Wrap(std::unique_ptr<SampleSource> inner,
                                                             bool inner_ends,

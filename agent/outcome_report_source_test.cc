@@ -7,6 +7,8 @@
 #include <string>
 
 #include "gtest/gtest.h"
+#include "policy/policy_blob.h"
+#include "policy/policy_proto.h"
 
 namespace spintune {
 namespace {
@@ -18,7 +20,9 @@ class TwoClassBoard : public SampleSource {
   void Describe(v1::Hello* hello) const override {
     hello->mutable_target()->add_cpu_classes()->set_name("big");
     hello->mutable_target()->add_cpu_classes()->set_name("little");
-    hello->add_devices()->set_name("mmc0");
+    auto* mmc = hello->add_devices();
+    mmc->set_name("mmc0");
+    mmc->set_driver("litex-mmc");
   }
   absl::StatusOr<size_t> Fill(size_t, v1::SampleBatch*) override { return 0; }
   bool exhausted() const override { return false; }
@@ -65,6 +69,47 @@ TEST(OutcomeReportSourceTest, TheModulesClassIndicesNameTheSourcesClasses) {
   EXPECT_EQ(batch.outcomes(1).opcode(), 24u);
   EXPECT_EQ(batch.outcomes(1).policy_version(), 4u);
   EXPECT_EQ(batch.outcomes(1).requests(), 2u);
+}
+
+// The whole way round: a table for the "little" class, as the agent writes
+// it to the module, numbers that class as the module then names it in its
+// outcomes, and that name comes back as "little".
+TEST(OutcomeReportSourceTest, TheIndexInTheBlobTheAgentWroteNamesTheClassBack) {
+  v1::Hello hello;
+  TwoClassBoard().Describe(&hello);
+  v1::PolicyTable wire;
+  wire.set_version(4);
+  auto* e = wire.add_entries();
+  e->set_cpu_class("little");
+  e->set_device("mmc0");
+  e->set_opcode(24);
+  e->set_size_class(10);
+  e->set_strategy(v1::STRATEGY_SPIN_THEN_IRQ);
+  e->set_spin_ns(20000);
+  auto* fallback = wire.add_entries();
+  fallback->set_cpu_class("*");
+  fallback->set_device("mmc0");
+  fallback->set_fallback(true);
+  fallback->set_strategy(v1::STRATEGY_IRQ);
+  auto table = PolicyTableFromProto(wire, hello);  // as Agent::ApplyTable()
+  ASSERT_TRUE(table.ok()) << table.status();
+  auto blob = EncodePolicyBlob(*table, "mmc0");
+  ASSERT_TRUE(blob.ok()) << blob.status();
+  auto decoded = DecodePolicyBlob(*blob);
+  ASSERT_TRUE(decoded.ok()) << decoded.status();
+  int index = -1;
+  for (uint32_t i = 0; i < (*decoded)->table.count; ++i) {
+    if ((*decoded)->table.entries[i].opcode == 24) index = (*decoded)->table.entries[i].cpu_class;
+  }
+  ASSERT_GT(index, 0) << "the module would name it \"default\"";
+
+  auto source = WrapDocument(ModuleOutcomes("default", "class" + std::to_string(index)));
+  ASSERT_TRUE(source.ok()) << source.status();
+  v1::SampleBatch batch;
+  ASSERT_TRUE((*source)->Fill(100, &batch).ok());
+  ASSERT_EQ(batch.outcomes_size(), 2);
+  EXPECT_EQ(hello.target().cpu_classes(static_cast<int>(batch.outcomes(1).cpu_class_index())).name(),
+            "little");
 }
 
 TEST(OutcomeReportSourceTest, ClassNamesTheSourceDescribesAreTakenAsThey) {
