@@ -43,7 +43,9 @@ std::string ModuleOutcomes(const std::string& first_class, const std::string& se
          key(first_class, 17) + ",\n" + key(second_class, 24) + "]}\n";
 }
 
-absl::StatusOr<std::unique_ptr<SampleSource>> WrapDocument(const std::string& text) {
+// What `spintune-agent --outcomes FILE` sends first for the document `text`
+// on the two-class board: one batch of KeyOutcome.
+absl::StatusOr<v1::SampleBatch> SentOutcomes(const std::string& text) {
   char path[] = "/tmp/outcomes-XXXXXX";
   const int fd = mkstemp(path);
   EXPECT_GE(fd, 0);
@@ -52,15 +54,18 @@ absl::StatusOr<std::unique_ptr<SampleSource>> WrapDocument(const std::string& te
   auto report = ReadOutcomeReport(path);
   unlink(path);
   if (!report.ok()) return report.status();
-  return OutcomeReportSource::Wrap(std::make_unique<TwoClassBoard>(), /*inner_ends=*/false,
-                                   {*report});
+  auto source = OutcomeReportSource::Wrap(std::make_unique<TwoClassBoard>(),
+                                          /*inner_ends=*/false, {*report});
+  if (!source.ok()) return source.status();
+  v1::SampleBatch batch;
+  if (auto n = (*source)->Fill(100, &batch); !n.ok()) return n.status();
+  return batch;
 }
 
 TEST(OutcomeReportSourceTest, TheModulesClassIndicesNameTheSourcesClasses) {
-  auto source = WrapDocument(ModuleOutcomes("default", "class1"));
-  ASSERT_TRUE(source.ok()) << source.status();
-  v1::SampleBatch batch;
-  ASSERT_TRUE((*source)->Fill(100, &batch).ok());
+  auto sent = SentOutcomes(ModuleOutcomes("default", "class1"));
+  ASSERT_TRUE(sent.ok()) << sent.status();
+  const v1::SampleBatch& batch = *sent;
   ASSERT_EQ(batch.outcomes_size(), 2);
   // Index 0 of the table is "big", index 1 "little": both keys kept.
   EXPECT_EQ(batch.outcomes(0).cpu_class_index(), 0u);
@@ -103,31 +108,27 @@ TEST(OutcomeReportSourceTest, TheIndexInTheBlobTheAgentWroteNamesTheClassBack) {
   }
   ASSERT_GT(index, 0) << "the module would name it \"default\"";
 
-  auto source = WrapDocument(ModuleOutcomes("default", "class" + std::to_string(index)));
-  ASSERT_TRUE(source.ok()) << source.status();
-  v1::SampleBatch batch;
-  ASSERT_TRUE((*source)->Fill(100, &batch).ok());
-  ASSERT_EQ(batch.outcomes_size(), 2);
-  EXPECT_EQ(hello.target().cpu_classes(static_cast<int>(batch.outcomes(1).cpu_class_index())).name(),
+  auto sent = SentOutcomes(ModuleOutcomes("default", "class" + std::to_string(index)));
+  ASSERT_TRUE(sent.ok()) << sent.status();
+  ASSERT_EQ(sent->outcomes_size(), 2);
+  EXPECT_EQ(hello.target().cpu_classes(static_cast<int>(sent->outcomes(1).cpu_class_index())).name(),
             "little");
 }
 
 TEST(OutcomeReportSourceTest, ClassNamesTheSourceDescribesAreTakenAsThey) {
-  auto source = WrapDocument(ModuleOutcomes("little", "big"));
-  ASSERT_TRUE(source.ok()) << source.status();
-  v1::SampleBatch batch;
-  ASSERT_TRUE((*source)->Fill(100, &batch).ok());
-  ASSERT_EQ(batch.outcomes_size(), 2);
-  EXPECT_EQ(batch.outcomes(0).cpu_class_index(), 1u);
-  EXPECT_EQ(batch.outcomes(1).cpu_class_index(), 0u);
+  auto sent = SentOutcomes(ModuleOutcomes("little", "big"));
+  ASSERT_TRUE(sent.ok()) << sent.status();
+  ASSERT_EQ(sent->outcomes_size(), 2);
+  EXPECT_EQ(sent->outcomes(0).cpu_class_index(), 1u);
+  EXPECT_EQ(sent->outcomes(1).cpu_class_index(), 0u);
 }
 
 TEST(OutcomeReportSourceTest, AClassBeyondTheSourcesOrNotAnIndexIsRefused) {
   for (const char* name : {"class2", "class", "class01x", "class+1", "class 1", "medium"}) {
-    auto source = WrapDocument(ModuleOutcomes("default", name));
-    ASSERT_FALSE(source.ok()) << name;
-    EXPECT_EQ(source.status().code(), absl::StatusCode::kInvalidArgument);
-    EXPECT_NE(source.status().message().find(name), std::string::npos) << source.status();
+    auto sent = SentOutcomes(ModuleOutcomes("default", name));
+    ASSERT_FALSE(sent.ok()) << name;
+    EXPECT_EQ(sent.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(sent.status().message().find(name), std::string::npos) << sent.status();
   }
 }
 
