@@ -4,9 +4,9 @@
 #include <string>
 
 #include "absl/strings/ascii.h"
-#include "absl/strings/strip.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "proto/sample_batch_util.h"
 
 namespace spintune {
