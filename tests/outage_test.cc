@@ -1,7 +1,8 @@
 // Tuner outages seen from a real agent with a spool: a paced simulated board
 // keeps measuring while the tuner is away, nothing is lost or doubled when it
 // comes back, an agent restarted during the outage resumes from its spool,
-// and a full spool drops the oldest batches and reports exactly how much.
+// a full spool drops the oldest batches and reports exactly how much, and a
+// tuner that is up but defers every batch is not reconnected to at once.
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -12,11 +13,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
-#include "grpcpp/grpcpp.h"
-#include "spintune/v1/spintune.grpc.pb.h"
 #include "agent/agent.h"
 #include "agent/policy_sink.h"
+#include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
+#include "spintune/v1/spintune.grpc.pb.h"
 #include "storage/store.h"
 #include "tests/testing/free_port.h"
 #include "tests/testing/temp_dir.h"
