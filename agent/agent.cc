@@ -156,6 +156,12 @@ class Agent::Impl {
   absl::Time stop_deadline_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
   bool session_established_ ABSL_GUARDED_BY(mu_) = false;
   bool broken_ ABSL_GUARDED_BY(mu_) = false;
+  // The session ended because the tuner deferred a batch (Rejected with
+  // retry: storage failing or full, rate limit): the tuner is reachable, so
+  // a ready channel says nothing and the next session waits the backoff.
+  bool deferred_ ABSL_GUARDED_BY(mu_) = false;
+  // stats_.batches_acked when the session came up (did the session store any?).
+  uint64_t acked_at_session_start_ ABSL_GUARDED_BY(mu_) = 0;
   bool drained_ ABSL_GUARDED_BY(mu_) = false;
   bool source_done_ ABSL_GUARDED_BY(mu_) = false;
   // Seq of the newest batch produced. For a deterministic source seq N is
@@ -496,6 +502,7 @@ void Agent::Impl::ReadLoop(Stream* stream) {
         } else if (r.seq() != 0) {
           // Not stored now (storage, rate): reconnect after a backoff, resend.
           Logger().warn("tuner deferred seq={} code={}: {}", r.seq(), r.code(), r.message());
+          deferred_ = true;
           broken_ = true;
         } else {
           Logger().error("tuner rejected a message code={}: {}", r.code(), r.message());
@@ -573,6 +580,8 @@ absl::StatusOr<Agent::Impl::SessionEnd> Agent::Impl::RunSession() {
     absl::MutexLock lock(&mu_);
     session_established_ = true;
     broken_ = false;
+    deferred_ = false;
+    acked_at_session_start_ = stats_.batches_acked;
     drained_ = false;
     sent_count_ = 0;
     for (auto& p : pending_) p.sent_at = absl::InfinitePast();  // latency is per session
@@ -743,6 +752,7 @@ absl::Status Agent::Impl::Run() {
   std::mt19937_64 jitter(std::hash<std::string>()(options_.agent_id));
   while (true) {
     auto end = RunSession();
+    bool deferred = false;  // the tuner is up but stores nothing now
     if (!end.ok()) return end.status();
     if (*end == SessionEnd::kFinished) {
       absl::MutexLock lock(&mu_);
@@ -759,7 +769,13 @@ absl::Status Agent::Impl::Run() {
       if (session_established_) {
         session_established_ = false;
         last_session = absl::Now();
-        backoff = options_.initial_backoff;
+        // A session that ended on a deferral without storing anything keeps
+        // backing off: reconnecting at once would resend the same batches to
+        // a tuner whose storage is down, as fast as the round trip allows.
+        deferred = deferred_;
+        if (!deferred || stats_.batches_acked > acked_at_session_start_) {
+          backoff = options_.initial_backoff;
+        }
       }
       if (StopNow()) break;
     }
@@ -770,14 +786,15 @@ absl::Status Agent::Impl::Run() {
           absl::FormatDuration(options_.give_up_after)));
     }
     // Exponential backoff with +-20% jitter, cut short when the channel
-    // connects (asking for its state makes it try); live and paced sources
-    // keep measuring into the spool meanwhile.
+    // connects (asking for its state makes it try) unless the tuner deferred
+    // (then the channel is up all along); live and paced sources keep
+    // measuring into the spool meanwhile.
     std::uniform_real_distribution<double> j(0.8, 1.2);
     const absl::Time until = absl::Now() + backoff * j(jitter);
     constexpr absl::Duration kSlice = absl::Milliseconds(50);
     absl::MutexLock lock(&mu_);
     while (!StopNow() && absl::Now() < until) {
-      if (channel_->GetState(/*try_to_connect=*/true) == GRPC_CHANNEL_READY) break;
+      if (!deferred && channel_->GetState(/*try_to_connect=*/true) == GRPC_CHANNEL_READY) break;
       if (!ProducesDuringOutage() || AllProduced() || stop_) {
         const absl::Time wake = absl::Now() + std::min(until - absl::Now(), kSlice);
         while (!StopNow() && !cv_.WaitWithDeadline(&mu_, wake)) {

@@ -13,7 +13,11 @@
 // the agent reconnects with exponential backoff, learns the tuner's last
 // durable seq from HelloAck and resends everything it still holds (the
 // tuner acknowledges what it already has as duplicates, after checking the
-// content is the same). A restarted deterministic source skips the batches
+// content is the same). After a session that ended because the tuner
+// deferred a batch (Rejected with retry: its storage failing, a rate limit)
+// the agent waits the whole backoff (the channel is ready all along), and
+// the backoff keeps doubling unless that session had a batch acknowledged:
+// a tuner that stores nothing is not asked again at once. A restarted deterministic source skips the batches
 // its spool holds or had acknowledged; a live source numbers new batches
 // after its spool's last seq, or, without a spool history, after the
 // tuner's last durable seq.

@@ -1,9 +1,39 @@
 #include "agent/outcome_report_source.h"
 
+#include <algorithm>
+#include <string>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "proto/sample_batch_util.h"
 
 namespace spintune {
+namespace {
+
+// The index in `hello`'s CPU classes of the class a report's key names, or
+// -1. A class the source describes by that name; else spintune.ko's names
+// for a class it knows only by its index in the blob ("default" for index
+// 0, "classN" for index N): the agent writes blobs numbering the classes as
+// its Hello lists them (PolicyTableFromProto() takes them from the Hello).
+int CpuClassIndex(const v1::Hello& hello, const std::string& name) {
+  const auto& classes = hello.target().cpu_classes();
+  for (int i = 0; i < classes.size(); ++i) {
+    if (classes[i].name() == name) return i;
+  }
+  int index = -1;
+  absl::string_view digits = name;
+  if (name == "default") {
+    index = 0;
+  } else if (absl::ConsumePrefix(&digits, "class") && !digits.empty() && digits.size() <= 3 &&
+             std::all_of(digits.begin(), digits.end(), absl::ascii_isdigit)) {
+    (void)absl::SimpleAtoi(digits, &index);
+  }
+  return index < classes.size() ? index : -1;
+}
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<SampleSource>> OutcomeReportSource::Wrap(
     std::unique_ptr<SampleSource> inner, bool inner_ends, std::vector<OutcomeReport> reports) {
@@ -27,14 +57,11 @@ absl::StatusOr<std::unique_ptr<SampleSource>> OutcomeReportSource::Wrap(
           absl::StrCat("outcome report of device '", r.device, "': the source has no such device"));
     }
     for (const auto& k : r.keys) {
-      int cpu = -1;
-      for (int i = 0; i < hello.target().cpu_classes_size(); ++i) {
-        if (hello.target().cpu_classes(i).name() == k.cpu_class) cpu = i;
-      }
+      const int cpu = CpuClassIndex(hello, k.cpu_class);
       if (cpu < 0) {
-        return absl::InvalidArgumentError(absl::StrCat("outcome report of device '", r.device,
-                                                       "': the source has no CPU class '",
-                                                       k.cpu_class, "'"));
+        return absl::InvalidArgumentError(absl::StrCat(
+            "outcome report of device '", r.device, "': the source has no CPU class '",
+            k.cpu_class, "' (it describes ", hello.target().cpu_classes_size(), ")"));
       }
       v1::KeyOutcome o;
       o.set_device_index(static_cast<uint32_t>(device));

@@ -31,7 +31,10 @@ class OutcomeReportSource : public SampleSource {
  public:
   // InvalidArgument when `inner` neither ends nor is live (a simulated
   // board) or a report names a device or CPU class that `inner` does not
-  // describe. REQUIRES: inner != nullptr.
+  // describe. A CPU class is named as `inner` names it or, in spintune.ko's
+  // reports, by its index in the table the agent wrote ("default" for 0,
+  // "classN" for N; the agent's blobs number classes in `inner`'s order).
+  // REQUIRES: inner != nullptr.
   static absl::StatusOr<std::unique_ptr<SampleSource>> Wrap(std::unique_ptr<SampleSource> inner,
                                                             bool inner_ends,
                                                             std::vector<OutcomeReport> reports);

@@ -1,17 +1,23 @@
 // Tuner outages seen from a real agent with a spool: a paced simulated board
 // keeps measuring while the tuner is away, nothing is lost or doubled when it
 // comes back, an agent restarted during the outage resumes from its spool,
-// and a full spool drops the oldest batches and reports exactly how much.
+// a full spool drops the oldest batches and reports exactly how much, and a
+// tuner that is up but defers every batch is not reconnected to at once.
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <thread>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
 #include "agent/agent.h"
 #include "agent/policy_sink.h"
+#include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
+#include "spintune/v1/spintune.grpc.pb.h"
 #include "storage/store.h"
 #include "tests/testing/free_port.h"
 #include "tests/testing/temp_dir.h"
@@ -116,6 +122,145 @@ TEST_F(Outage, FullSpoolDropsTheOldestAndTheTunerIsToldExactly) {
   EXPECT_EQ(t.dropped_samples, st.spool_dropped_samples);
   // The placeholders kept every seq: 120 batches, no gap.
   EXPECT_EQ(t.last_seq, 30000u / 250);
+}
+
+// A tuner that is up but stores nothing for a while: it takes every session
+// and answers each batch as the real tuner does while its storage fails or
+// the agent is over its rate (tuner/tuner_core.cc: Rejected UNAVAILABLE with
+// retry, the stream left open); once accepting, it stores batches in seq
+// order and acknowledges resends as duplicates, like the real one.
+class DeferringTuner final : public v1::Tuner::Service {
+ public:
+  grpc::Status Session(grpc::ServerContext*,
+                       grpc::ServerReaderWriter<v1::TunerMessage, v1::AgentMessage>* stream)
+      override {
+    v1::AgentMessage in;
+    if (!stream->Read(&in) || !in.has_hello()) {
+      return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "first message must be Hello");
+    }
+    v1::TunerMessage out;
+    {
+      absl::MutexLock lock(&mu_);
+      session_starts_.push_back(absl::Now());
+      out.mutable_hello_ack()->set_last_durable_seq(durable_seq_);
+    }
+    stream->Write(out);
+    while (stream->Read(&in)) {
+      if (!Answer(in, &out)) continue;
+      stream->Write(out);
+    }
+    return grpc::Status::OK;
+  }
+
+  void Accept() {
+    absl::MutexLock lock(&mu_);
+    deferring_ = false;
+  }
+  std::vector<absl::Time> session_starts() const {
+    absl::MutexLock lock(&mu_);
+    return session_starts_;
+  }
+  uint64_t batches_deferred() const {
+    absl::MutexLock lock(&mu_);
+    return batches_deferred_;
+  }
+  uint64_t durable_seq() const {
+    absl::MutexLock lock(&mu_);
+    return durable_seq_;
+  }
+  uint64_t stored_samples() const {
+    absl::MutexLock lock(&mu_);
+    return stored_samples_;
+  }
+
+ private:
+  bool Answer(const v1::AgentMessage& in, v1::TunerMessage* out) {
+    out->Clear();
+    absl::MutexLock lock(&mu_);
+    if (in.has_drain()) {
+      out->mutable_drained()->set_total_samples(stored_samples_);
+      return true;
+    }
+    if (!in.has_batch()) return false;
+    const uint64_t seq = in.batch().seq();
+    if (deferring_ || seq > durable_seq_ + 1) {
+      if (deferring_) ++batches_deferred_;
+      auto* r = out->mutable_rejected();
+      r->set_seq(seq);
+      r->set_code(deferring_ ? grpc::StatusCode::UNAVAILABLE : grpc::StatusCode::OUT_OF_RANGE);
+      r->set_message("tuner storage unavailable; resend later");
+      r->set_retry(true);
+      return true;
+    }
+    const bool duplicate = seq <= durable_seq_;
+    if (!duplicate) {
+      durable_seq_ = seq;
+      stored_samples_ += static_cast<uint64_t>(in.batch().completions().wait_ns_size());
+    }
+    out->mutable_batch_ack()->set_seq(seq);
+    out->mutable_batch_ack()->set_duplicate(duplicate);
+    return true;
+  }
+
+  mutable absl::Mutex mu_;
+  bool deferring_ ABSL_GUARDED_BY(mu_) = true;
+  std::vector<absl::Time> session_starts_ ABSL_GUARDED_BY(mu_);
+  uint64_t batches_deferred_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t durable_seq_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t stored_samples_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+TEST(OutageDeferral, ATunerThatDefersIsNotHammeredAndNothingIsLostWhenItAccepts) {
+  DeferringTuner service;
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(&service);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  ASSERT_TRUE(server != nullptr && port > 0);
+
+  auto source = MakeSampleSource("sim:microwatt-100mhz", 3);
+  ASSERT_TRUE(source.ok()) << source.status();
+  auto sink = MakePolicySink("none", {"mmc0"});
+  ASSERT_TRUE(sink.ok()) << sink.status();
+  AgentOptions o;
+  o.tuner_address = absl::StrCat("127.0.0.1:", port);
+  o.agent_id = "deferred-board";
+  o.max_samples = 5000;
+  o.batch_size = 250;
+  o.initial_backoff = absl::Milliseconds(50);
+  o.max_backoff = absl::Milliseconds(400);
+  o.drain_timeout = absl::Seconds(5);
+  Agent agent(o, std::move(*source), std::move(*sink));
+  absl::Status result;
+  std::thread run([&] { result = agent.Run(); });
+
+  constexpr absl::Duration kDeferring = absl::Milliseconds(1600);
+  absl::SleepFor(kDeferring);
+  const std::vector<absl::Time> starts = service.session_starts();
+  const uint64_t deferred = service.batches_deferred();
+  service.Accept();
+  run.join();
+  server->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(2)));
+
+  // Waits of 50, 100, 200, 400, 400... ms (+-20%): about 7 sessions in
+  // 1.6 s, not one per round trip (before the fix: 2,000 to 2,800 here).
+  ASSERT_GE(starts.size(), 3u) << "the agent kept trying";
+  EXPECT_LE(starts.size(), 9u) << "sessions while the tuner deferred everything";
+  EXPECT_LE(deferred, 9u * 16) << "batches resent to a tuner that stores nothing";
+  // Once the tuner stores again, every batch is stored once.
+  EXPECT_TRUE(result.ok()) << result;
+  EXPECT_EQ(service.durable_seq(), 5000u / 250);
+  EXPECT_EQ(service.stored_samples(), 5000u);
+  EXPECT_EQ(agent.stats().tuner_total_samples, 5000u);
+  EXPECT_EQ(agent.stats().batches_rejected, 0u);
+  // Each wait is at least 0.8 x the backoff, which doubles up to the cap.
+  absl::Duration backoff = o.initial_backoff;
+  for (size_t i = 1; i < starts.size(); ++i) {
+    const absl::Duration wait = starts[i] - starts[i - 1];
+    ASSERT_GE(wait, backoff * 0.8 - absl::Milliseconds(5)) << "wait before session " << i;
+    backoff = std::min(backoff * 2, o.max_backoff);
+  }
 }
 
 }  // namespace
