@@ -88,6 +88,8 @@ struct irq_state {
 	__u8 dispatched;	/* its handler time was recorded */
 	__u8 learned;		/* device index + 1 irq_learned was checked for in it */
 	__s32 softirq_depth;
+	/* Kept across IRQs: this CPU's last handler and wake slots, (device + 1) << 32 | slot. */
+	__u64 cached_slot[2];
 };
 
 /*
@@ -103,9 +105,8 @@ struct irq_state {
 struct waiter {
 	__u64 irq_entry_ns;
 	__u64 task;	/* 0: free */
-	__u32 device;
-	__u16 cpu_class;
-	__u16 pad;
+	__u32 slot;	/* its device's wake histogram */
+	__u32 pad;
 };
 
 static __always_inline __u32 waiter_slot(__u64 task)
@@ -286,12 +287,28 @@ static __always_inline struct stc_hist *add_to_slot(__u32 slot, __u64 ns)
 	return h;
 }
 
-static __always_inline void record_dispatch(__u32 device, __u16 cls, __u32 family, __u64 ns)
+/*
+ * The slot of a dispatch histogram of @device on this CPU (@here: its
+ * irq_state, @cls: its class), remembered per CPU: most of a CPU's IRQs
+ * are one device's. One 64-bit store: a program interrupting this one sees
+ * the old pair or the new.
+ */
+static __always_inline __u32 dispatch_slot(struct irq_state *here, __u32 device, __u16 cls,
+					   __u32 family)
 {
+	__u32 i = family == STC_FAMILY_WAKE, slot;
 	struct stc_slot_key k = { .device = device, .cpu_class = cls, .family = family };
+	__u64 cached;
 
-	add_to_slot(find_slot(&k), ns);
-	count(family == STC_FAMILY_HANDLER ? STC_DISPATCHES : STC_WAKES);
+	if (!here)
+		return find_slot(&k);
+	cached = here->cached_slot[i & 1];
+	if (cached >> 32 == (__u64)device + 1)
+		return (__u32)cached;
+	slot = find_slot(&k);
+	if (slot < STC_MAX_SLOTS)
+		here->cached_slot[i & 1] = ((__u64)device + 1) << 32 | slot;
+	return slot;
 }
 
 static __always_inline void record_completion(const struct start *s, __u64 wait_ns, __u8 path,
@@ -386,11 +403,12 @@ static __always_inline void start_request(__u64 ts_ns, __u32 kind, __u64 id, __u
 {
 	struct start_key k = { .id = id, .kind = kind };
 	__u32 cpu = bpf_get_smp_processor_id();
+	struct task_struct *task = bpf_get_current_task_btf();	/* one helper for both */
 	struct start s = {
 		.ts_ns = ts_ns,
 		.bytes = bytes,
-		.task = bpf_get_current_task(),
-		.pid = (__u32)bpf_get_current_pid_tgid(),
+		.task = (__u64)task,
+		.pid = (__u32)task->pid,
 		.device = device,
 		.opcode = opcode,
 		.cpu = (__s32)cpu,
@@ -484,8 +502,9 @@ static __always_inline void complete(__u64 now, const struct start *s, bool erro
 				occ->device = dev1;	/* its exit records the handler time */
 			} else if (!occ->dispatched) {
 				occ->dispatched = 1;
-				record_dispatch(s->device, cls, STC_FAMILY_HANDLER,
-						occ->exit_ns - occ->entry_ns);
+				add_to_slot(dispatch_slot(here, s->device, cls, STC_FAMILY_HANDLER),
+					    occ->exit_ns - occ->entry_ns);
+				count(STC_DISPATCHES);
 			}
 			if (asleep && !occ->woke) {
 				__u32 slot = waiter_slot(s->task);
@@ -496,8 +515,7 @@ static __always_inline void complete(__u64 now, const struct start *s, bool erro
 					/* The task last: sched_switch matches on it. */
 					w->task = 0;
 					w->irq_entry_ns = occ->entry_ns;
-					w->device = s->device;
-					w->cpu_class = cls;
+					w->slot = dispatch_slot(here, s->device, cls, STC_FAMILY_WAKE);
 					asm volatile("" ::: "memory");
 					w->task = s->task;
 				}
@@ -721,8 +739,9 @@ int BPF_PROG(stc_irq_exit, int irq, struct irqaction *action, int ret)
 	/* An IRQ of no device known yet waits for a completion to claim it. */
 	if (device) {
 		o->dispatched = 1;
-		record_dispatch(device - 1, class_of(cpu), STC_FAMILY_HANDLER,
-				o->exit_ns - o->entry_ns);
+		add_to_slot(dispatch_slot(o, device - 1, class_of(cpu), STC_FAMILY_HANDLER),
+			    o->exit_ns - o->entry_ns);
+		count(STC_DISPATCHES);
 	}
 	return 0;
 }
@@ -765,8 +784,10 @@ int BPF_PROG(stc_switch, bool preempt, __u64 prev, __u64 next)
 	if (!w || w->task != task)
 		return 0;
 	now = bpf_ktime_get_ns();
-	if (now <= w->irq_entry_ns + wake_window_ns)
-		record_dispatch(w->device, w->cpu_class, STC_FAMILY_WAKE, now - w->irq_entry_ns);
+	if (now <= w->irq_entry_ns + wake_window_ns) {
+		add_to_slot(w->slot, now - w->irq_entry_ns);
+		count(STC_WAKES);
+	}
 	w->task = 0;
 	return 0;
 }
