@@ -114,7 +114,7 @@ start_bpf_agent() {
   "$1" --tuner "$addr" --source "tracefs:$disk" --capture bpf --platform "$OUT/platform.json" \
     --state-dir "" --spool-dir "" --batch-size 4096 >"$2" 2>&1 &
   agent_pid=$!
-  for _ in $(seq 100); do grep -q "session up" "$2" && break; sleep 0.1; done
+  for _ in $(seq 100); do grep -qs "session up" "$2" && break; sleep 0.1; done
   grep -q "capture bpf: measuring" "$2" || { echo "the agent did not start capturing:"; cat "$2"; exit 1; }
   ours=""
   for i in $(stc_prog_ids); do [[ "$before" == *" $i "* ]] || ours="$ours $i"; done

@@ -16,10 +16,9 @@
  * latency runs from the IRQ entry to the sched_switch into the issuer, when
  * the issuer was asleep at the completion and was woken after the IRQ.
  *
- * Histograms are slots of a per-CPU array (capture_abi.h): a start looks
- * its key's slot up once (usually not at all: the pending entry it reuses
- * remembers the slot of its last key), and the completion adds to the
- * slot's bucket by index, without a hash lookup.
+ * Histograms are slots of a per-CPU array (capture_abi.h): a start finds
+ * its key's slot (in a per-CPU cache of the last keys, rarely by a hash
+ * lookup), and the completion adds to the slot's bucket by index.
  *
  * Bounded: pending starts live in an LRU hash; nothing is pinned, every
  * attachment is a link owned by the loader's file descriptors. The
@@ -68,9 +67,9 @@ struct start {
 	__u32 device;
 	__u32 opcode;
 	__s32 cpu;
-	struct stc_slot_key key;	/* its histogram key, and that key's slot */
-	__u32 slot;	/* STC_MAX_SLOTS: none (every slot taken) */
-	__u32 pad2;
+	__u32 slot;	/* its histogram; STC_MAX_SLOTS: none (every slot taken) */
+	__u16 cpu_class;
+	__u16 pad;
 };
 
 /* The last irq_handler_entry of one CPU, and its interrupt context. */
@@ -88,8 +87,6 @@ struct irq_state {
 	__u8 dispatched;	/* its handler time was recorded */
 	__u8 learned;		/* device index + 1 irq_learned was checked for in it */
 	__s32 softirq_depth;
-	/* Kept across IRQs: this CPU's last handler and wake slots, (device + 1) << 32 | slot. */
-	__u64 cached_slot[2];
 };
 
 /*
@@ -269,6 +266,39 @@ static __noinline __u32 find_slot(const struct stc_slot_key *k)
 	return STC_MAX_SLOTS;
 }
 
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 64);
+	__type(key, __u32);
+	__type(value, __u64);	/* packed key << 32 | its slot; 0: empty */
+} slot_cache SEC(".maps");
+
+/*
+ * The slot of a key, usually from this CPU's direct-mapped cache of the
+ * keys it used last (an array access instead of slot_of's hash lookup).
+ * An entry is one 64-bit word, written at once: a program interrupting
+ * this one on the CPU sees the old entry or the new, never half of each.
+ */
+static __always_inline __u32 slot_for(const struct stc_slot_key *k)
+{
+	__u64 packed, *c;
+	__u32 i, slot;
+
+	if (k->device >= 64 || k->opcode >= 256 || k->size_class >= 128 || k->cpu_class >= 128 ||
+	    k->family >= 4)
+		return find_slot(k);	/* does not fit in 31 bits */
+	packed = 1 | (__u64)k->family << 1 | (__u64)k->device << 3 | (__u64)k->opcode << 9 |
+		 (__u64)k->size_class << 17 | (__u64)k->cpu_class << 24;
+	i = (__u32)((packed * 0x9E3779B97F4A7C15ULL) >> 58);	/* 6 bits: 64 entries */
+	c = bpf_map_lookup_elem(&slot_cache, &i);
+	if (c && *c >> 32 == packed)
+		return (__u32)*c;
+	slot = find_slot(k);
+	if (c && slot < STC_MAX_SLOTS)
+		*c = packed << 32 | slot;
+	return slot;
+}
+
 /* Adds @ns to the histogram in @slot; NULL when there is none. */
 static __always_inline struct stc_hist *add_to_slot(__u32 slot, __u64 ns)
 {
@@ -287,28 +317,11 @@ static __always_inline struct stc_hist *add_to_slot(__u32 slot, __u64 ns)
 	return h;
 }
 
-/*
- * The slot of a dispatch histogram of @device on this CPU (@here: its
- * irq_state, @cls: its class), remembered per CPU: most of a CPU's IRQs
- * are one device's. One 64-bit store: a program interrupting this one sees
- * the old pair or the new.
- */
-static __always_inline __u32 dispatch_slot(struct irq_state *here, __u32 device, __u16 cls,
-					   __u32 family)
+static __always_inline __u32 dispatch_slot(__u32 device, __u16 cls, __u32 family)
 {
-	__u32 i = family == STC_FAMILY_WAKE, slot;
 	struct stc_slot_key k = { .device = device, .cpu_class = cls, .family = family };
-	__u64 cached;
 
-	if (!here)
-		return find_slot(&k);
-	cached = here->cached_slot[i & 1];
-	if (cached >> 32 == (__u64)device + 1)
-		return (__u32)cached;
-	slot = find_slot(&k);
-	if (slot < STC_MAX_SLOTS)
-		here->cached_slot[i & 1] = ((__u64)device + 1) << 32 | slot;
-	return slot;
+	return slot_for(&k);
 }
 
 static __always_inline void record_completion(const struct start *s, __u64 wait_ns, __u8 path,
@@ -324,7 +337,7 @@ static __always_inline void record_completion(const struct start *s, __u64 wait_
 		if (tick && ++*tick >= sample_every) {
 			struct stc_sample smp = {
 				.wait_ns = wait_ns, .bytes = s->bytes, .end_ns = now,
-				.device = s->device, .opcode = s->opcode, .cpu_class = s->key.cpu_class,
+				.device = s->device, .opcode = s->opcode, .cpu_class = s->cpu_class,
 				.path = path, .error = error, .cpu = s->cpu,
 			};
 
@@ -390,11 +403,18 @@ static __always_inline bool task_asleep(__u64 task)
 	return (state & 3) != 0;	/* TASK_INTERRUPTIBLE | TASK_UNINTERRUPTIBLE */
 }
 
-static __always_inline bool same_key(const struct stc_slot_key *a, const struct stc_slot_key *b)
+/* The slot of the completion histogram of @s's key. */
+static __always_inline __u32 wait_slot(const struct start *s)
 {
-	const __u64 *x = (const __u64 *)a, *y = (const __u64 *)b;
+	struct stc_slot_key k = {
+		.device = s->device,
+		.opcode = s->opcode,
+		.size_class = (__u16)stc_size_class(s->bytes),
+		.cpu_class = s->cpu_class,
+		.family = STC_FAMILY_WAIT,
+	};
 
-	return x[0] == y[0] && x[1] == y[1];	/* (16 bytes, no padding) */
+	return slot_for(&k);
 }
 
 /* `ts_ns` is read first thing in the program: the lookups before it are not the device's time. */
@@ -412,13 +432,8 @@ static __always_inline void start_request(__u64 ts_ns, __u32 kind, __u64 id, __u
 		.device = device,
 		.opcode = opcode,
 		.cpu = (__s32)cpu,
-		.key = {
-			.device = device,
-			.opcode = opcode,
-			.size_class = (__u16)stc_size_class(bytes),
-			.cpu_class = class_of(cpu),
-			.family = STC_FAMILY_WAIT,
-		},
+		.slot = STC_MAX_SLOTS,
+		.cpu_class = class_of(cpu),
 	};
 
 	struct start *p = bpf_map_lookup_elem(&pending, &k);
@@ -436,13 +451,8 @@ static __always_inline void start_request(__u64 ts_ns, __u32 kind, __u64 id, __u
 		}
 		count(STC_UNENDED);	/* its end was never seen */
 	}
-	/* The entry's last start usually had the same key: its slot without a lookup. */
-	if (kind == STC_START_SPI_MSG)
-		s.slot = STC_MAX_SLOTS;	/* its size is known at its end */
-	else if (p && same_key(&p->key, &s.key))
-		s.slot = p->slot;
-	else
-		s.slot = find_slot(&s.key);
+	if (kind != STC_START_SPI_MSG)	/* (a message's size is known at its end) */
+		s.slot = wait_slot(&s);
 	if (p)
 		*p = s;
 	else
@@ -502,7 +512,7 @@ static __always_inline void complete(__u64 now, const struct start *s, bool erro
 				occ->device = dev1;	/* its exit records the handler time */
 			} else if (!occ->dispatched) {
 				occ->dispatched = 1;
-				add_to_slot(dispatch_slot(here, s->device, cls, STC_FAMILY_HANDLER),
+				add_to_slot(dispatch_slot(s->device, cls, STC_FAMILY_HANDLER),
 					    occ->exit_ns - occ->entry_ns);
 				count(STC_DISPATCHES);
 			}
@@ -515,7 +525,7 @@ static __always_inline void complete(__u64 now, const struct start *s, bool erro
 					/* The task last: sched_switch matches on it. */
 					w->task = 0;
 					w->irq_entry_ns = occ->entry_ns;
-					w->slot = dispatch_slot(here, s->device, cls, STC_FAMILY_WAKE);
+					w->slot = dispatch_slot(s->device, cls, STC_FAMILY_WAKE);
 					asm volatile("" ::: "memory");
 					w->task = s->task;
 				}
@@ -739,7 +749,7 @@ int BPF_PROG(stc_irq_exit, int irq, struct irqaction *action, int ret)
 	/* An IRQ of no device known yet waits for a completion to claim it. */
 	if (device) {
 		o->dispatched = 1;
-		add_to_slot(dispatch_slot(o, device - 1, class_of(cpu), STC_FAMILY_HANDLER),
+		add_to_slot(dispatch_slot(device - 1, class_of(cpu), STC_FAMILY_HANDLER),
 			    o->exit_ns - o->entry_ns);
 		count(STC_DISPATCHES);
 	}
@@ -917,8 +927,7 @@ int BPF_PROG(stc_spi_msg_done, struct spi_message *msg)
 	if (!take(STC_START_SPI_MSG, (__u64)msg, &s))
 		return 0;
 	s.bytes = BPF_CORE_READ(msg, actual_length);	/* the actual length */
-	s.key.size_class = (__u16)stc_size_class(s.bytes);
-	s.slot = find_slot(&s.key);
+	s.slot = wait_slot(&s);
 	complete(now, &s, false);
 	return 0;
 }
