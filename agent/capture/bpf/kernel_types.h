@@ -39,6 +39,13 @@ enum {
 enum {
 	BPF_F_NO_PREALLOC = 1,
 };
+enum {
+	BPF_RB_NO_WAKEUP = 1,
+	BPF_RB_FORCE_WAKEUP = 2,
+};
+enum {
+	BPF_RB_AVAIL_DATA = 0,
+};
 
 #define __preserve __attribute__((preserve_access_index))
 
