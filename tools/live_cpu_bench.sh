@@ -20,7 +20,19 @@
 #    the tracepoint itself, in total and per program (runs per request and
 #    ns per run);
 #  - the agent's peak resident memory (VmHWM).
+#
+# A/B mode, for changes to the BPF programs: `live_cpu_bench.sh --ab BUILD
+# OTHER_AGENT [RATE] [SECS]` runs BUILD's agent and OTHER_AGENT (another
+# build's spintune-agent binary) in bpf mode capturing the same load at the
+# same time, once with each started first (the first program at a tracepoint
+# pays for the cache misses), and prints per program the runs per request and
+# each agent's ns per run.
 set -euo pipefail
+AB_OTHER=
+if [ "${1:-}" = --ab ]; then
+  AB_OTHER=${3:?usage: live_cpu_bench.sh --ab BUILD OTHER_AGENT [RATE] [SECS]}
+  set -- "$2" "${4:-10000}" "${5:-10}" 1 bpf
+fi
 BUILD=${1:-build}
 RATE=${2:-10000}
 SECS=${3:-20}
@@ -94,6 +106,63 @@ agent_pid=
 trap 'kill $tuner_pid 2>/dev/null || true; [ -n "$agent_pid" ] && kill $agent_pid 2>/dev/null || true
       sysctl -qw kernel.bpf_stats_enabled="$stats_was" 2>/dev/null || true' EXIT
 bpf_lines=()
+
+# start_bpf_agent AGENT LOG: starts AGENT capturing the disk in bpf mode; sets
+# agent_pid and `ours` (the ids of the programs it loaded).
+start_bpf_agent() {
+  local before; before=" $(stc_prog_ids) "
+  "$1" --tuner "$addr" --source "tracefs:$disk" --capture bpf --platform "$OUT/platform.json" \
+    --state-dir "" --spool-dir "" --batch-size 4096 >"$2" 2>&1 &
+  agent_pid=$!
+  for _ in $(seq 100); do grep -qs "session up" "$2" && break; sleep 0.1; done
+  grep -q "capture bpf: measuring" "$2" || { echo "the agent did not start capturing:"; cat "$2"; exit 1; }
+  ours=""
+  for i in $(stc_prog_ids); do [[ "$before" == *" $i "* ]] || ours="$ours $i"; done
+}
+
+if [ -n "$AB_OTHER" ]; then
+  printf "bpf programs of two agents capturing the same load: %s requests/s on %s, %s s per order\n" \
+    "$RATE" "$disk" "$SECS"
+  printf "  A: %s\n  B: %s\n" "$BUILD/agent/spintune-agent" "$AB_OTHER"
+  for order in "A B" "B A"; do
+    declare -A ids=()
+    pids=()
+    for who in $order; do
+      bin=$BUILD/agent/spintune-agent; [ "$who" = B ] && bin=$AB_OTHER
+      start_bpf_agent "$bin" "$OUT/agent-$who.log"
+      ids[$who]=$ours; pids+=("$agent_pid")
+    done
+    agent_pid="${pids[*]}"
+    sysctl -qw kernel.bpf_stats_enabled=1
+    bpf_prog_stats "${ids[A]}" >"$OUT/A-0"; bpf_prog_stats "${ids[B]}" >"$OUT/B-0"
+    run_load >/dev/null
+    bpf_prog_stats "${ids[A]}" >"$OUT/A-1"; bpf_prog_stats "${ids[B]}" >"$OUT/B-1"
+    sysctl -qw kernel.bpf_stats_enabled="$stats_was"
+    kill -INT ${pids[*]}; wait ${pids[*]} || true; agent_pid=
+    requests=$(sed -n 's/.*: \([0-9]*\) reads, \([0-9]*\) writes.*/\1 \2/p' "$OUT/load.out" | awk '{print $1 + $2}')
+    printf "\n%s first (%d requests)\n%-24s %8s %8s %8s %8s\n" "${order%% *}" "$requests" program \
+      "A runs" "A ns" "B runs" "B ns"
+    awk -v req="$requests" '
+      FNR == 1 { f++ }
+      { who = (f <= 2) ? "A" : "B"; sign = (f % 2) ? -1 : 1
+        c[who, $1] += sign * $2; t[who, $1] += sign * $3
+        if (!($1 in seen)) { seen[$1] = 1; order[n++] = $1 } }
+      END {
+        for (i = 0; i < n; i++) {
+          p = order[i]
+          printf "%-24s", p
+          for (w = 0; w < 2; w++) {
+            who = w ? "B" : "A"; dc = c[who, p]; dt = t[who, p]; C[who] += dc; T[who] += dt
+            if (dc > 0) printf " %8.2f %8.0f", dc / req, dt / dc; else printf " %8s %8s", "-", "-"
+          }
+          printf "\n"
+        }
+        printf "%-24s %8.2f %8.0f %8.2f %8.0f   (runs and ns per request)\n", "total",
+          C["A"] / req, T["A"] / req, C["B"] / req, T["B"] / req
+      }' "$OUT/A-0" "$OUT/A-1" "$OUT/B-0" "$OUT/B-1"
+  done
+  exit 0
+fi
 
 printf "live capture cost at %s requests/s on %s (%s s runs, 4 threads of 4 KiB O_DIRECT I/O, %s x each)\n" \
   "$RATE" "$disk" "$SECS" "$REPEAT"

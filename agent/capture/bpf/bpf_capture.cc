@@ -14,7 +14,6 @@
 #include <mutex>
 #include <set>
 #include <thread>
-#include <tuple>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -81,12 +80,12 @@ absl::StatusOr<stc_device_key> DeviceKey(const std::string& name) {
       absl::StrCat("bpf capture: cannot measure '", name, "' (not a disk, MMC host or SPI device)"));
 }
 
-BucketCounts ToBucketCounts(const std::map<uint32_t, uint64_t>& deltas) {
+BucketCounts ToBucketCounts(const std::vector<uint64_t>& deltas) {
   BucketCounts b;
-  for (const auto& [index, n] : deltas) {
-    if (n == 0) continue;
-    b.buckets.emplace_back(static_cast<int>(index), n);
-    b.count += n;
+  for (size_t index = 0; index < deltas.size(); ++index) {
+    if (deltas[index] == 0) continue;
+    b.buckets.emplace_back(static_cast<int>(index), deltas[index]);
+    b.count += deltas[index];
   }
   return b;
 }
@@ -129,8 +128,14 @@ class BpfCapture : public Capture {
   BpfCapture() = default;
   static int OnSample(void* ctx, void* data, size_t size);
   void ReadHistograms(CaptureOutput* out);
-  template <typename Value>
-  void ReadMap(bpf_map* map, const std::function<void(const void* key, const Value& sum)>& each);
+
+  // What was reported so far of one histogram slot: deltas are taken
+  // against it.
+  struct Slot {
+    stc_slot_key key;
+    std::vector<uint32_t> buckets;  // per CPU, then per bucket (32-bit, wrapping)
+    uint64_t sum_ns = 0, irq_path = 0, spin_path = 0, errors = 0;  // over the CPUs
+  };
 
   spintune_capture* skel_ = nullptr;
   ring_buffer* ring_ = nullptr;
@@ -140,118 +145,74 @@ class BpfCapture : public Capture {
   absl::Duration interval_;
   absl::Time next_read_;
   CaptureOutput* sink_ = nullptr;  // Take's output while the ring is polled
-  // What was reported so far, per map key (and bucket): deltas are taken
-  // against it.
-  std::map<std::tuple<uint32_t, uint32_t, uint32_t, uint32_t, uint32_t>, uint64_t> reported_buckets_;
-  std::map<std::tuple<uint32_t, uint32_t, uint32_t, uint32_t>, stc_key_stats> reported_stats_;
-  std::map<std::tuple<uint32_t, uint32_t, uint32_t, uint32_t>, uint64_t> reported_dispatch_buckets_;
-  std::map<std::tuple<uint32_t, uint32_t, uint32_t>, stc_dispatch_stats> reported_dispatch_stats_;
+  std::map<uint32_t, Slot> slots_;     // by slot index
+  std::vector<stc_hist> values_;        // one slot's histograms, one per CPU
   uint64_t ring_samples_ = 0;
 };
 
-template <typename Value>
-void BpfCapture::ReadMap(bpf_map* map,
-                         const std::function<void(const void* key, const Value& sum)>& each) {
-  // In batches of up to 512 entries: one bpf() call each instead of two per
-  // entry (the maps hold a few hundred buckets per key).
-  const int fd = bpf_map__fd(map);
-  const size_t key_size = bpf_map__key_size(map);
-  const size_t cpus = static_cast<size_t>(ncpus_);
-  constexpr uint32_t kBatch = 512;
-  std::vector<unsigned char> keys(key_size * kBatch);
-  std::vector<Value> values(cpus * kBatch);
-  uint32_t cursor = 0;
-  bool first = true;
-  while (true) {
-    uint32_t n = kBatch;
-    const int err = bpf_map_lookup_batch(fd, first ? nullptr : &cursor, &cursor, keys.data(),
-                                         values.data(), &n, nullptr);
-    first = false;
-    if (err != 0 && errno != ENOENT) {
-      Logger().warn("bpf capture: reading {}: {}", bpf_map__name(map), std::strerror(errno));
-      return;
-    }
-    for (uint32_t i = 0; i < n; ++i) {
-      Value sum{};
-      for (size_t c = 0; c < cpus; ++c) {
-        const auto* src = reinterpret_cast<const uint64_t*>(&values[i * cpus + c]);
-        auto* dst = reinterpret_cast<uint64_t*>(&sum);
-        for (size_t w = 0; w < sizeof(Value) / sizeof(uint64_t); ++w) dst[w] += src[w];
-      }
-      each(keys.data() + i * key_size, sum);
-    }
-    if (err != 0) return;  // ENOENT: that was the last batch
-  }
-}
-
 void BpfCapture::ReadHistograms(CaptureOutput* out) {
-  // Buckets first: a sample counted in a bucket is in the stats by the time
-  // they are read, so path counters are rarely ahead of the bucket counts.
-  std::map<std::tuple<uint32_t, uint32_t, uint32_t, uint32_t>, std::map<uint32_t, uint64_t>> keys;
-  ReadMap<uint64_t>(skel_->maps.key_buckets, [&](const void* raw, const uint64_t& total) {
-    const auto* k = static_cast<const stc_key*>(raw);
-    uint64_t& seen = reported_buckets_[{k->device, k->opcode, k->size_class, k->cpu_class, k->bucket}];
-    if (total > seen) {
-      keys[{k->device, k->opcode, k->size_class, k->cpu_class}][k->bucket] = total - seen;
-      seen = total;
-    }
-  });
-  std::map<std::tuple<uint32_t, uint32_t, uint32_t, uint32_t>, stc_key_stats> stats;
-  ReadMap<stc_key_stats>(skel_->maps.key_stats, [&](const void* raw, const stc_key_stats& total) {
-    const auto* k = static_cast<const stc_key*>(raw);
-    stats[{k->device, k->opcode, k->size_class, k->cpu_class}] = total;
-  });
-  for (auto& [key, buckets] : keys) {
-    const auto [device, opcode, size_class, cpu_class] = key;
-    if (device >= device_names_.size()) continue;
-    KeyHistogramDelta d;
-    d.device = device_names_[device];
-    d.opcode = opcode;
-    d.size_class = size_class;
-    d.cpu_class = cpu_class;
-    d.wait = ToBucketCounts(buckets);
-    stc_key_stats& seen = reported_stats_[key];
-    const stc_key_stats& now = stats[key];
-    auto take = [&](uint64_t now_v, __u64* seen_v, uint64_t cap) -> uint64_t {
-      const uint64_t v = std::min<uint64_t>(now_v > *seen_v ? now_v - *seen_v : 0, cap);
-      *seen_v += v;
-      return v;
-    };
-    d.wait.sum_ns = ClampSum(d.wait, now.sum_ns - seen.sum_ns);
-    seen.sum_ns += d.wait.sum_ns;
-    d.irq_path = take(now.irq_path, &seen.irq_path, d.wait.count);
-    d.spin_path = take(now.spin_path, &seen.spin_path, d.wait.count - d.irq_path);
-    d.errors = take(now.errors, &seen.errors, d.wait.count);
-    out->histograms.push_back(std::move(d));
+  // The slots handed out since the last read (a few per device).
+  const int owner_fd = bpf_map__fd(skel_->maps.slot_owner);
+  uint32_t owned = 0, next = 0;
+  for (const uint32_t* cursor = nullptr; bpf_map_get_next_key(owner_fd, cursor, &next) == 0;
+       cursor = &owned) {
+    owned = next;
+    stc_slot_key key{};
+    if (slots_.count(owned) != 0 || bpf_map_lookup_elem(owner_fd, &owned, &key) != 0) continue;
+    Slot& slot = slots_[owned];
+    slot.key = key;
+    slot.buckets.assign(static_cast<size_t>(ncpus_) * STC_BUCKET_COUNT, 0);
   }
-
-  std::map<std::tuple<uint32_t, uint32_t, uint32_t>, std::map<uint32_t, uint64_t>> dkeys;
-  ReadMap<uint64_t>(skel_->maps.dispatch_buckets, [&](const void* raw, const uint64_t& total) {
-    const auto* k = static_cast<const stc_dispatch_key*>(raw);
-    uint64_t& seen = reported_dispatch_buckets_[{k->device, k->cpu_class, k->kind, k->bucket}];
-    if (total > seen) {
-      dkeys[{k->device, k->cpu_class, k->kind}][k->bucket] = total - seen;
-      seen = total;
-    }
-  });
-  std::map<std::tuple<uint32_t, uint32_t, uint32_t>, stc_dispatch_stats> dstats;
-  ReadMap<stc_dispatch_stats>(skel_->maps.dispatch_stats,
-                              [&](const void* raw, const stc_dispatch_stats& total) {
-                                const auto* k = static_cast<const stc_dispatch_key*>(raw);
-                                dstats[{k->device, k->cpu_class, k->kind}] = total;
-                              });
+  const int hist_fd = bpf_map__fd(skel_->maps.hists);
+  values_.resize(static_cast<size_t>(ncpus_));
   std::map<std::pair<uint32_t, uint32_t>, DispatchHistogramDelta> dispatch;
-  for (auto& [key, buckets] : dkeys) {
-    const auto [device, cpu_class, kind] = key;
-    if (device >= device_names_.size()) continue;
-    DispatchHistogramDelta& d = dispatch[{device, cpu_class}];
-    d.device = device_names_[device];
-    d.cpu_class = cpu_class;
-    BucketCounts& b = kind == STC_DISPATCH_WAKE ? d.wake : d.handler;
-    b = ToBucketCounts(buckets);
-    stc_dispatch_stats& seen = reported_dispatch_stats_[key];
-    b.sum_ns = ClampSum(b, dstats[key].sum_ns - seen.sum_ns);
-    seen.sum_ns += b.sum_ns;
+  for (auto& [index, slot] : slots_) {
+    if (bpf_map_lookup_elem(hist_fd, &index, values_.data()) != 0) {
+      Logger().warn("bpf capture: reading histogram slot {}: {}", index, std::strerror(errno));
+      continue;
+    }
+    const stc_slot_key& k = slot.key;
+    if (k.device >= device_names_.size()) continue;
+    std::vector<uint64_t> deltas(STC_BUCKET_COUNT, 0);
+    uint64_t sum_ns = 0, irq_path = 0, spin_path = 0, errors = 0;
+    for (size_t c = 0; c < values_.size(); ++c) {
+      const stc_hist& h = values_[c];
+      sum_ns += h.sum_ns;
+      irq_path += h.irq_path;
+      spin_path += h.spin_path;
+      errors += h.errors;
+      uint32_t* seen = &slot.buckets[c * STC_BUCKET_COUNT];
+      for (size_t b = 0; b < STC_BUCKET_COUNT; ++b) {
+        deltas[b] += static_cast<uint32_t>(h.buckets[b] - seen[b]);  // modulo 2^32
+        seen[b] = h.buckets[b];
+      }
+    }
+    BucketCounts counts = ToBucketCounts(deltas);
+    if (counts.count == 0) continue;
+    counts.sum_ns = ClampSum(counts, sum_ns - slot.sum_ns);
+    slot.sum_ns += counts.sum_ns;
+    if (k.family == STC_FAMILY_WAIT) {
+      auto take = [](uint64_t now, uint64_t* seen, uint64_t cap) -> uint64_t {
+        const uint64_t v = std::min<uint64_t>(now > *seen ? now - *seen : 0, cap);
+        *seen += v;
+        return v;
+      };
+      KeyHistogramDelta d;
+      d.device = device_names_[k.device];
+      d.opcode = k.opcode;
+      d.size_class = k.size_class;
+      d.cpu_class = k.cpu_class;
+      d.irq_path = take(irq_path, &slot.irq_path, counts.count);
+      d.spin_path = take(spin_path, &slot.spin_path, counts.count - d.irq_path);
+      d.errors = take(errors, &slot.errors, counts.count);
+      d.wait = std::move(counts);
+      out->histograms.push_back(std::move(d));
+    } else {
+      DispatchHistogramDelta& d = dispatch[{k.device, k.cpu_class}];
+      d.device = device_names_[k.device];
+      d.cpu_class = k.cpu_class;
+      (k.family == STC_FAMILY_WAKE ? d.wake : d.handler) = std::move(counts);
+    }
   }
   for (auto& [key, d] : dispatch) out->dispatch_histograms.push_back(std::move(d));
 }
@@ -286,7 +247,11 @@ absl::Status BpfCapture::Take(CaptureOutput* out, absl::Duration timeout) {
     // Rounded up: a poll of 0 ms would spin until `until`.
     const int ms = static_cast<int>(
         std::max<int64_t>(0, absl::ToInt64Milliseconds(absl::Ceil(until - now, absl::Milliseconds(1)))));
-    const int n = ring_buffer__poll(ring_, ms);
+    // The program wakes the poll only once the ring is a quarter full (a
+    // wakeup per sample would cost microseconds in the I/O path): the poll
+    // mostly times out, and what came meanwhile is read after it.
+    int n = ring_buffer__poll(ring_, ms);
+    if (n >= 0 || n == -EINTR) n = ring_buffer__consume(ring_);
     sink_ = nullptr;
     if (n < 0 && n != -EINTR) {
       return absl::UnavailableError(absl::StrCat("bpf ring buffer: ", std::strerror(-n)));
@@ -376,6 +341,7 @@ absl::StatusOr<std::unique_ptr<Capture>> BpfCapture::Open(const CaptureConfig& o
   bpf_map__set_max_entries(s->maps.cpu_class, static_cast<uint32_t>(c->ncpus_));
   bpf_map__set_max_entries(s->maps.irq_last, static_cast<uint32_t>(c->ncpus_));
   if (options.sample_every == 0) bpf_map__set_max_entries(s->maps.samples, 4096);
+  s->rodata->ring_wakeup_bytes = bpf_map__max_entries(s->maps.samples) / 4;
 
   bool mmc = false, spi = false;
   for (const auto& k : keys) {

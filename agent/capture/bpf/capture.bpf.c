@@ -16,8 +16,9 @@
  * latency runs from the IRQ entry to the sched_switch into the issuer, when
  * the issuer was asleep at the completion and was woken after the IRQ.
  *
- * The histogram maps are preallocated (on this kernel a third cheaper per
- * completion than allocating on first use).
+ * Histograms are slots of a per-CPU array (capture_abi.h): a start finds
+ * its key's slot (in a per-CPU cache of the last keys, rarely by a hash
+ * lookup), and the completion adds to the slot's bucket by index.
  *
  * Bounded: pending starts live in an LRU hash; nothing is pinned, every
  * attachment is a link owned by the loader's file descriptors. The
@@ -31,7 +32,6 @@
 #include <bpf/bpf_tracing.h>
 
 #include "agent/capture/bpf/capture_abi.h"
-#include "agent/capture/bpf/histogram_bits.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -39,6 +39,7 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 const volatile __u64 irq_window_ns = 2000000;	/* completion at most this after its IRQ */
 const volatile __u64 wake_window_ns = 20000000;	/* waiter running at most this after the IRQ */
 const volatile __u32 sample_every = 0;		/* 0: no ring samples; N: every Nth completion per CPU */
+const volatile __u64 ring_wakeup_bytes = 1 << 18;	/* wake the reader once this much waits */
 const volatile bool have_declared_irqs = false;	/* irq_declared holds --irq names */
 /* The measured devices, in the loader's order (a scan: cheaper than a hash for a few). */
 const volatile __u32 device_count = 0;
@@ -67,6 +68,9 @@ struct start {
 	__u32 device;
 	__u32 opcode;
 	__s32 cpu;
+	__u32 slot;	/* its histogram; STC_MAX_SLOTS: none (every slot taken) */
+	__u16 cpu_class;
+	__u16 pad;
 };
 
 /* The last irq_handler_entry of one CPU, and its interrupt context. */
@@ -77,30 +81,36 @@ struct irq_state {
 	__s32 irq;
 	__u32 device;		/* index + 1 of a device whose completion it delivered */
 	__u32 declared;		/* index + 1 from --irq, 0 when not declared */
-	__u32 waiter;		/* pid of the issuer it woke (0: none) */
+	__u8 woke;		/* it woke an issuer (one per IRQ) */
+	__u8 pad[3];
 	__u8 valid;
 	__u8 exited;
 	__u8 dispatched;	/* its handler time was recorded */
-	__u8 pad;
+	__u8 learned;		/* device index + 1 irq_learned was checked for in it */
 	__s32 softirq_depth;
 };
 
 /*
  * An issuer asleep at its completion, until it runs again: a slot of a
- * direct-mapped table indexed by the low bits of its pid, so that
- * sched_switch (the most frequent event) knows in one array access, without
- * a hash lookup, that the task switched in waits for nothing. Two waiters
- * whose pids share the low bits at the same time keep the later one.
+ * direct-mapped table indexed by a hash of its task_struct's address, so
+ * that sched_switch (the most frequent event) knows in one array access,
+ * without a hash map lookup and without reading the task switched in, that
+ * it waits for nothing. Two waiters of one slot at the same time keep the
+ * later one.
  */
 #define STC_WAITER_SLOTS 4096
 
 struct waiter {
 	__u64 irq_entry_ns;
-	__u32 pid;	/* 0: free */
-	__u32 device;
-	__u16 cpu_class;
-	__u16 pad[3];
+	__u64 task;	/* 0: free */
+	__u32 slot;	/* its device's wake histogram */
+	__u32 pad;
 };
+
+static __always_inline __u32 waiter_slot(__u64 task)
+{
+	return (__u32)((task * 0x9E3779B97F4A7C15ULL) >> 52);	/* 12 bits: STC_WAITER_SLOTS */
+}
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -147,37 +157,38 @@ struct {
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, STC_WAITER_SLOTS);
-	__type(key, __u32);	/* pid % STC_WAITER_SLOTS */
+	__type(key, __u32);	/* waiter_slot() */
 	__type(value, struct waiter);
 } waiters SEC(".maps");
 
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
-	__uint(max_entries, 32768);	/* (key, bucket) pairs: some 50 keys of many octaves */
-	__type(key, struct stc_key);
-	__type(value, __u64);
-} key_buckets SEC(".maps");
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, STC_MAX_SLOTS);
+	__type(key, __u32);
+	__type(value, struct stc_hist);
+} hists SEC(".maps");
 
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
-	__uint(max_entries, 4096);
-	__type(key, struct stc_key);
-	__type(value, struct stc_key_stats);
-} key_stats SEC(".maps");
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, STC_MAX_SLOTS);
+	__type(key, struct stc_slot_key);
+	__type(value, __u32);	/* its slot in hists */
+} slot_of SEC(".maps");
+
+/* Who owns each slot handed out (what the loader reads); claimed with BPF_NOEXIST. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, STC_MAX_SLOTS);
+	__type(key, __u32);
+	__type(value, struct stc_slot_key);
+} slot_owner SEC(".maps");
 
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
-	__uint(max_entries, 4096);
-	__type(key, struct stc_dispatch_key);
-	__type(value, __u64);
-} dispatch_buckets SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
-	__uint(max_entries, 1024);
-	__type(key, struct stc_dispatch_key);
-	__type(value, struct stc_dispatch_stats);
-} dispatch_stats SEC(".maps");
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);	/* the next slot to try (a hint: slot_owner decides) */
+} slots_used SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -227,52 +238,97 @@ static __always_inline int device_index(__u32 kind, __u32 id, __u32 *index)
 	return -1;
 }
 
-/* Adds one to a per-CPU counter map entry, creating it when new. */
-static __always_inline void add_bucket(void *map, const void *key)
+/*
+ * The slot of a histogram key, handed out on its first use; STC_MAX_SLOTS
+ * when all are taken. A slot is claimed by creating its slot_owner entry
+ * (an insert only one CPU can win: this BPF target has no atomic
+ * fetch-and-add that returns the old value). Two CPUs giving one key a
+ * slot at once leave one slot unused.
+ */
+static __noinline __u32 find_slot(const struct stc_slot_key *k)
 {
-	__u64 one = 1, *v = bpf_map_lookup_elem(map, key);
+	__u32 zero = 0, *slot = bpf_map_lookup_elem(&slot_of, k), *next, n, i;
 
-	if (v) {
-		__sync_fetch_and_add(v, 1);
-		return;
+	if (slot)
+		return *slot;
+	next = bpf_map_lookup_elem(&slots_used, &zero);
+	if (!next)
+		return STC_MAX_SLOTS;
+	n = *next;
+	for (i = 0; i < 8 && n < STC_MAX_SLOTS; i++, n++) {
+		if (bpf_map_update_elem(&slot_owner, &n, k, BPF_NOEXIST) != 0)
+			continue;	/* taken meanwhile */
+		*next = n + 1;
+		bpf_map_update_elem(&slot_of, k, &n, BPF_NOEXIST);
+		slot = bpf_map_lookup_elem(&slot_of, k);
+		return slot ? *slot : STC_MAX_SLOTS;
 	}
-	if (bpf_map_update_elem(map, key, &one, BPF_NOEXIST) != 0) {
-		v = bpf_map_lookup_elem(map, key);	/* created meanwhile */
-		if (v)
-			__sync_fetch_and_add(v, 1);
-		else
-			count(STC_MAP_FULL);
-	}
+	count(STC_MAP_FULL);
+	return STC_MAX_SLOTS;
 }
 
-static __always_inline void record_dispatch(__u32 device, __u16 cls, __u16 kind, __u64 ns)
-{
-	struct stc_dispatch_key k = {
-		.device = device, .cpu_class = cls, .kind = kind, .bucket = stc_bucket_index(ns),
-	};
-	struct stc_dispatch_stats *s, init = { .sum_ns = ns };
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 64);
+	__type(key, __u32);
+	__type(value, __u64);	/* packed key << 32 | its slot; 0: empty */
+} slot_cache SEC(".maps");
 
-	add_bucket(&dispatch_buckets, &k);
-	k.bucket = 0;
-	s = bpf_map_lookup_elem(&dispatch_stats, &k);
-	if (s)
-		__sync_fetch_and_add(&s->sum_ns, ns);
-	else if (bpf_map_update_elem(&dispatch_stats, &k, &init, BPF_NOEXIST) != 0) {
-		count(STC_MAP_FULL);
-	}
-	count(kind == STC_DISPATCH_HANDLER ? STC_DISPATCHES : STC_WAKES);
+/*
+ * The slot of a key, usually from this CPU's direct-mapped cache of the
+ * keys it used last (an array access instead of slot_of's hash lookup).
+ * An entry is one 64-bit word, written at once: a program interrupting
+ * this one on the CPU sees the old entry or the new, never half of each.
+ */
+static __always_inline __u32 slot_for(const struct stc_slot_key *k)
+{
+	__u64 packed, *c;
+	__u32 i, slot;
+
+	if (k->device >= 64 || k->opcode >= 256 || k->size_class >= 128 || k->cpu_class >= 128 ||
+	    k->family >= 4)
+		return find_slot(k);	/* does not fit in 31 bits */
+	packed = 1 | (__u64)k->family << 1 | (__u64)k->device << 3 | (__u64)k->opcode << 9 |
+		 (__u64)k->size_class << 17 | (__u64)k->cpu_class << 24;
+	i = (__u32)((packed * 0x9E3779B97F4A7C15ULL) >> 58);	/* 6 bits: 64 entries */
+	c = bpf_map_lookup_elem(&slot_cache, &i);
+	if (c && *c >> 32 == packed)
+		return (__u32)*c;
+	slot = find_slot(k);
+	if (c && slot < STC_MAX_SLOTS)
+		*c = packed << 32 | slot;
+	return slot;
+}
+
+/* Adds @ns to the histogram in @slot; NULL when there is none. */
+static __always_inline struct stc_hist *add_to_slot(__u32 slot, __u64 ns)
+{
+	struct stc_hist *h = bpf_map_lookup_elem(&hists, &slot);
+	__u64 b = stc_bucket_index(ns);	/* 64 bits: the bound below is on the register indexed with */
+
+	if (!h)
+		return NULL;	/* every slot taken: find_slot counted it */
+	/* Never true, but the verifier must see the bound (clang would drop it). */
+	asm volatile("" : "+r"(b));
+	if (b >= STC_BUCKET_COUNT)
+		b = STC_BUCKET_COUNT - 1;
+	/* Atomic: a program in IRQ context may interrupt another on this CPU. */
+	__sync_fetch_and_add(&h->buckets[b], 1);
+	__sync_fetch_and_add(&h->sum_ns, ns);
+	return h;
+}
+
+static __always_inline __u32 dispatch_slot(__u32 device, __u16 cls, __u32 family)
+{
+	struct stc_slot_key k = { .device = device, .cpu_class = cls, .family = family };
+
+	return slot_for(&k);
 }
 
 static __always_inline void record_completion(const struct start *s, __u64 wait_ns, __u8 path,
 					      bool error, __u64 now)
 {
-	struct stc_key k = {
-		.device = s->device,
-		.opcode = s->opcode,
-		.size_class = (__u16)stc_size_class(s->bytes),
-		.cpu_class = class_of((__u32)s->cpu),
-	};
-	struct stc_key_stats *st;
+	struct stc_hist *h;
 	__u32 zero = 0;
 
 	count(STC_COMPLETIONS);
@@ -282,39 +338,36 @@ static __always_inline void record_completion(const struct start *s, __u64 wait_
 		if (tick && ++*tick >= sample_every) {
 			struct stc_sample smp = {
 				.wait_ns = wait_ns, .bytes = s->bytes, .end_ns = now,
-				.device = s->device, .opcode = s->opcode, .cpu_class = k.cpu_class,
+				.device = s->device, .opcode = s->opcode, .cpu_class = s->cpu_class,
 				.path = path, .error = error, .cpu = s->cpu,
 			};
 
 			*tick = 0;
-			/* A sampled completion goes to user space instead of the histogram. */
-			if (bpf_ringbuf_output(&samples, &smp, sizeof(smp), 0) == 0)
+			/*
+			 * A sampled completion goes to user space instead of the
+			 * histogram. The reader polls with a timeout and is woken
+			 * only when the ring fills up: a wakeup per sample costs
+			 * microseconds in the I/O path, more than the whole
+			 * capture, and delays the event's other probes.
+			 */
+			if (bpf_ringbuf_output(&samples, &smp, sizeof(smp),
+					       bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA) >=
+							       ring_wakeup_bytes ?
+						       BPF_RB_FORCE_WAKEUP :
+						       BPF_RB_NO_WAKEUP) == 0)
 				return;
 			count(STC_RING_LOST);
 		}
 	}
-	k.bucket = stc_bucket_index(wait_ns);
-	add_bucket(&key_buckets, &k);
-	k.bucket = 0;
-	st = bpf_map_lookup_elem(&key_stats, &k);
-	if (!st) {
-		struct stc_key_stats init = {};
-
-		/* Fails when another program created it meanwhile: either way, look again. */
-		bpf_map_update_elem(&key_stats, &k, &init, BPF_NOEXIST);
-		st = bpf_map_lookup_elem(&key_stats, &k);
-		if (!st) {
-			count(STC_MAP_FULL);
-			return;
-		}
-	}
-	__sync_fetch_and_add(&st->sum_ns, wait_ns);
+	h = add_to_slot(s->slot, wait_ns);
+	if (!h)
+		return;
 	if (path == STC_PATH_IRQ)
-		__sync_fetch_and_add(&st->irq_path, 1);
+		__sync_fetch_and_add(&h->irq_path, 1);
 	else if (path == STC_PATH_SPIN)
-		__sync_fetch_and_add(&st->spin_path, 1);
+		__sync_fetch_and_add(&h->spin_path, 1);
 	if (error)
-		__sync_fetch_and_add(&st->errors, 1);
+		__sync_fetch_and_add(&h->errors, 1);
 }
 
 /* The IRQ number of a threaded handler task ("irq/36-virtio1-r"), else -1. */
@@ -361,19 +414,37 @@ static __always_inline bool task_asleep(__u64 task)
 	return (state & 3) != 0;	/* TASK_INTERRUPTIBLE | TASK_UNINTERRUPTIBLE */
 }
 
+/* The slot of the completion histogram of @s's key. */
+static __always_inline __u32 wait_slot(const struct start *s)
+{
+	struct stc_slot_key k = {
+		.device = s->device,
+		.opcode = s->opcode,
+		.size_class = (__u16)stc_size_class(s->bytes),
+		.cpu_class = s->cpu_class,
+		.family = STC_FAMILY_WAIT,
+	};
+
+	return slot_for(&k);
+}
+
 /* `ts_ns` is read first thing in the program: the lookups before it are not the device's time. */
 static __always_inline void start_request(__u64 ts_ns, __u32 kind, __u64 id, __u32 device,
 					  __u32 opcode, __u64 bytes, __u64 flags)
 {
 	struct start_key k = { .id = id, .kind = kind };
+	__u32 cpu = bpf_get_smp_processor_id();
+	struct task_struct *task = bpf_get_current_task_btf();	/* one helper for both */
 	struct start s = {
 		.ts_ns = ts_ns,
 		.bytes = bytes,
-		.task = bpf_get_current_task(),
-		.pid = (__u32)bpf_get_current_pid_tgid(),
+		.task = (__u64)task,
+		.pid = (__u32)task->pid,
 		.device = device,
 		.opcode = opcode,
-		.cpu = (__s32)bpf_get_smp_processor_id(),
+		.cpu = (__s32)cpu,
+		.slot = STC_MAX_SLOTS,
+		.cpu_class = class_of(cpu),
 	};
 
 	struct start *p = bpf_map_lookup_elem(&pending, &k);
@@ -391,6 +462,8 @@ static __always_inline void start_request(__u64 ts_ns, __u32 kind, __u64 id, __u
 		}
 		count(STC_UNENDED);	/* its end was never seen */
 	}
+	if (kind != STC_START_SPI_MSG)	/* (a message's size is known at its end) */
+		s.slot = wait_slot(&s);
 	if (p)
 		*p = s;
 	else
@@ -438,32 +511,34 @@ static __always_inline void complete(__u64 now, const struct start *s, bool erro
 
 			path = STC_PATH_IRQ;
 			wait_ns = occ->entry_ns - s->ts_ns;	/* hardware completion = the IRQ */
-			if (!occ->declared) {
+			if (!occ->declared && occ->learned != dev1) {
+				/* Once per IRQ and device: it may deliver several completions. */
 				__u32 *known = bpf_map_lookup_elem(&irq_learned, &occ->action);
 
 				if (!known || *known != dev1)
 					bpf_map_update_elem(&irq_learned, &occ->action, &dev1, BPF_ANY);
+				occ->learned = (__u8)dev1;
 			}
 			if (!occ->exited) {
 				occ->device = dev1;	/* its exit records the handler time */
 			} else if (!occ->dispatched) {
 				occ->dispatched = 1;
-				record_dispatch(s->device, cls, STC_DISPATCH_HANDLER,
-						occ->exit_ns - occ->entry_ns);
+				add_to_slot(dispatch_slot(s->device, cls, STC_FAMILY_HANDLER),
+					    occ->exit_ns - occ->entry_ns);
+				count(STC_DISPATCHES);
 			}
-			if (asleep && !occ->waiter) {
-				__u32 slot = s->pid % STC_WAITER_SLOTS;
+			if (asleep && !occ->woke) {
+				__u32 slot = waiter_slot(s->task);
 				struct waiter *w = bpf_map_lookup_elem(&waiters, &slot);
 
-				occ->waiter = s->pid;
+				occ->woke = 1;
 				if (w) {
-					/* The pid last: sched_switch matches on it. */
-					w->pid = 0;
+					/* The task last: sched_switch matches on it. */
+					w->task = 0;
 					w->irq_entry_ns = occ->entry_ns;
-					w->device = s->device;
-					w->cpu_class = cls;
+					w->slot = dispatch_slot(s->device, cls, STC_FAMILY_WAKE);
 					asm volatile("" ::: "memory");
-					w->pid = s->pid;
+					w->task = s->task;
 				}
 			}
 		}
@@ -638,10 +713,11 @@ int BPF_PROG(stc_irq_entry, int irq, struct irqaction *action)
 	o->irq = irq;
 	o->device = 0;
 	o->declared = 0;
-	o->waiter = 0;
+	o->woke = 0;
 	o->valid = 1;
 	o->exited = 0;
 	o->dispatched = 0;
+	o->learned = 0;
 	if (uirq < STC_MAX_IRQS) {
 		__u32 *on = bpf_map_lookup_elem(&irq_cpu, &uirq);
 
@@ -684,8 +760,9 @@ int BPF_PROG(stc_irq_exit, int irq, struct irqaction *action, int ret)
 	/* An IRQ of no device known yet waits for a completion to claim it. */
 	if (device) {
 		o->dispatched = 1;
-		record_dispatch(device - 1, class_of(cpu), STC_DISPATCH_HANDLER,
-				o->exit_ns - o->entry_ns);
+		add_to_slot(dispatch_slot(device - 1, class_of(cpu), STC_FAMILY_HANDLER),
+			    o->exit_ns - o->entry_ns);
+		count(STC_DISPATCHES);
 	}
 	return 0;
 }
@@ -718,19 +795,21 @@ int BPF_PROG(stc_softirq_exit, unsigned int vec)
  * IRQ entry, so this first switch into it follows a wakeup after the IRQ:
  * no sched_waking program is needed to tell.
  */
-SEC("tp_btf/sched_switch")
-int BPF_PROG(stc_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
+SEC("raw_tp/sched_switch")	/* (not tp_btf: the task switched in is only hashed, never read) */
+int BPF_PROG(stc_switch, bool preempt, __u64 prev, __u64 next)
 {
-	__u32 pid = (__u32)next->pid, slot = pid % STC_WAITER_SLOTS;
+	__u64 task = next, now;
+	__u32 slot = waiter_slot(task);
 	struct waiter *w = bpf_map_lookup_elem(&waiters, &slot);
-	__u64 now;
 
-	if (!w || w->pid != pid || !pid)
+	if (!w || w->task != task)
 		return 0;
 	now = bpf_ktime_get_ns();
-	if (now <= w->irq_entry_ns + wake_window_ns)
-		record_dispatch(w->device, w->cpu_class, STC_DISPATCH_WAKE, now - w->irq_entry_ns);
-	w->pid = 0;
+	if (now <= w->irq_entry_ns + wake_window_ns) {
+		add_to_slot(w->slot, now - w->irq_entry_ns);
+		count(STC_WAKES);
+	}
+	w->task = 0;
 	return 0;
 }
 
@@ -859,6 +938,7 @@ int BPF_PROG(stc_spi_msg_done, struct spi_message *msg)
 	if (!take(STC_START_SPI_MSG, (__u64)msg, &s))
 		return 0;
 	s.bytes = BPF_CORE_READ(msg, actual_length);	/* the actual length */
+	s.slot = wait_slot(&s);
 	complete(now, &s, false);
 	return 0;
 }

@@ -9,6 +9,8 @@
 #ifndef SPINTUNE_AGENT_CAPTURE_BPF_CAPTURE_ABI_H_
 #define SPINTUNE_AGENT_CAPTURE_BPF_CAPTURE_ABI_H_
 
+#include "agent/capture/bpf/histogram_bits.h"
+
 #define STC_MAX_DEVICES 64
 #define STC_MAX_IRQS 8192
 #define STC_IRQ_NAME_LEN 32
@@ -33,40 +35,41 @@ enum stc_path {
 };
 
 /*
- * A completion histogram key: (device, opcode, size class, CPU class) and
- * one bucket of it. The per-key totals use bucket 0 in key_stats.
+ * Histograms live in slots: a per-CPU array of STC_MAX_SLOTS histograms
+ * (indexed by slot, no hash at the update), and a hash from each key to
+ * its slot that the program fills on a key's first use and the loader reads
+ * to name the slots. A key is a completion key (device, opcode, size class,
+ * CPU class) or a dispatch key (device, CPU class; handler or wake time).
  */
-struct stc_key {
-	__u32 device;
-	__u32 opcode;
-	__u16 size_class;
-	__u16 cpu_class;
-	__u32 bucket;
+#define STC_MAX_SLOTS 128
+
+enum stc_family {
+	STC_FAMILY_WAIT = 0,		/* completion times */
+	STC_FAMILY_HANDLER = 1,		/* IRQ handler times */
+	STC_FAMILY_WAKE = 2,		/* IRQ entry -> the issuer running again */
 };
 
-/* (The count is the sum of the key's buckets.) */
-struct stc_key_stats {
+struct stc_slot_key {
+	__u32 device;
+	__u32 opcode;		/* 0 for dispatch keys */
+	__u16 size_class;	/* 0 for dispatch keys */
+	__u16 cpu_class;
+	__u32 family;
+};
+
+/*
+ * One slot's histogram on one CPU. The counters come first: the loader
+ * copies them before the buckets, and the program adds to a bucket before
+ * them, so a read never sees more path counts than bucket counts. Buckets
+ * are 32 bits (a slot must fit the per-CPU allocator's 32 KiB units): the
+ * loader takes deltas modulo 2^32, per CPU.
+ */
+struct stc_hist {
 	__u64 sum_ns;
-	__u64 irq_path;
+	__u64 irq_path;		/* completions only */
 	__u64 spin_path;
 	__u64 errors;
-};
-
-/* A dispatch histogram key: (device, CPU class, handler or wake, bucket). */
-enum stc_dispatch_kind {
-	STC_DISPATCH_HANDLER = 0,
-	STC_DISPATCH_WAKE = 1,
-};
-
-struct stc_dispatch_key {
-	__u32 device;
-	__u16 cpu_class;
-	__u16 kind;
-	__u32 bucket;
-};
-
-struct stc_dispatch_stats {
-	__u64 sum_ns;
+	__u32 buckets[STC_BUCKET_COUNT];
 };
 
 /* One completion sent through the ring buffer (sampled mode). */
