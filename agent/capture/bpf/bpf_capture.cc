@@ -140,6 +140,8 @@ class BpfCapture : public Capture {
   spintune_capture* skel_ = nullptr;
   ring_buffer* ring_ = nullptr;
   int ncpus_ = 1;
+  uint32_t slot_count_ = STC_SLOTS_PER_DEVICE;  // hists' entries
+  bool warned_full_ = false;                    // said once that every slot is taken
   std::vector<std::string> device_names_;
   std::vector<std::string> missing_;
   absl::Duration interval_;
@@ -162,6 +164,12 @@ void BpfCapture::ReadHistograms(CaptureOutput* out) {
     Slot& slot = slots_[owned];
     slot.key = key;
     slot.buckets.assign(static_cast<size_t>(ncpus_) * STC_BUCKET_COUNT, 0);
+  }
+  if (slots_.size() >= slot_count_ && !warned_full_) {
+    warned_full_ = true;
+    Logger().warn("bpf capture: all {} histogram slots are taken ({} per device); completions "
+                  "of further keys are counted as dropped (use --capture raw for them)",
+                  slot_count_, STC_SLOTS_PER_DEVICE);
   }
   const int hist_fd = bpf_map__fd(skel_->maps.hists);
   values_.resize(static_cast<size_t>(ncpus_));
@@ -340,6 +348,13 @@ absl::StatusOr<std::unique_ptr<Capture>> BpfCapture::Open(const CaptureConfig& o
   if (c->ncpus_ <= 0) return absl::FailedPreconditionError("bpf capture: cannot count the CPUs");
   bpf_map__set_max_entries(s->maps.cpu_class, static_cast<uint32_t>(c->ncpus_));
   bpf_map__set_max_entries(s->maps.irq_last, static_cast<uint32_t>(c->ncpus_));
+  // Histogram slots: enough for every key of one device's CPU classes,
+  // opcodes and size classes, per device (each ~18 KiB per CPU, preallocated).
+  c->slot_count_ = STC_SLOTS_PER_DEVICE * static_cast<uint32_t>(keys.size());
+  s->rodata->slot_count = c->slot_count_;
+  bpf_map__set_max_entries(s->maps.hists, c->slot_count_);
+  bpf_map__set_max_entries(s->maps.slot_of, c->slot_count_);
+  bpf_map__set_max_entries(s->maps.slot_owner, c->slot_count_);
   if (options.sample_every == 0) bpf_map__set_max_entries(s->maps.samples, 4096);
   s->rodata->ring_wakeup_bytes = bpf_map__max_entries(s->maps.samples) / 4;
 

@@ -43,6 +43,7 @@ const volatile __u64 ring_wakeup_bytes = 1 << 18;	/* wake the reader once this m
 const volatile bool have_declared_irqs = false;	/* irq_declared holds --irq names */
 /* The measured devices, in the loader's order (a scan: cheaper than a hash for a few). */
 const volatile __u32 device_count = 0;
+const volatile __u32 slot_count = STC_SLOTS_PER_DEVICE;	/* hists' entries (the loader's) */
 const volatile struct stc_device_key device_keys[STC_MAX_DEVICES] = {};
 
 /* Pending starts. */
@@ -68,7 +69,7 @@ struct start {
 	__u32 device;
 	__u32 opcode;
 	__s32 cpu;
-	__u32 slot;	/* its histogram; STC_MAX_SLOTS: none (every slot taken) */
+	__u32 slot;	/* its histogram; STC_NO_SLOT: none (every slot taken) */
 	__u16 cpu_class;
 	__u16 pad;
 };
@@ -163,14 +164,14 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, STC_MAX_SLOTS);
+	__uint(max_entries, STC_SLOTS_PER_DEVICE);	/* the loader sets slot_count */
 	__type(key, __u32);
 	__type(value, struct stc_hist);
 } hists SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, STC_MAX_SLOTS);
+	__uint(max_entries, STC_SLOTS_PER_DEVICE);	/* the loader sets slot_count */
 	__type(key, struct stc_slot_key);
 	__type(value, __u32);	/* its slot in hists */
 } slot_of SEC(".maps");
@@ -178,7 +179,7 @@ struct {
 /* Who owns each slot handed out (what the loader reads); claimed with BPF_NOEXIST. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, STC_MAX_SLOTS);
+	__uint(max_entries, STC_SLOTS_PER_DEVICE);	/* the loader sets slot_count */
 	__type(key, __u32);
 	__type(value, struct stc_slot_key);
 } slot_owner SEC(".maps");
@@ -239,7 +240,7 @@ static __always_inline int device_index(__u32 kind, __u32 id, __u32 *index)
 }
 
 /*
- * The slot of a histogram key, handed out on its first use; STC_MAX_SLOTS
+ * The slot of a histogram key, handed out on its first use; STC_NO_SLOT
  * when all are taken. A slot is claimed by creating its slot_owner entry
  * (an insert only one CPU can win: this BPF target has no atomic
  * fetch-and-add that returns the old value). Two CPUs giving one key a
@@ -253,18 +254,18 @@ static __noinline __u32 find_slot(const struct stc_slot_key *k)
 		return *slot;
 	next = bpf_map_lookup_elem(&slots_used, &zero);
 	if (!next)
-		return STC_MAX_SLOTS;
+		return STC_NO_SLOT;
 	n = *next;
-	for (i = 0; i < 8 && n < STC_MAX_SLOTS; i++, n++) {
+	for (i = 0; i < 8 && n < slot_count; i++, n++) {
 		if (bpf_map_update_elem(&slot_owner, &n, k, BPF_NOEXIST) != 0)
 			continue;	/* taken meanwhile */
 		*next = n + 1;
 		bpf_map_update_elem(&slot_of, k, &n, BPF_NOEXIST);
 		slot = bpf_map_lookup_elem(&slot_of, k);
-		return slot ? *slot : STC_MAX_SLOTS;
+		return slot ? *slot : STC_NO_SLOT;
 	}
 	count(STC_MAP_FULL);
-	return STC_MAX_SLOTS;
+	return STC_NO_SLOT;
 }
 
 struct {
@@ -295,7 +296,7 @@ static __always_inline __u32 slot_for(const struct stc_slot_key *k)
 	if (c && *c >> 32 == packed)
 		return (__u32)*c;
 	slot = find_slot(k);
-	if (c && slot < STC_MAX_SLOTS)
+	if (c && slot != STC_NO_SLOT)
 		*c = packed << 32 | slot;
 	return slot;
 }
@@ -443,7 +444,7 @@ static __always_inline void start_request(__u64 ts_ns, __u32 kind, __u64 id, __u
 		.device = device,
 		.opcode = opcode,
 		.cpu = (__s32)cpu,
-		.slot = STC_MAX_SLOTS,
+		.slot = STC_NO_SLOT,
 		.cpu_class = class_of(cpu),
 	};
 

@@ -35,13 +35,15 @@ enum stc_path {
 };
 
 /*
- * Histograms live in slots: a per-CPU array of STC_MAX_SLOTS histograms
+ * Histograms live in slots: a per-CPU array of slot_count histograms
+ * (STC_SLOTS_PER_DEVICE per measured device: about 18 KiB each per CPU)
  * (indexed by slot, no hash at the update), and a hash from each key to
  * its slot that the program fills on a key's first use and the loader reads
  * to name the slots. A key is a completion key (device, opcode, size class,
  * CPU class) or a dispatch key (device, CPU class; handler or wake time).
  */
-#define STC_MAX_SLOTS 128
+#define STC_SLOTS_PER_DEVICE 128	/* the loader sizes the maps: this many per measured device */
+#define STC_NO_SLOT 0xFFFFFFFFu		/* a key without a slot (every slot taken) */
 
 enum stc_family {
 	STC_FAMILY_WAIT = 0,		/* completion times */
