@@ -397,7 +397,7 @@ static __always_inline int threaded_irq(void)
 	return -1;
 }
 
-/* The issuer is asleep (switched out waiting, not running or runnable). */
+/* The issuer is asleep (switched out waiting: not running, runnable or switching out). */
 static __always_inline bool task_asleep(__u64 task)
 {
 	struct task_struct *t = (struct task_struct *)task;
@@ -412,7 +412,14 @@ static __always_inline bool task_asleep(__u64 task)
 
 		state = BPF_CORE_READ(o, state);
 	}
-	return (state & 3) != 0;	/* TASK_INTERRUPTIBLE | TASK_UNINTERRUPTIBLE */
+	if ((state & 3) == 0)	/* TASK_INTERRUPTIBLE | TASK_UNINTERRUPTIBLE */
+		return false;
+	/*
+	 * Still on a CPU: it set its state to sleep but has not switched out
+	 * (and may never: a wakeup now sets it running before its schedule()),
+	 * so its next switch in is no wake from this IRQ.
+	 */
+	return !bpf_core_field_exists(t->on_cpu) || !BPF_CORE_READ(t, on_cpu);
 }
 
 /* The slot of the completion histogram of @s's key. */

@@ -77,6 +77,7 @@ struct task_struct {
 	unsigned int __state;
 	unsigned int flags;
 	int pid;
+	int on_cpu;	/* CONFIG_SMP */
 } __preserve;
 
 #define PF_KTHREAD 0x00200000
