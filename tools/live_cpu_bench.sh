@@ -3,8 +3,9 @@
 # runs at RATE requests/s alone and with the agent capturing the disk
 # (--capture bpf, raw, text), alternating, REPEAT times each. Per run it reads
 # over the steady middle of the run:
-#  - the WHOLE MACHINE's busy CPU from /proc/stat (user + nice + system + irq
-#    + softirq of every CPU): with the agent minus alone is the capture's full
+#  - the WHOLE MACHINE's busy CPU from /proc/stat (every CPU's time minus
+#    its idle, iowait and steal; see machine_ticks): with the agent minus
+#    alone is the capture's full
 #    cost, including BPF programs and trace events in the I/O issuers' and the
 #    IRQs' context, not just the agent process. Only meaningful on an
 #    otherwise idle machine (a saturated one shows ~100% per CPU either way);
@@ -49,8 +50,17 @@ cat >"$OUT/platform.json" <<'JSON'
  "timer_cpu_ns": 15000, "timer_wake_ns": 15000}
 JSON
 
-# Busy jiffies of the whole machine (the "cpu" line of /proc/stat).
-machine_ticks() { awk '/^cpu / {print $2 + $3 + $4 + $7 + $8}' /proc/stat; }
+# Busy jiffies of the whole machine so far: every CPU's time since the epoch
+# minus its idle, iowait and steal time (the "cpu" line of /proc/stat). Not
+# the sum of user + system + irq + softirq: with tick-based accounting
+# (CONFIG_TICK_CPU_ACCOUNTING) and idle ticks stopped (NO_HZ_IDLE) those are
+# sampled at ticks that a paced load's short bursts between idle periods
+# mostly miss (the load alone read 1% of a core against the ~27% its own
+# process is charged), while the idle time is measured at every idle entry
+# and exit (get_cpu_idle_time_us), so what is not idle is exact.
+machine_ticks() {
+  awk -v t="$(now)" -v n="$(nproc)" -v hz="$HZ" '/^cpu / {printf "%.3f\n", n * hz * t - $5 - $6 - $9}' /proc/stat
+}
 # irq + softirq jiffies of the whole machine.
 irq_ticks() { awk '/^cpu / {print $7 + $8}' /proc/stat; }
 proc_ticks() { awk '{sub(/^.*\) /, ""); print $12 + $13}' "/proc/$1/stat"; }
