@@ -58,6 +58,18 @@ void MergeOutcomes(uint64_t window, const BatchDelta& delta,
     r.last_window = std::max(r.last_window, window);
   }
 }
+
+// Adds a staged delta's evidence for one key to `into` (its histogram and
+// counts; not its key).
+void AddEvidence(const KeyEvidence& delta, KeyEvidence* into) {
+  into->histogram.Merge(delta.histogram);
+  into->errors += delta.errors;
+  into->irq_timeouts += delta.irq_timeouts;
+  into->spin_timeouts += delta.spin_timeouts;
+  into->irq_path += delta.irq_path;
+  into->spin_path += delta.spin_path;
+}
+
 }  // namespace
 
 absl::StatusOr<int64_t> Store::MergeKey(int64_t target_id, const KeyEvidence& delta) {
@@ -143,44 +155,40 @@ absl::Status Store::MergeDispatch(int64_t target_id, const DispatchRecord& delta
   return put->Run();
 }
 
-absl::StatusOr<std::vector<std::pair<uint64_t, BatchDelta>>> Store::StagedDeltas(
-    int64_t target_id, uint64_t* last_seq) {
+absl::StatusOr<uint64_t> Store::ForEachStagedDelta(
+    int64_t target_id, const std::function<void(uint64_t, const BatchDelta&)>& fold,
+    uint64_t* last_seq) {
   SPINTUNE_ASSIGN_OR_RETURN(
       auto q, db_->Prepare("SELECT seq, \"window\", delta FROM pending_deltas WHERE target_id = ?1 "
                            "ORDER BY seq"));
   q->Bind(1, target_id);
-  std::vector<std::pair<uint64_t, BatchDelta>> out;
+  uint64_t n = 0;
   while (true) {
     SPINTUNE_ASSIGN_OR_RETURN(bool row, q->Step());
     if (!row) break;
     SPINTUNE_ASSIGN_OR_RETURN(BatchDelta d, DecodeBatchDelta(q->ColumnBlob(2)));
     d.seq = U(q->ColumnInt(0));
     if (last_seq != nullptr) *last_seq = d.seq;
-    out.emplace_back(U(q->ColumnInt(1)), std::move(d));
+    fold(U(q->ColumnInt(1)), d);
+    ++n;
   }
-  return out;
+  return n;
 }
 
 absl::Status Store::CompactLocked(int64_t target_id, uint64_t* folded) {
-  uint64_t last_seq = 0;
-  SPINTUNE_ASSIGN_OR_RETURN(auto staged, StagedDeltas(target_id, &last_seq));
-  *folded = staged.size();
-  if (staged.empty()) return absl::OkStatus();
-  // Everything staged, summed per key, per (key, window) and per dispatch
-  // record, then written once each.
+  // Everything staged, summed per key, per (key, window), per dispatch
+  // record, per outcome and per timer, then written once each.
   std::map<PolicyKey, KeyEvidence> keys;
   std::map<std::pair<PolicyKey, uint64_t>, LatencyHistogram> windows;
   std::map<std::pair<std::string, std::string>, DispatchRecord> dispatch;
-  for (const auto& [window, delta] : staged) {
+  std::map<OutcomeId, OutcomeRecord> outcomes;
+  std::map<std::string, LatencyHistogram> timers;
+  uint64_t last_seq = 0;
+  auto fold = [&](uint64_t window, const BatchDelta& delta) {
     for (const auto& k : delta.keys) {
       KeyEvidence& e = keys[k.key];
       e.key = k.key;
-      e.histogram.Merge(k.histogram);
-      e.errors += k.errors;
-      e.irq_timeouts += k.irq_timeouts;
-      e.spin_timeouts += k.spin_timeouts;
-      e.irq_path += k.irq_path;
-      e.spin_path += k.spin_path;
+      AddEvidence(k, &e);
       windows[{k.key, window}].Merge(k.histogram);
     }
     for (const auto& d : delta.dispatch) {
@@ -190,7 +198,11 @@ absl::Status Store::CompactLocked(int64_t target_id, uint64_t* folded) {
       r.handler.Merge(d.handler);
       r.wake.Merge(d.wake);
     }
-  }
+    MergeOutcomes(window, delta, &outcomes);
+    for (const auto& t : delta.timers) timers[t.cpu_class].Merge(t.oversleep);
+  };
+  SPINTUNE_ASSIGN_OR_RETURN(*folded, ForEachStagedDelta(target_id, fold, &last_seq));
+  if (*folded == 0) return absl::OkStatus();
   std::map<PolicyKey, int64_t> key_ids;
   for (const auto& [key, e] : keys) {
     SPINTUNE_ASSIGN_OR_RETURN(key_ids[key], MergeKey(target_id, e));
@@ -199,12 +211,6 @@ absl::Status Store::CompactLocked(int64_t target_id, uint64_t* folded) {
     SPINTUNE_RETURN_IF_ERROR(MergeWindow(key_ids.at(kw.first), kw.second, h));
   }
   for (const auto& [cd, d] : dispatch) SPINTUNE_RETURN_IF_ERROR(MergeDispatch(target_id, d));
-  std::map<OutcomeId, OutcomeRecord> outcomes;
-  std::map<std::string, LatencyHistogram> timers;
-  for (const auto& [window, delta] : staged) {
-    MergeOutcomes(window, delta, &outcomes);
-    for (const auto& t : delta.timers) timers[t.cpu_class].Merge(t.oversleep);
-  }
   for (const auto& [id, o] : outcomes) {
     // (CASE, not the two-argument MIN/MAX, which PostgreSQL lacks.)
     SPINTUNE_ASSIGN_OR_RETURN(
@@ -295,12 +301,12 @@ absl::StatusOr<std::vector<PolicyKey>> Store::ListKeys(int64_t target_id) {
     out.push_back(KeyAt(*q, 0));
   }
   std::set<PolicyKey> known(out.begin(), out.end());
-  SPINTUNE_ASSIGN_OR_RETURN(auto staged, StagedDeltas(target_id, nullptr));
-  for (const auto& [window, delta] : staged) {
+  auto add = [&](uint64_t, const BatchDelta& delta) {
     for (const auto& k : delta.keys) {
       if (known.insert(k.key).second) out.push_back(k.key);
     }
-  }
+  };
+  SPINTUNE_RETURN_IF_ERROR(ForEachStagedDelta(target_id, add).status());
   return out;
 }
 
@@ -345,26 +351,20 @@ absl::StatusOr<std::vector<KeyEvidence>> Store::LoadKeys(int64_t target_id) {
   }
   // Staged deltas: newer than every compacted window, so they count for a
   // key that changed too.
-  SPINTUNE_ASSIGN_OR_RETURN(auto staged, StagedDeltas(target_id, nullptr));
-  if (!staged.empty()) {
-    std::map<PolicyKey, size_t> index;
-    for (size_t i = 0; i < out.size(); ++i) index[out[i].key] = i;
-    for (const auto& [window, delta] : staged) {
-      for (const auto& d : delta.keys) {
-        auto it = index.find(d.key);
-        if (it == index.end()) {
-          it = index.emplace(d.key, out.size()).first;
-          out.push_back(KeyEvidence{d.key, {}, 0, 0, 0, 0, 0});
-        }
-        KeyEvidence& e = out[it->second];
-        e.histogram.Merge(d.histogram);
-        e.errors += d.errors;
-        e.irq_timeouts += d.irq_timeouts;
-        e.spin_timeouts += d.spin_timeouts;
-        e.irq_path += d.irq_path;
-        e.spin_path += d.spin_path;
+  std::map<PolicyKey, size_t> index;
+  for (size_t i = 0; i < out.size(); ++i) index[out[i].key] = i;
+  auto add = [&](uint64_t, const BatchDelta& delta) {
+    for (const auto& d : delta.keys) {
+      auto it = index.find(d.key);
+      if (it == index.end()) {
+        it = index.emplace(d.key, out.size()).first;
+        out.push_back(KeyEvidence{d.key, {}, 0, 0, 0, 0, 0});
       }
+      AddEvidence(d, &out[it->second]);
     }
+  };
+  SPINTUNE_ASSIGN_OR_RETURN(uint64_t staged, ForEachStagedDelta(target_id, add));
+  if (staged > 0) {
     std::sort(out.begin(), out.end(), [](const KeyEvidence& a, const KeyEvidence& b) {
       return std::tie(a.key.device, a.key.cpu_class, a.key.opcode, a.key.size_class) <
              std::tie(b.key.device, b.key.cpu_class, b.key.opcode, b.key.size_class);
@@ -453,8 +453,7 @@ absl::StatusOr<std::vector<DispatchRecord>> Store::LoadDispatch(int64_t target_i
     SPINTUNE_ASSIGN_OR_RETURN(d.wake, DecodeHistogram(q->ColumnBlob(3)));
     out.push_back(std::move(d));
   }
-  SPINTUNE_ASSIGN_OR_RETURN(auto staged, StagedDeltas(target_id, nullptr));
-  for (const auto& [window, delta] : staged) {
+  auto add = [&](uint64_t, const BatchDelta& delta) {
     for (const auto& d : delta.dispatch) {
       auto it = std::find_if(out.begin(), out.end(), [&](const DispatchRecord& r) {
         return r.cpu_class == d.cpu_class && r.device == d.device;
@@ -466,8 +465,9 @@ absl::StatusOr<std::vector<DispatchRecord>> Store::LoadDispatch(int64_t target_i
       it->handler.Merge(d.handler);
       it->wake.Merge(d.wake);
     }
-  }
-  if (!staged.empty()) {
+  };
+  SPINTUNE_ASSIGN_OR_RETURN(uint64_t staged, ForEachStagedDelta(target_id, add));
+  if (staged > 0) {
     std::sort(out.begin(), out.end(), [](const DispatchRecord& a, const DispatchRecord& b) {
       return std::tie(a.cpu_class, a.device) < std::tie(b.cpu_class, b.device);
     });
@@ -497,8 +497,8 @@ absl::StatusOr<std::vector<OutcomeRecord>> Store::LoadOutcomes(int64_t target_id
     o.last_window = U(q->ColumnInt(13));
     all[{o.key, o.version, o.arm}] = std::move(o);
   }
-  SPINTUNE_ASSIGN_OR_RETURN(auto staged, StagedDeltas(target_id, nullptr));
-  for (const auto& [window, delta] : staged) MergeOutcomes(window, delta, &all);
+  auto add = [&](uint64_t window, const BatchDelta& delta) { MergeOutcomes(window, delta, &all); };
+  SPINTUNE_RETURN_IF_ERROR(ForEachStagedDelta(target_id, add).status());
   std::vector<OutcomeRecord> out;
   for (auto& [id, o] : all) out.push_back(std::move(o));
   return out;
@@ -530,10 +530,10 @@ absl::StatusOr<std::vector<TimerRecord>> Store::LoadTimerOversleep(int64_t targe
     if (!row) break;
     SPINTUNE_ASSIGN_OR_RETURN(all[q->ColumnText(0)], DecodeHistogram(q->ColumnBlob(1)));
   }
-  SPINTUNE_ASSIGN_OR_RETURN(auto staged, StagedDeltas(target_id, nullptr));
-  for (const auto& [window, delta] : staged) {
+  auto add = [&](uint64_t, const BatchDelta& delta) {
     for (const auto& t : delta.timers) all[t.cpu_class].Merge(t.oversleep);
-  }
+  };
+  SPINTUNE_RETURN_IF_ERROR(ForEachStagedDelta(target_id, add).status());
   std::vector<TimerRecord> out;
   for (auto& [cpu_class, h] : all) out.push_back({cpu_class, std::move(h)});
   return out;

@@ -213,16 +213,11 @@ class SessionReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, gr
       state_->ReadDone(false);
       return;
     }
-    // One contiguous copy (a message arrives in slices), parsed into the
-    // same messages every time (their allocations are reused).
-    bytes_.clear();
-    std::vector<grpc::Slice> slices;
-    if (!read_.Dump(&slices).ok()) slices.clear();
-    for (const grpc::Slice& s : slices) {
-      bytes_.append(reinterpret_cast<const char*>(s.begin()), s.size());
-    }
-    read_.Clear();
-    if (!request_.ParseFromString(bytes_)) {
+    const absl::string_view bytes = ReceivedBytes();
+    // (Its buffers and the parsed message are released by ReleaseRead.)
+    const bool parsed = request_.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()));
+    if (!parsed) {
+      ReleaseRead(bytes.size());
       state_->ReadDone(true);
       return state_->Fail(absl::InvalidArgumentError("an agent message that does not parse"));
     }
@@ -260,9 +255,8 @@ class SessionReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, gr
         }
         state_->JobStarted();
         if (request_.has_batch()) {
-          // Decoded from the read buffer in place: the next read parses into
-          // the same messages and reuses their allocations.
-          core_->OnBatch(state_, hello_, request_.batch(), BatchBytes(bytes_), done);
+          // Decoded from the read buffer in place.
+          core_->OnBatch(state_, hello_, request_.batch(), BatchBytes(bytes), done);
         } else if (request_.has_applied()) {
           core_->OnApplied(state_, std::move(*request_.mutable_applied()), done);
         } else if (request_.has_drain()) {
@@ -275,7 +269,7 @@ class SessionReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, gr
         state_->ReadDone(true);
         return state_->Fail(absl::InvalidArgumentError("empty agent message"));
     }
-    request_.Clear();
+    ReleaseRead(bytes.size());
     state_->ReadDone(true);
     state_->MaybeRead();
   }
@@ -294,13 +288,48 @@ class SessionReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, gr
   }
 
  private:
+  // Messages up to this size keep their buffers for the stream's next read.
+  static constexpr size_t kKeptReadBytes = 256 << 10;
+
+  // The bytes of the read that just finished, contiguous: the read buffer's
+  // own slice when it has one (no copy), else its slices copied into bytes_.
+  // Valid until ReleaseRead().
+  absl::string_view ReceivedBytes() {
+    if (read_.TrySingleSlice(&slice_).ok()) {
+      return {reinterpret_cast<const char*>(slice_.begin()), slice_.size()};
+    }
+    std::vector<grpc::Slice> slices;
+    if (!read_.Dump(&slices).ok()) slices.clear();
+    bytes_.clear();
+    for (const grpc::Slice& s : slices) {
+      bytes_.append(reinterpret_cast<const char*>(s.begin()), s.size());
+    }
+    return bytes_;
+  }
+
+  // Drops the read's bytes and its parsed message. A large message's
+  // buffers are freed, not kept: kept, each stream would hold two copies
+  // of the largest message it ever sent (docs/reliability.md's bound).
+  void ReleaseRead(size_t size) {
+    slice_ = grpc::Slice();
+    read_.Clear();
+    if (size > kKeptReadBytes) {
+      std::string().swap(bytes_);
+      v1::AgentMessage().Swap(&request_);
+    } else {
+      bytes_.clear();
+      request_.Clear();
+    }
+  }
+
   TunerCore* core_;
   std::string peer_;
   std::string bound_target_;
   std::string token_name_;
   grpc::ByteBuffer read_;       // the read in flight
-  std::string bytes_;           // its bytes, contiguous
-  v1::AgentMessage request_;    // parsed from bytes_
+  grpc::Slice slice_;           // its one slice, when it has one
+  std::string bytes_;           // else its bytes copied, contiguous
+  v1::AgentMessage request_;    // parsed from those bytes
   std::shared_ptr<SessionState> state_;
   bool seen_hello_ = false;  // reactions run one at a time per stream
   v1::Hello hello_;
