@@ -17,11 +17,11 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
@@ -71,24 +71,11 @@ class JobQueue {
   size_t queued_jobs() const;
 
  private:
-  // One stream's queued jobs: jobs[head..] in order. (A vector and not a
-  // deque: a deque allocates a block per job this large, and a fleet's
-  // streams each queue one batch at a time.)
-  struct Stream {
-    std::vector<TunerJob> jobs;
-    size_t head = 0;
-    bool empty() const { return head == jobs.size(); }
-    TunerJob& front() { return jobs[head]; }
-  };
-
   std::vector<TunerJob> NextLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   mutable absl::Mutex mu_;
   bool stopped_ ABSL_GUARDED_BY(mu_) = false;
-  // Streams with jobs. An emptied stream's vector goes to spare_ for the
-  // next stream that gets a job, so a batch costs no allocation here.
-  absl::flat_hash_map<const SessionHandle*, Stream> streams_ ABSL_GUARDED_BY(mu_);
-  std::vector<std::vector<TunerJob>> spare_ ABSL_GUARDED_BY(mu_);
+  std::map<const SessionHandle*, std::deque<TunerJob>> streams_ ABSL_GUARDED_BY(mu_);
   // Streams with jobs, in turn order.
   std::deque<const SessionHandle*> ring_ ABSL_GUARDED_BY(mu_);
   std::deque<TunerJob> other_ ABSL_GUARDED_BY(mu_);
