@@ -409,7 +409,8 @@ absl::StatusOr<LedgerPrune> Store::PruneLedger(absl::Time cutoff, uint64_t max_r
                                                int64_t from_target) {
   if (max_rows == 0) return absl::InvalidArgumentError("max_rows must be > 0");
   absl::MutexLock lock(&mu_);
-  Transaction tx(db_.get());
+  // Without a sync of its own: a prune lost to a power cut is done again.
+  Transaction tx(db_.get(), CommitSync::kDeferred);
   SPINTUNE_RETURN_IF_ERROR(tx.Begin());
   SPINTUNE_ASSIGN_OR_RETURN(
       auto targets,
