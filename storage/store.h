@@ -3,7 +3,8 @@
 //
 // Holds targets with their CPU classes and devices, per-key completion
 // histograms, per-(CPU class, device) dispatch histograms, the (target, seq)
-// of every ingested batch for exactly-once ingest, and every policy version.
+// of every ingested batch for exactly-once ingest (for
+// StoreOptions::ledger_retention), and every policy version.
 // A batch is ingested in one transaction: after IngestBatch() returns OK the
 // batch is durable (SQLite: WAL, synchronous=FULL; PostgreSQL: committed)
 // and a replay of the same
