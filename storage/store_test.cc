@@ -268,6 +268,14 @@ TEST_P(StoreTest, PrunesLedgerRowsPastTheRetentionAndResendsStayExactlyOnce) {
   EXPECT_EQ(*s.LastDurableSeq(a), 10u);
   EXPECT_EQ(*s.LastDurableSeq(b), 3u);
   EXPECT_EQ(outcome(batch(a, 11, 111)), IngestOutcome::kStored);
+  // A seq without a row above the oldest one (inside a placeholder's range)
+  // was not pruned: a conflict, as before.
+  SequencedBatch placeholder = batch(a, 12, 112);
+  placeholder.last_seq = 13;
+  placeholder.dropped = true;
+  placeholder.delta = nullptr;
+  EXPECT_EQ(outcome(placeholder), IngestOutcome::kStored);
+  EXPECT_EQ(outcome(batch(a, 13, 113)), IngestOutcome::kConflict);
   EXPECT_FALSE(s.PruneLedger(cutoff, 0).ok());
 }
 
