@@ -46,9 +46,11 @@ using store_rows::U;
 
 }  // namespace
 
-std::string NowRfc3339() {
-  return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", absl::Now(), absl::UTCTimeZone());
+std::string Rfc3339(absl::Time t) {
+  return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", t, absl::UTCTimeZone());
 }
+
+std::string NowRfc3339() { return Rfc3339(absl::Now()); }
 
 absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& db_spec,
                                                    const StoreOptions& options, OpenMode mode) {
@@ -286,6 +288,8 @@ absl::StatusOr<std::vector<IngestResult>> Store::IngestBatches(
                                  "fingerprint_version FROM ingested WHERE target_id = ?1 AND "
                                  "seq = ?2"));
   SPINTUNE_ASSIGN_OR_RETURN(
+      auto oldest, db_->Cached("SELECT MIN(seq) FROM ingested WHERE target_id = ?1"));
+  SPINTUNE_ASSIGN_OR_RETURN(
       auto mark, db_->Cached(absl::StrCat(
                      "INSERT INTO ingested(target_id, seq, samples, dispatch_samples, "
                      "received_at, last_seq, fingerprint, refused_code, refused_message, "
@@ -331,16 +335,22 @@ absl::StatusOr<std::vector<IngestResult>> Store::IngestBatches(
       earlier->Bind(1, b.target_id).Bind(2, I(b.seq));
       SPINTUNE_ASSIGN_OR_RETURN(bool found, earlier->Step());
       // Take the resend's word when the stored fingerprint or the one of
-      // its version is missing (before migration 6 none was kept).
+      // its version is missing (before migration 6 none was kept), or when
+      // its row was pruned (PruneLedger: below the target's oldest row).
       bool same = found;
       if (found && !earlier->ColumnIsNull(0)) {
         const uint64_t stored = static_cast<uint64_t>(earlier->ColumnInt(0));
         const uint64_t resent =
             earlier->ColumnInt(3) == kFingerprintVersion ? b.fingerprint : b.legacy_fingerprint;
         same = resent == 0 || resent == stored;
+      } else if (!found) {
+        oldest->Reset();
+        oldest->Bind(1, b.target_id);
+        SPINTUNE_ASSIGN_OR_RETURN(bool any, oldest->Step());
+        same = !any || oldest->ColumnIsNull(0) || b.seq < U(oldest->ColumnInt(0));
       }
       r.outcome = same ? IngestOutcome::kDuplicate : IngestOutcome::kConflict;
-      if (same && earlier->ColumnInt(1) != 0) {
+      if (same && found && earlier->ColumnInt(1) != 0) {
         r.refusal = absl::Status(static_cast<absl::StatusCode>(earlier->ColumnInt(1)),
                                  earlier->ColumnText(2));
       }
@@ -391,6 +401,61 @@ absl::StatusOr<std::vector<IngestResult>> Store::IngestBatches(
     out.push_back(std::move(r));
   }
   db_->ResetCached();
+  SPINTUNE_RETURN_IF_ERROR(tx.Commit());
+  return out;
+}
+
+absl::StatusOr<LedgerPrune> Store::PruneLedger(absl::Time cutoff, uint64_t max_rows,
+                                               int64_t from_target) {
+  if (max_rows == 0) return absl::InvalidArgumentError("max_rows must be > 0");
+  absl::MutexLock lock(&mu_);
+  // Without a sync of its own: a prune lost to a power cut is done again.
+  Transaction tx(db_.get(), CommitSync::kDeferred);
+  SPINTUNE_RETURN_IF_ERROR(tx.Begin());
+  SPINTUNE_ASSIGN_OR_RETURN(
+      auto targets,
+      db_->Prepare("SELECT id, last_seq FROM targets WHERE id >= ?1 ORDER BY id LIMIT ?2"));
+  targets->Bind(1, from_target).Bind(2, I(max_rows));
+  std::vector<std::pair<int64_t, uint64_t>> visit;  // (target, its resume point)
+  while (true) {
+    SPINTUNE_ASSIGN_OR_RETURN(bool row, targets->Step());
+    if (!row) break;
+    visit.emplace_back(targets->ColumnInt(0), U(targets->ColumnInt(1)));
+  }
+  LedgerPrune out;
+  // A full list of targets may have more after it.
+  if (visit.size() == max_rows) out.next_target = visit.back().first + 1;
+  SPINTUNE_ASSIGN_OR_RETURN(
+      auto head, db_->Prepare("SELECT seq, last_seq, received_at FROM ingested "
+                              "WHERE target_id = ?1 ORDER BY seq LIMIT ?2"));
+  SPINTUNE_ASSIGN_OR_RETURN(
+      auto drop, db_->Prepare("DELETE FROM ingested WHERE target_id = ?1 AND seq < ?2"));
+  const std::string before = Rfc3339(cutoff);
+  for (const auto& [target, resume_seq] : visit) {
+    const uint64_t budget = max_rows - out.deleted;
+    // The oldest rows up to the first one to keep: received since `cutoff`
+    // (rows are received in seq order), or the newest (covering the resume
+    // point). Only a prefix goes, so the rows left are one range of seqs.
+    head->Reset();
+    head->Bind(1, target).Bind(2, I(budget));
+    uint64_t rows = 0, below = 0;
+    while (true) {
+      SPINTUNE_ASSIGN_OR_RETURN(bool row, head->Step());
+      if (!row || U(head->ColumnInt(1)) >= resume_seq || head->ColumnText(2) >= before) break;
+      ++rows;
+      below = U(head->ColumnInt(0)) + 1;
+    }
+    head->Reset();
+    if (rows == 0) continue;
+    drop->Reset();
+    drop->Bind(1, target).Bind(2, I(below));
+    SPINTUNE_RETURN_IF_ERROR(drop->Run());
+    out.deleted += rows;
+    if (out.deleted == max_rows) {
+      out.next_target = target;  // it may have more
+      break;
+    }
+  }
   SPINTUNE_RETURN_IF_ERROR(tx.Commit());
   return out;
 }

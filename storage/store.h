@@ -3,7 +3,8 @@
 //
 // Holds targets with their CPU classes and devices, per-key completion
 // histograms, per-(CPU class, device) dispatch histograms, the (target, seq)
-// of every ingested batch for exactly-once ingest, and every policy version.
+// of every ingested batch for exactly-once ingest (for
+// StoreOptions::ledger_retention), and every policy version.
 // A batch is ingested in one transaction: after IngestBatch() returns OK the
 // batch is durable (SQLite: WAL, synchronous=FULL; PostgreSQL: committed)
 // and a replay of the same
@@ -24,6 +25,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "models/change_detector.h"
 #include "models/cost_moments.h"
 #include "models/latency_histogram.h"
@@ -207,6 +209,17 @@ struct StoreOptions {
   // Checkpoint() (the tuner's compactor does it for the ingest worker,
   // whose commits then stay short).
   bool commit_checkpoints = true;
+  // The exactly-once ledger (`ingested`) keeps a batch's row this long
+  // (PruneLedger(), run by the tuner's compactor); zero: forever. A resend
+  // of a pruned seq is taken at its word (a duplicate), so this bounds only
+  // how long conflicts and refusals are recognised (storage/SCHEMA.md).
+  absl::Duration ledger_retention = absl::Hours(24 * 7);
+};
+
+// What one Store::PruneLedger() call did.
+struct LedgerPrune {
+  uint64_t deleted = 0;     // ledger rows deleted
+  int64_t next_target = 0;  // pass as `from_target` next; 0: the pass ended
 };
 
 class Store {
@@ -250,6 +263,15 @@ class Store {
   // The target's keys, without their evidence (compacted or not).
   absl::StatusOr<std::vector<PolicyKey>> ListKeys(int64_t target_id);
 
+  // Bounds the exactly-once ledger: deletes `ingested` rows received before
+  // `cutoff`, each target's oldest seqs first (a target's rows stay one
+  // range of seqs, so a resend below it is known pruned), never a target's
+  // newest row (it holds the resume point, targets.last_seq). Visits the
+  // targets from id `from_target` on in id order; deletes at most `max_rows`
+  // rows and looks at most at `max_rows` targets, in one transaction.
+  // REQUIRES: max_rows > 0.
+  absl::StatusOr<LedgerPrune> PruneLedger(absl::Time cutoff, uint64_t max_rows,
+                                          int64_t from_target = 0);
   // Ingest stages each batch's delta as one row (cheap per batch); Compact()
   // folds a target's staged deltas into its per-key and per-window
   // histograms and dispatch stats in one transaction, many batches at once.
@@ -421,6 +443,8 @@ class Store {
 
 // Current UTC time as RFC 3339 ("2026-11-30T02:47:01Z").
 std::string NowRfc3339();
+// `t` as RFC 3339 UTC in whole seconds, as the store writes timestamps.
+std::string Rfc3339(absl::Time t);
 
 }  // namespace spintune
 

@@ -165,6 +165,120 @@ TEST_P(StoreTest, ResendsAcrossTheFingerprintUpgradeStayExactlyOnce) {
   EXPECT_EQ(*s.LastDurableSeq(1), 2u);
 }
 
+// The exactly-once ledger is bounded (Store::PruneLedger): rows received
+// before the cutoff go, each target's oldest first, in chunks of at most
+// max_rows rows (and targets looked at); a target's newest row stays. A
+// resend of a pruned seq is a duplicate (taken at its word: nothing stored
+// again), one of a kept seq with other content still a conflict.
+TEST_P(StoreTest, PrunesLedgerRowsPastTheRetentionAndResendsStayExactlyOnce) {
+  const std::string spec = NewDb(/*file=*/true);
+  auto store = Store::Open(spec);
+  ASSERT_TRUE(store.ok()) << store.status();
+  Store& s = **store;
+  auto db = OpenSqlDb(spec);  // a second connection, to age rows by hand
+  ASSERT_TRUE(db.ok()) << db.status();
+  const int64_t a = *s.UpsertTarget(Board("agent-a"));
+  const int64_t b = *s.UpsertTarget(Board("agent-b"));
+  const BatchDelta delta = Batch(1, 1000, 10);
+  auto batch = [&](int64_t target, uint64_t seq, uint64_t fingerprint) {
+    SequencedBatch sb;
+    sb.target_id = target;
+    sb.seq = sb.last_seq = seq;
+    sb.fingerprint = fingerprint;
+    sb.delta = &delta;
+    return sb;
+  };
+  auto outcome = [&](const SequencedBatch& sb) {
+    auto r = s.IngestBatches({sb});
+    EXPECT_TRUE(r.ok()) << r.status();
+    return r.ok() ? (*r)[0].outcome : IngestOutcome::kOutOfOrder;
+  };
+  for (uint64_t seq = 1; seq <= 10; ++seq) {
+    ASSERT_EQ(outcome(batch(a, seq, 100 + seq)), IngestOutcome::kStored);
+  }
+  for (uint64_t seq = 1; seq <= 3; ++seq) {
+    ASSERT_EQ(outcome(batch(b, seq, 200 + seq)), IngestOutcome::kStored);
+  }
+  EXPECT_EQ(outcome(batch(a, 2, 999)), IngestOutcome::kConflict);  // before pruning
+  // Received long ago: a's seqs 1..6, all of b's.
+  ASSERT_TRUE((*db)->Exec(absl::StrCat("UPDATE ingested SET received_at = '2020-01-01T00:00:00Z' "
+                                       "WHERE (target_id = ", a, " AND seq <= 6) OR target_id = ",
+                                       b)).ok());
+  auto seqs = [&](int64_t target) {
+    std::vector<int64_t> out;
+    auto q = (*db)->Prepare("SELECT seq FROM ingested WHERE target_id = ?1 ORDER BY seq");
+    EXPECT_TRUE(q.ok()) << q.status();
+    (*q)->Bind(1, target);
+    while (true) {
+      auto row = (*q)->Step();
+      EXPECT_TRUE(row.ok()) << row.status();
+      if (!row.ok() || !*row) break;
+      out.push_back((*q)->ColumnInt(0));
+    }
+    return out;
+  };
+  auto summary = [&](int64_t target) {
+    auto t = s.FindTarget(target == a ? "agent-a" : "agent-b");
+    EXPECT_TRUE(t.ok() && t->has_value());
+    auto keys = s.LoadKeys(target);
+    EXPECT_TRUE(keys.ok() && keys->size() == 1u);
+    auto dispatch = s.LoadDispatch(target);
+    EXPECT_TRUE(dispatch.ok() && dispatch->size() == 1u);
+    return std::vector<uint64_t>{(*t)->total_samples, (*t)->total_dispatch_samples, (*t)->last_seq,
+                                 (*keys)[0].histogram.total_count(),
+                                 (*dispatch)[0].wake.total_count()};
+  };
+  const auto a_before = summary(a), b_before = summary(b);
+  EXPECT_EQ(a_before, (std::vector<uint64_t>{100, 20, 10, 100, 20}));
+
+  const absl::Time cutoff = absl::Now() - absl::Hours(24 * 7);
+  auto prune = [&](uint64_t max_rows, int64_t from) {
+    auto r = s.PruneLedger(cutoff, max_rows, from);
+    EXPECT_TRUE(r.ok()) << r.status();
+    return r.ok() ? *r : LedgerPrune{};
+  };
+  LedgerPrune p = prune(4, 0);  // a's 1..4: the chunk is full, a may have more
+  EXPECT_EQ(p.deleted, 4u);
+  EXPECT_EQ(p.next_target, a);
+  EXPECT_EQ(seqs(a), (std::vector<int64_t>{5, 6, 7, 8, 9, 10}));
+  p = prune(4, p.next_target);  // a's 5, 6 (7 is recent); b's 1, 2
+  EXPECT_EQ(p.deleted, 4u);
+  EXPECT_EQ(p.next_target, b);
+  p = prune(4, p.next_target);  // b's 3 is its newest row: the resume point
+  EXPECT_EQ(p.deleted, 0u);
+  EXPECT_EQ(p.next_target, 0);
+  EXPECT_EQ(seqs(a), (std::vector<int64_t>{7, 8, 9, 10}));
+  EXPECT_EQ(seqs(b), (std::vector<int64_t>{3}));
+  // Nothing left to prune: a call looks at most at max_rows targets.
+  p = prune(1, 0);
+  EXPECT_EQ(p.deleted, 0u);
+  EXPECT_EQ(p.next_target, a + 1);
+
+  // Resends of pruned seqs are duplicates, whatever their fingerprint; kept
+  // seqs are checked as before.
+  EXPECT_EQ(outcome(batch(a, 2, 999)), IngestOutcome::kDuplicate);
+  EXPECT_EQ(outcome(batch(a, 6, 106)), IngestOutcome::kDuplicate);
+  EXPECT_EQ(outcome(batch(a, 8, 108)), IngestOutcome::kDuplicate);
+  EXPECT_EQ(outcome(batch(a, 8, 999)), IngestOutcome::kConflict);
+  EXPECT_EQ(outcome(batch(b, 1, 999)), IngestOutcome::kDuplicate);
+  EXPECT_EQ(outcome(batch(b, 3, 999)), IngestOutcome::kConflict);
+  EXPECT_EQ(outcome(batch(a, 12, 112)), IngestOutcome::kOutOfOrder);
+  EXPECT_EQ(summary(a), a_before);  // nothing stored twice, resume points kept
+  EXPECT_EQ(summary(b), b_before);
+  EXPECT_EQ(*s.LastDurableSeq(a), 10u);
+  EXPECT_EQ(*s.LastDurableSeq(b), 3u);
+  EXPECT_EQ(outcome(batch(a, 11, 111)), IngestOutcome::kStored);
+  // A seq without a row above the oldest one (inside a placeholder's range)
+  // was not pruned: a conflict, as before.
+  SequencedBatch placeholder = batch(a, 12, 112);
+  placeholder.last_seq = 13;
+  placeholder.dropped = true;
+  placeholder.delta = nullptr;
+  EXPECT_EQ(outcome(placeholder), IngestOutcome::kStored);
+  EXPECT_EQ(outcome(batch(a, 13, 113)), IngestOutcome::kConflict);
+  EXPECT_FALSE(s.PruneLedger(cutoff, 0).ok());
+}
+
 // Ingest stages each batch; compaction folds them into the histograms. What
 // a reader sees is the same before and after, and after a reopen.
 TEST_P(StoreTest, StagedBatchesReadTheSameBeforeAndAfterCompaction) {

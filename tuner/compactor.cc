@@ -47,10 +47,7 @@ void Compactor::Loop() {
       continue;
     }
     for (int64_t target : *targets) {
-      {
-        absl::MutexLock lock(&mu_);
-        if (stop_) return;
-      }
+      if (Stopping()) return;
       auto folded = store_->Compact(target);
       if (!folded.ok()) on_error_(folded.status());
       if (absl::Now() - checkpointed > options_.period) {
@@ -58,7 +55,32 @@ void Compactor::Loop() {
         if (absl::Status s = store_->Checkpoint(); !s.ok()) on_error_(s);
       }
     }
+    if (!PruneLedger()) return;
   }
+}
+
+bool Compactor::Stopping() {
+  absl::MutexLock lock(&mu_);
+  return stop_;
+}
+
+bool Compactor::PruneLedger() {
+  const absl::Duration retention = options_.store.ledger_retention;
+  const absl::Time start = absl::Now();
+  if (retention <= absl::ZeroDuration() || (prune_from_ == 0 && start < next_prune_)) return true;
+  if (prune_from_ == 0) next_prune_ = start + options_.ledger_prune_period;
+  do {
+    if (Stopping()) return false;
+    auto pruned = store_->PruneLedger(absl::Now() - retention, options_.ledger_chunk_rows,
+                                      prune_from_);
+    if (!pruned.ok()) {
+      on_error_(pruned.status());
+      prune_from_ = 0;
+      break;
+    }
+    prune_from_ = pruned->next_target;
+  } while (prune_from_ != 0 && absl::Now() - start < options_.period);
+  return true;
 }
 
 }  // namespace spintune

@@ -9,6 +9,11 @@
 // batches or with one staged longer than `max_age`. Reads include staged
 // batches, so compaction never changes what anyone sees.
 //
+// Every `ledger_prune_period` it also bounds the exactly-once ledger: rows
+// older than `store.ledger_retention` go (Store::PruneLedger), in chunks of
+// `ledger_chunk_rows` rows, each its own short transaction, for at most one
+// `period` of work per round (a backlog continues in the next rounds).
+//
 // Thread-safety: construct and destroy on one thread; nothing else.
 #ifndef SPINTUNE_TUNER_COMPACTOR_H_
 #define SPINTUNE_TUNER_COMPACTOR_H_
@@ -31,6 +36,8 @@ struct CompactorOptions {
   uint64_t min_batches = 64;
   absl::Duration max_age = absl::Seconds(30);
   absl::Duration period = absl::Milliseconds(250);
+  absl::Duration ledger_prune_period = absl::Seconds(10);
+  uint64_t ledger_chunk_rows = 2000;
 };
 
 class Compactor {
@@ -44,12 +51,19 @@ class Compactor {
   Compactor(CompactorOptions options, std::unique_ptr<Store> store,
             std::function<void(const absl::Status&)> on_error);
   void Loop();
+  // One round of ledger pruning (see above); false when stopping.
+  bool PruneLedger();
+  bool Stopping();
 
   const CompactorOptions options_;
   std::unique_ptr<Store> store_;
   const std::function<void(const absl::Status&)> on_error_;
   absl::Mutex mu_;
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  // Ledger pruning: where the pass goes on (0: none under way), when the
+  // next pass starts. Compactor thread only.
+  int64_t prune_from_ = 0;
+  absl::Time next_prune_ = absl::InfinitePast();
   std::thread thread_;
 };
 

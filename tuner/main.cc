@@ -85,6 +85,7 @@ int main(int argc, char** argv) {
   int max_message_mb = 16;
   uint64_t max_queued_mb = 64;
   uint64_t disk_reserve_mb = 2;
+  double ledger_days = 7;
   uint64_t verify_requests = 1000;
   uint32_t ab_share = 128;
   size_t stream_window = 32;
@@ -167,6 +168,11 @@ int main(int argc, char** argv) {
                  "recover from a full disk (0: none)")
       ->check(CLI::Range(uint64_t{0}, uint64_t{1} << 16))
       ->capture_default_str();
+  app.add_option("--ledger-days", ledger_days,
+                 "Keep each batch's exactly-once ledger row this many days (0: forever); a "
+                 "resend of an older seq is taken at its word (storage/SCHEMA.md)")
+      ->check(CLI::Range(0.0, 36500.0))
+      ->capture_default_str();
   app.add_option("--stream-window", stream_window,
                  "Messages of one agent stream in the tuner at once; more wait in the agent "
                  "(gRPC flow control), so one agent cannot crowd out the others")
@@ -224,6 +230,7 @@ int main(int argc, char** argv) {
   options.fit = *fit_config;
   options.store.window_samples = window_samples;
   options.store.reserve_bytes = disk_reserve_mb << 20;
+  options.store.ledger_retention = absl::Hours(24 * ledger_days);
   options.verify.min_requests = verify_requests;
   options.verify.max_requests = 8 * verify_requests;
   options.verify.ab_share = ab_share;
