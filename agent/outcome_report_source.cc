@@ -1,35 +1,23 @@
 #include "agent/outcome_report_source.h"
 
-#include <algorithm>
 #include <string>
 
-#include "absl/strings/ascii.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/strip.h"
 #include "proto/sample_batch_util.h"
 
 namespace spintune {
 namespace {
 
 // The index in `hello`'s CPU classes of the class a report's key names, or
-// -1. A class the source describes by that name; else spintune.ko's names
-// for a class it knows only by its index in the blob ("default" for index
-// 0, "classN" for index N): the agent writes blobs numbering the classes as
-// its Hello lists them (PolicyTableFromProto() takes them from the Hello).
+// -1: a class the source describes by that name, else spintune.ko's name
+// for its index in the blob (KernelCpuClassIndex: the agent writes blobs
+// numbering the classes as its Hello lists them, PolicyTableFromProto()).
 int CpuClassIndex(const v1::Hello& hello, const std::string& name) {
   const auto& classes = hello.target().cpu_classes();
   for (int i = 0; i < classes.size(); ++i) {
     if (classes[i].name() == name) return i;
   }
-  int index = -1;
-  absl::string_view digits = name;
-  if (name == "default") {
-    index = 0;
-  } else if (absl::ConsumePrefix(&digits, "class") && !digits.empty() && digits.size() <= 3 &&
-             std::all_of(digits.begin(), digits.end(), absl::ascii_isdigit)) {
-    (void)absl::SimpleAtoi(digits, &index);
-  }
+  const int index = KernelCpuClassIndex(name);
   return index < classes.size() ? index : -1;
 }
 

@@ -40,6 +40,23 @@ absl::StatusOr<Report> ReadReport(const std::string& path) {
   return r;
 }
 
+// spintune.ko's reports name a CPU class by its index in the blob
+// ("default", "classN": KernelCpuClassIndex); the table's own name for it,
+// so that its keys meet the table's. Names the table has are kept.
+void NameKernelClasses(const PolicyTable& table, Report* r) {
+  std::map<ReportKey, std::pair<uint64_t, CostMoments>> named;
+  for (auto& [key, value] : r->keys) {
+    ReportKey k = key;
+    const int index = KernelCpuClassIndex(k.cpu_class);
+    if (table.CpuClassIndex(k.cpu_class) < 0 && index >= 0 &&
+        index < static_cast<int>(table.cpu_classes.size())) {
+      k.cpu_class = table.cpu_classes[index].name;
+    }
+    named.emplace(k, std::move(value));
+  }
+  r->keys = std::move(named);
+}
+
 json Measured(const CostMoments& m, double lambda) {
   const CostInterval i = m.Interval(lambda);
   return {{"cpu_ns", m.MeanCpuNs()},   {"latency_ns", m.MeanLatencyNs()}, {"cost_ns", i.mean_ns},
@@ -76,6 +93,7 @@ absl::Status RunVerify(const Repository& repo, const VerifyFlags& flags, std::os
     }
   }
   SPINTUNE_ASSIGN_OR_RETURN(PolicyTable table, LoadTable(repo, source));
+  for (auto& [mode, r] : reports) NameKernelClasses(table, &r);
   const double lambda = table.latency_weight;
   json keys = json::array();
   std::vector<std::vector<std::string>> rows = {

@@ -1,9 +1,13 @@
 #include "policy/outcome_report.h"
 
+#include <algorithm>
 #include <set>
 #include <tuple>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "common/file_util.h"
 #include "common/status_macros.h"
 #include "nlohmann/json.hpp"
@@ -63,6 +67,17 @@ absl::StatusOr<OutcomeReport> ReadOutcomeReport(const std::string& path) {
     r.keys.push_back(std::move(key));
   }
   return r;
+}
+
+int KernelCpuClassIndex(absl::string_view name) {
+  if (name == "default") return 0;
+  int index = -1;
+  if (absl::ConsumePrefix(&name, "class") && !name.empty() && name.size() <= 3 &&
+      std::all_of(name.begin(), name.end(), absl::ascii_isdigit) &&
+      absl::SimpleAtoi(name, &index)) {
+    return index;
+  }
+  return -1;
 }
 
 }  // namespace spintune

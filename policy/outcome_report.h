@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "models/cost_moments.h"
 #include "policy/policy_table.h"
 
@@ -42,6 +43,13 @@ struct OutcomeReport {
 // finite and >= 0, requests >= 1, size_class <= 64, opcode < 2^32 - 1, arm
 // "table" or "incumbent" when present, no key and arm twice; NotFound / FailedPrecondition for unreadable files.
 absl::StatusOr<OutcomeReport> ReadOutcomeReport(const std::string& path);
+
+// spintune.ko knows a CPU class only by its index in the blob it was given,
+// and names it "default" (index 0) or "classN" (index N, 1-3 digits) in its
+// outcome reports. That index, or -1 for any other name. The blob's classes
+// are the table's `cpu_classes` in order (an agent writes them in its
+// Hello's order), so the index names the class there.
+int KernelCpuClassIndex(absl::string_view name);
 
 }  // namespace spintune
 

@@ -272,6 +272,59 @@ TEST_F(Cli, ReadCommandsWorkOnADatabaseOnReadOnlyMedia) {
   umount2(mnt.c_str(), MNT_DETACH);
 }
 
+// spintune.ko knows a CPU class only by its index in the blob and writes
+// "classN" (or "default" for 0) in its outcome reports: `spintune verify`
+// finds the table's class of that index, and a name the table has is kept.
+TEST_F(Cli, VerifyReadsAKernelModulesClassIndexNames) {
+  const std::string db = dir_.File("t.db");
+  {
+    auto store = Store::Open(db);
+    ASSERT_TRUE(store.ok());
+    TargetRecord r;
+    r.agent_id = "phone-1";
+    r.board = "big-little";
+    for (const char* name : {"big", "little"}) {
+      CpuClassRecord c;
+      c.name = name;
+      c.cpu_khz = 1'000'000;
+      c.declared = {20000, 30000, 100, 2000, 50000};
+      r.cpu_classes.push_back(c);
+    }
+    r.devices.push_back({"mmc0", "sdhci", "", {}});
+    auto id = (*store)->UpsertTarget(r);
+    ASSERT_TRUE(id.ok()) << id.status();
+    PolicyTable t;
+    t.board = "big-little";
+    t.cpu_classes = {{"big", 1'000'000, {}}, {"little", 1'000'000, {}}};
+    t.devices = {{"mmc0", "sdhci", "", {}}};
+    PolicyEntry little;
+    little.key = {"little", "mmc0", 18, 13};
+    little.wait = WaitParams::SpinThenIrq(40000);
+    little.samples = 5000;
+    little.expected_cost_ns = 90000;
+    t.entries = {little};
+    ASSERT_TRUE((*store)->AppendPolicyVersion(*id, &t).ok());
+  }
+  auto verify = [&](const std::string& cpu_class) {
+    Write(dir_.File("r.json"),
+          absl::StrCat(R"({"format": "spintune-outcomes", "format_version": 1, "device": "mmc0",
+              "mode": "table", "policy_version": 1, "keys": [{"cpu_class": ")",
+                       cpu_class, R"(", "opcode": 18, "bytes": 4096, "size_class": 13,
+              "requests": 100, "cpu_ns_sum": 4e6, "latency_ns_sum": 9e6, "cpu_ns_sq_sum": 1.7e11,
+              "latency_ns_sq_sum": 8.2e11, "cpu_latency_ns_sum": 3.7e11}]})"));
+    auto r = testing::Run({SPINTUNE_CLI_BIN, "--db", db, "verify", "phone-1", "--report",
+                           "table=" + dir_.File("r.json"), "--format", "json"},
+                          dir_.path().string());
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    auto doc = nlohmann::json::parse(r.out, nullptr, false);
+    return doc.is_discarded() ? size_t{0} : doc["keys"].size();
+  };
+  EXPECT_EQ(verify("class1"), 1u) << "the module's name for the table's second class";
+  EXPECT_EQ(verify("little"), 1u);
+  EXPECT_EQ(verify("class0"), 0u) << "the table's first class has no entry for the key";
+  EXPECT_EQ(verify("class2"), 0u) << "no third class";
+}
+
 TEST_F(Cli, TunerShutsDownOnSigtermWithAnAgentConnected) {
   const pid_t tuner = testing::Spawn(
       {SPINTUNE_TUNER_BIN, "--listen", "127.0.0.1:0", "--db", dir_.File("t.db"),
