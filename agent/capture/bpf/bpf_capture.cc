@@ -7,6 +7,7 @@
 #include <time.h>
 #include <linux/types.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdarg>
 #include <cstring>
@@ -141,7 +142,7 @@ class BpfCapture : public Capture {
   ring_buffer* ring_ = nullptr;
   int ncpus_ = 1;
   uint32_t slot_count_ = STC_SLOTS_PER_DEVICE;  // hists' entries
-  bool warned_full_ = false;                    // said once that every slot is taken
+  bool warned_full_ = false;                    // said once that a key found no slot
   std::vector<std::string> device_names_;
   std::vector<std::string> missing_;
   absl::Duration interval_;
@@ -165,11 +166,17 @@ void BpfCapture::ReadHistograms(CaptureOutput* out) {
     slot.key = key;
     slot.buckets.assign(static_cast<size_t>(ncpus_) * STC_BUCKET_COUNT, 0);
   }
-  if (slots_.size() >= slot_count_ && !warned_full_) {
-    warned_full_ = true;
-    Logger().warn("bpf capture: all {} histogram slots are taken ({} per device); completions "
-                  "of further keys are counted as dropped (use --capture raw for them)",
-                  slot_count_, STC_SLOTS_PER_DEVICE);
+  if (!warned_full_) {
+    // A key found no slot (the programs count only that as STC_MAP_FULL).
+    const uint32_t full = STC_MAP_FULL;
+    std::vector<uint64_t> counts(static_cast<size_t>(ncpus_));
+    if (bpf_map_lookup_elem(bpf_map__fd(skel_->maps.counters), &full, counts.data()) == 0 &&
+        std::any_of(counts.begin(), counts.end(), [](uint64_t n) { return n > 0; })) {
+      warned_full_ = true;
+      Logger().warn("bpf capture: all {} histogram slots are taken ({} per device); completions "
+                    "of further keys are counted as dropped (use --capture raw for them)",
+                    slot_count_, STC_SLOTS_PER_DEVICE);
+    }
   }
   const int hist_fd = bpf_map__fd(skel_->maps.hists);
   values_.resize(static_cast<size_t>(ncpus_));
