@@ -53,6 +53,17 @@ class Hostile : public ::testing::Test {
     s.Finish();
     return m;
   }
+  // Resends seq 1 of `agent_id` (stored with 10 samples) twice: the same
+  // batch is a duplicate, one with 11 samples a conflict. The conflict.
+  v1::TunerMessage ExpectResendsDuplicateThenConflict(const std::string& agent_id) {
+    v1::TunerMessage same = SendOne(agent_id, GoodBatch(1, 10));
+    EXPECT_TRUE(same.has_batch_ack()) << same.DebugString();
+    EXPECT_TRUE(same.batch_ack().duplicate());
+    v1::TunerMessage other = SendOne(agent_id, GoodBatch(1, 11));
+    EXPECT_TRUE(other.has_rejected()) << other.DebugString();
+    EXPECT_EQ(other.rejected().code(), grpc::ALREADY_EXISTS);
+    return other;
+  }
 
   testing::TempDir dir_;
   std::unique_ptr<TunerServer> server_;
@@ -102,12 +113,7 @@ TEST_F(Hostile, SeqsThatDoNotFollowTheDurableOneAreRefused) {
 TEST_F(Hostile, AResentSeqWithOtherContentIsAConflict) {
   StartTuner();
   ASSERT_TRUE(SendOne("resender", GoodBatch(1, 10)).has_batch_ack());
-  v1::TunerMessage same = SendOne("resender", GoodBatch(1, 10));
-  ASSERT_TRUE(same.has_batch_ack()) << same.DebugString();
-  EXPECT_TRUE(same.batch_ack().duplicate());
-  v1::TunerMessage other = SendOne("resender", GoodBatch(1, 11));
-  ASSERT_TRUE(other.has_rejected()) << other.DebugString();
-  EXPECT_EQ(other.rejected().code(), grpc::ALREADY_EXISTS);
+  const v1::TunerMessage other = ExpectResendsDuplicateThenConflict("resender");
   EXPECT_FALSE(other.rejected().retry());
   EXPECT_EQ(Stored("resender").total_samples, 10u);
   EXPECT_EQ(server_->core()->counters().batches_conflict, 1u);
@@ -133,12 +139,7 @@ TEST_F(Hostile, AResendOfABatchStoredBeforeTheFingerprintUpgradeIsADuplicate) {
     sqlite3_close(db);
   }
   StartTuner();
-  v1::TunerMessage same = SendOne("upgraded", GoodBatch(1, 10));
-  ASSERT_TRUE(same.has_batch_ack()) << same.DebugString();
-  EXPECT_TRUE(same.batch_ack().duplicate());
-  v1::TunerMessage other = SendOne("upgraded", GoodBatch(1, 11));
-  ASSERT_TRUE(other.has_rejected()) << other.DebugString();
-  EXPECT_EQ(other.rejected().code(), grpc::ALREADY_EXISTS);
+  ExpectResendsDuplicateThenConflict("upgraded");
   EXPECT_EQ(Stored("upgraded").total_samples, 10u);
 }
 
