@@ -4,7 +4,9 @@
 # (--capture bpf, raw, text), alternating, REPEAT times each. Per run it reads
 # over the steady middle of the run:
 #  - the WHOLE MACHINE's busy CPU from /proc/stat (every CPU's time minus
-#    its idle, iowait and steal; see machine_ticks): with the agent minus
+#    its idle, iowait and steal; see machine_ticks), less the tuner's
+#    process (the other end of the wire: a board does not run it; its
+#    database is on tmpfs, so it adds no disk I/O): with the agent minus
 #    alone is the capture's full
 #    cost, including BPF programs and trace events in the I/O issuers' and the
 #    IRQs' context, not just the agent process. Only meaningful on an
@@ -19,7 +21,9 @@
 #    (kernel.bpf_stats_enabled, run_time_ns of the stc_* programs this agent
 #    loaded), exact whatever else runs, without the ~20-50 ns per call of
 #    the tracepoint itself, in total and per program (runs per request and
-#    ns per run);
+#    ns per run). The statistics cost CPU themselves (two clock reads and a
+#    counter update per program run), so they are taken in a second run of
+#    the load with the same agent ("+stats"), not in the measured one;
 #  - the agent's peak resident memory (VmHWM).
 #
 # A/B mode, for changes to the BPF programs: `live_cpu_bench.sh --ab BUILD
@@ -28,11 +32,26 @@
 # same time, once with each started first (the first program at a tracepoint
 # pays for the cache misses), and prints per program the runs per request and
 # each agent's ns per run.
+#
+# Toggle mode, for a whole-machine figure with less noise: `live_cpu_bench.sh
+# --toggle BUILD [RATE] [PAIRS] [MODE]` runs ONE load for the whole time and
+# starts and stops the agent (MODE, default bpf) in alternate 12 s windows,
+# measuring each window's seconds 4-11 (after the agent is up, before it
+# stops). Separate load runs differ by up to 4% of a core from each other
+# (the "alone" rows), which at 10,000 requests/s is +-4 us per request; within
+# one run the windows move far less. Each window with the agent is compared
+# with the mean of the windows without it on either side; it prints every
+# window, then the mean difference per request with its standard error over
+# the pairs, and their median (robust to a burst of other work in a window).
 set -euo pipefail
 AB_OTHER=
+TOGGLE=
 if [ "${1:-}" = --ab ]; then
   AB_OTHER=${3:?usage: live_cpu_bench.sh --ab BUILD OTHER_AGENT [RATE] [SECS]}
   set -- "$2" "${4:-10000}" "${5:-10}" 1 bpf
+elif [ "${1:-}" = --toggle ]; then
+  TOGGLE=${4:-8}
+  set -- "${2:?usage: live_cpu_bench.sh --toggle BUILD [RATE] [PAIRS] [MODE]}" "${3:-10000}" 0 1 "${5:-bpf}"
 fi
 BUILD=${1:-build}
 RATE=${2:-10000}
@@ -80,11 +99,11 @@ run_load() {
   local pid=$!
   sleep 3
   local m0 i0 k0 l0 a0=0 w0
-  m0=$(machine_ticks); i0=$(irq_ticks); k0=$(kthread_ticks); l0=$(proc_ticks "$pid"); w0=$(now)
+  m0=$(echo "$(machine_ticks) - $(proc_ticks "$tuner_pid")" | bc -l); i0=$(irq_ticks); k0=$(kthread_ticks); l0=$(proc_ticks "$pid"); w0=$(now)
   [ -n "$agent" ] && a0=$(proc_ticks "$agent")
   sleep $((SECS - 6))
   local m1 i1 k1 l1 a1=0 w1
-  m1=$(machine_ticks); i1=$(irq_ticks); k1=$(kthread_ticks); l1=$(proc_ticks "$pid"); w1=$(now)
+  m1=$(echo "$(machine_ticks) - $(proc_ticks "$tuner_pid")" | bc -l); i1=$(irq_ticks); k1=$(kthread_ticks); l1=$(proc_ticks "$pid"); w1=$(now)
   [ -n "$agent" ] && a1=$(proc_ticks "$agent")
   wait "$pid"
   local rps; rps=$(sed -n 's/.*(\([0-9]*\) requests\/s).*/\1/p' "$OUT/load.out")
@@ -111,9 +130,10 @@ for p in json.load(sys.stdin):
 }
 stats_was=$(sysctl -n kernel.bpf_stats_enabled 2>/dev/null || echo 0)
 
-start_tuner "$BUILD" "$OUT"
+db_dir=$(mktemp -d /dev/shm/spintune-cpu-bench.XXXXXX)
+start_tuner "$BUILD" "$db_dir"
 agent_pid=
-trap 'kill $tuner_pid 2>/dev/null || true; [ -n "$agent_pid" ] && kill $agent_pid 2>/dev/null || true
+trap 'kill $tuner_pid 2>/dev/null || true; rm -rf "$db_dir"; [ -n "$agent_pid" ] && kill $agent_pid 2>/dev/null || true
       sysctl -qw kernel.bpf_stats_enabled="$stats_was" 2>/dev/null || true' EXIT
 bpf_lines=()
 
@@ -174,6 +194,67 @@ if [ -n "$AB_OTHER" ]; then
   exit 0
 fi
 
+if [ -n "$TOGGLE" ]; then
+  win=12
+  sleep_until() { local d; d=$(echo "$1 - $(now)" | bc -l); [[ "$d" == -* ]] || sleep "$d"; }
+  windows=$((2 * TOGGLE + 1))  # off, on, off, ..., off
+  SECS=$((windows * win + 4))
+  "$BUILD/agent/spintune-ioload" --file /var/tmp/spintune-cpu-bench.bin --duration "$SECS" \
+    --threads 4 --sizes 4096 --write-share 0.2 --fsync-every 0 --rate "$RATE" \
+    >"$OUT/load.out" 2>&1 &
+  load_pid=$!
+  sleep 2
+  printf "live capture cost, toggle mode: one load at %s requests/s on %s (4 threads of 4 KiB O_DIRECT I/O);\n" \
+    "$RATE" "$disk"
+  printf "the agent (--capture %s) on in alternate %d s windows, seconds 4-11 of each measured\n" "$MODES" "$win"
+  printf "%6s %5s %8s %8s\n" window agent "CPU %" "agent %"
+  : >"$OUT/windows"
+  for w in $(seq "$windows"); do
+    w0=$(now)
+    on=$((w % 2 == 0))
+    if [ "$on" = 1 ]; then
+      "$BUILD/agent/spintune-agent" --tuner "$addr" --source "tracefs:$disk" --capture "$MODES" \
+        --platform "$OUT/platform.json" --state-dir "" --spool-dir "" --batch-size 4096 \
+        >"$OUT/agent-toggle.log" 2>&1 &
+      agent_pid=$!
+    fi
+    sleep_until "$(echo "$w0 + 4" | bc -l)"
+    if [ "$on" = 1 ]; then
+      grep -q "capture $MODES: measuring" "$OUT/agent-toggle.log" ||
+        { echo "the agent was not capturing with $MODES 4 s after its start:"; cat "$OUT/agent-toggle.log"; exit 1; }
+    fi
+    m0=$(echo "$(machine_ticks) - $(proc_ticks "$tuner_pid")" | bc -l); t0=$(now); a0=0
+    [ "$on" = 1 ] && a0=$(proc_ticks "$agent_pid")
+    sleep_until "$(echo "$w0 + 11" | bc -l)"
+    m1=$(echo "$(machine_ticks) - $(proc_ticks "$tuner_pid")" | bc -l); t1=$(now); a1=0
+    [ "$on" = 1 ] && a1=$(proc_ticks "$agent_pid")
+    if [ "$on" = 1 ]; then kill -INT "$agent_pid"; wait "$agent_pid" || true; agent_pid=; fi
+    span=$(echo "$HZ * ($t1 - $t0)" | bc -l)
+    busy=$(echo "($m1 - $m0) / $span" | bc -l); agent=$(echo "($a1 - $a0) / $span" | bc -l)
+    echo "$w $on $busy $agent" >>"$OUT/windows"
+    printf "%6d %5s %8.1f %8s\n" "$w" "$([ "$on" = 1 ] && echo on || echo off)" \
+      "$(echo "$busy * 100" | bc -l)" "$([ "$on" = 1 ] && printf "%.1f" "$(echo "$agent * 100" | bc -l)" || echo -)"
+    sleep_until "$(echo "$w0 + $win" | bc -l)"
+  done
+  wait "$load_pid"
+  rps=$(sed -n 's/.*(\([0-9]*\) requests\/s).*/\1/p' "$OUT/load.out")
+  awk -v rps="$rps" '
+    { busy[$1] = $3; agent[$1] = $4; n = $1 }
+    END {
+      for (w = 2; w < n; w += 2) {
+        d = (busy[w] - (busy[w - 1] + busy[w + 1]) / 2) / rps * 1e6
+        k++; s += d; ss += d * d; ag += agent[w] / rps * 1e6; ds[k] = d
+      }
+      mean = s / k; se = k > 1 ? sqrt((ss - k * mean * mean) / (k - 1) / k) : 0
+      # The median too: a burst of other work in one window moves the mean, not it.
+      for (i = 1; i <= k; i++) for (j = i + 1; j <= k; j++) if (ds[j] < ds[i]) { t = ds[i]; ds[i] = ds[j]; ds[j] = t }
+      median = k % 2 ? ds[(k + 1) / 2] : (ds[k / 2] + ds[k / 2 + 1]) / 2
+      printf "%d pairs at %d requests/s: whole machine (less the tuner) per traced request: mean %+.2f us (standard error %.2f), median %+.2f us; agent process %.2f us\n",
+        k, rps, mean, se, median, ag / k
+    }' "$OUT/windows"
+  exit 0
+fi
+
 printf "live capture cost at %s requests/s on %s (%s s runs, 4 threads of 4 KiB O_DIRECT I/O, %s x each)\n" \
   "$RATE" "$disk" "$SECS" "$REPEAT"
 printf "%-5s %-5s %10s %14s %21s %13s %9s\n" "" "" "" "whole machine" "load+agent+kernel" "agent" ""
@@ -190,14 +271,17 @@ for r in $(seq "$REPEAT"); do
     for _ in $(seq 100); do grep -q "session up" "$OUT/agent-$mode.log" && break; sleep 0.1; done
     grep -q "capture $mode: measuring" "$OUT/agent-$mode.log" ||
       { echo "the agent did not start capturing with $mode:"; cat "$OUT/agent-$mode.log"; exit 1; }
+    # The measured run has kernel.bpf_stats_enabled off, as an agent in the
+    # field runs: with it on, every program run also reads the clock twice
+    # and updates the program's counters (the "+stats" row below shows what
+    # that adds).
+    read -r rps m a agent_cpu < <(run_load "$agent_pid")
     if [ "$mode" = bpf ]; then
       ours=""
       for i in $(stc_prog_ids); do [[ "$ids_before" == *" $i "* ]] || ours="$ours $i"; done
       sysctl -qw kernel.bpf_stats_enabled=1
       bpf_prog_stats "$ours" >"$OUT/bpf-stats-0"
-    fi
-    read -r rps m a agent_cpu < <(run_load "$agent_pid")
-    if [ "$mode" = bpf ]; then
+      read -r s_rps s_m s_a s_agent_cpu < <(run_load "$agent_pid")
       # Kernel memory of the capture's maps (not in the agent's RSS).
       map_kib=$( { bpftool -j prog show; echo; bpftool -j map show; } 2>/dev/null | python3 -c '
 import json, sys
@@ -230,6 +314,13 @@ print(sum(m.get("bytes_memlock", 0) for m in maps if m["id"] in ids) // 1024)' "
       "$(echo "$m * 100" | bc -l)" "$(echo "($m - $base_m) / $rps * 1000000" | bc -l)" \
       "$(echo "$a * 100" | bc -l)" "$(echo "($a - $base_a) / $rps * 1000000" | bc -l)" \
       "$(echo "$agent_cpu * 100" | bc -l)" "$(echo "$agent_cpu / $rps * 1000000" | bc -l)" "" "$rss"
+    if [ "$mode" = bpf ]; then
+      # The same with the programs' run-time statistics on (the programs' line).
+      printf "%-5s %-5s %10s %6.1f %7.2f %6.1f %7.2f %7.1f %5.2f %7s %7s\n" "$mode" "+stats" "$s_rps" \
+        "$(echo "$s_m * 100" | bc -l)" "$(echo "($s_m - $base_m) / $s_rps * 1000000" | bc -l)" \
+        "$(echo "$s_a * 100" | bc -l)" "$(echo "($s_a - $base_a) / $s_rps * 1000000" | bc -l)" \
+        "$(echo "$s_agent_cpu * 100" | bc -l)" "$(echo "$s_agent_cpu / $s_rps * 1000000" | bc -l)" "" "$rss"
+    fi
   done
 done
 for l in "${bpf_lines[@]}"; do echo "$l"; done
