@@ -43,15 +43,21 @@
 # with the mean of the windows without it on either side; it prints every
 # window, then the mean difference per request with its standard error over
 # the pairs, and their median (robust to a burst of other work in a window).
+# With OTHER_AGENT (`--toggle BUILD RATE PAIRS MODE OTHER_AGENT`, another
+# build's spintune-agent binary), the windows with an agent alternate between
+# BUILD's (A) and OTHER_AGENT (B), and each is summed up apart: two builds'
+# whole-machine cost from one load.
 set -euo pipefail
 AB_OTHER=
 TOGGLE=
+TOGGLE_OTHER=
 if [ "${1:-}" = --ab ]; then
   AB_OTHER=${3:?usage: live_cpu_bench.sh --ab BUILD OTHER_AGENT [RATE] [SECS]}
   set -- "$2" "${4:-10000}" "${5:-10}" 1 bpf
 elif [ "${1:-}" = --toggle ]; then
   TOGGLE=${4:-8}
-  set -- "${2:?usage: live_cpu_bench.sh --toggle BUILD [RATE] [PAIRS] [MODE]}" "${3:-10000}" 0 1 "${5:-bpf}"
+  TOGGLE_OTHER=${6:-}
+  set -- "${2:?usage: live_cpu_bench.sh --toggle BUILD [RATE] [PAIRS] [MODE] [OTHER_AGENT]}" "${3:-10000}" 0 1 "${5:-bpf}"
 fi
 BUILD=${1:-build}
 RATE=${2:-10000}
@@ -211,47 +217,55 @@ if [ -n "$TOGGLE" ]; then
   : >"$OUT/windows"
   for w in $(seq "$windows"); do
     w0=$(now)
+    # 0: no agent; 1: BUILD's (A); 2: OTHER_AGENT (B), every other time.
     on=$((w % 2 == 0))
-    if [ "$on" = 1 ]; then
-      "$BUILD/agent/spintune-agent" --tuner "$addr" --source "tracefs:$disk" --capture "$MODES" \
+    bin=$BUILD/agent/spintune-agent
+    if [ "$on" = 1 ] && [ -n "$TOGGLE_OTHER" ] && [ $((w % 4)) = 0 ]; then bin=$TOGGLE_OTHER; on=2; fi
+    if [ "$on" != 0 ]; then
+      "$bin" --tuner "$addr" --source "tracefs:$disk" --capture "$MODES" \
         --platform "$OUT/platform.json" --state-dir "" --spool-dir "" --batch-size 4096 \
         >"$OUT/agent-toggle.log" 2>&1 &
       agent_pid=$!
     fi
     sleep_until "$(echo "$w0 + 4" | bc -l)"
-    if [ "$on" = 1 ]; then
+    if [ "$on" != 0 ]; then
       grep -q "capture $MODES: measuring" "$OUT/agent-toggle.log" ||
         { echo "the agent was not capturing with $MODES 4 s after its start:"; cat "$OUT/agent-toggle.log"; exit 1; }
     fi
     m0=$(echo "$(machine_ticks) - $(proc_ticks "$tuner_pid")" | bc -l); t0=$(now); a0=0
-    [ "$on" = 1 ] && a0=$(proc_ticks "$agent_pid")
+    [ "$on" != 0 ] && a0=$(proc_ticks "$agent_pid")
     sleep_until "$(echo "$w0 + 11" | bc -l)"
     m1=$(echo "$(machine_ticks) - $(proc_ticks "$tuner_pid")" | bc -l); t1=$(now); a1=0
-    [ "$on" = 1 ] && a1=$(proc_ticks "$agent_pid")
-    if [ "$on" = 1 ]; then kill -INT "$agent_pid"; wait "$agent_pid" || true; agent_pid=; fi
+    [ "$on" != 0 ] && a1=$(proc_ticks "$agent_pid")
+    if [ "$on" != 0 ]; then kill -INT "$agent_pid"; wait "$agent_pid" || true; agent_pid=; fi
     span=$(echo "$HZ * ($t1 - $t0)" | bc -l)
     busy=$(echo "($m1 - $m0) / $span" | bc -l); agent=$(echo "($a1 - $a0) / $span" | bc -l)
     echo "$w $on $busy $agent" >>"$OUT/windows"
-    printf "%6d %5s %8.1f %8s\n" "$w" "$([ "$on" = 1 ] && echo on || echo off)" \
-      "$(echo "$busy * 100" | bc -l)" "$([ "$on" = 1 ] && printf "%.1f" "$(echo "$agent * 100" | bc -l)" || echo -)"
+    printf "%6d %5s %8.1f %8s\n" "$w" "$(case $on in 0) echo off;; 1) echo A;; 2) echo B;; esac)" \
+      "$(echo "$busy * 100" | bc -l)" "$([ "$on" != 0 ] && printf "%.1f" "$(echo "$agent * 100" | bc -l)" || echo -)"
     sleep_until "$(echo "$w0 + $win" | bc -l)"
   done
   wait "$load_pid"
   rps=$(sed -n 's/.*(\([0-9]*\) requests\/s).*/\1/p' "$OUT/load.out")
-  awk -v rps="$rps" '
-    { busy[$1] = $3; agent[$1] = $4; n = $1 }
-    END {
-      for (w = 2; w < n; w += 2) {
-        d = (busy[w] - (busy[w - 1] + busy[w + 1]) / 2) / rps * 1e6
-        k++; s += d; ss += d * d; ag += agent[w] / rps * 1e6; ds[k] = d
-      }
-      mean = s / k; se = k > 1 ? sqrt((ss - k * mean * mean) / (k - 1) / k) : 0
-      # The median too: a burst of other work in one window moves the mean, not it.
-      for (i = 1; i <= k; i++) for (j = i + 1; j <= k; j++) if (ds[j] < ds[i]) { t = ds[i]; ds[i] = ds[j]; ds[j] = t }
-      median = k % 2 ? ds[(k + 1) / 2] : (ds[k / 2] + ds[k / 2 + 1]) / 2
-      printf "%d pairs at %d requests/s: whole machine (less the tuner) per traced request: mean %+.2f us (standard error %.2f), median %+.2f us; agent process %.2f us\n",
-        k, rps, mean, se, median, ag / k
-    }' "$OUT/windows"
+  [ -n "$TOGGLE_OTHER" ] && printf "A: %s\nB: %s\n" "$BUILD/agent/spintune-agent" "$TOGGLE_OTHER"
+  for who in 1 2; do
+    awk -v rps="$rps" -v who="$who" -v name="$([ -n "$TOGGLE_OTHER" ] && { [ "$who" = 1 ] && echo "A: " || echo "B: "; })" '
+      { state[$1] = $2; busy[$1] = $3; agent[$1] = $4; n = $1 }
+      END {
+        for (w = 2; w < n; w += 2) {
+          if (state[w] != who) continue
+          d = (busy[w] - (busy[w - 1] + busy[w + 1]) / 2) / rps * 1e6
+          k++; s += d; ss += d * d; ag += agent[w] / rps * 1e6; ds[k] = d
+        }
+        if (k == 0) exit
+        mean = s / k; se = k > 1 ? sqrt((ss - k * mean * mean) / (k - 1) / k) : 0
+        # The median too: a burst of other work in one window moves the mean, not it.
+        for (i = 1; i <= k; i++) for (j = i + 1; j <= k; j++) if (ds[j] < ds[i]) { t = ds[i]; ds[i] = ds[j]; ds[j] = t }
+        median = k % 2 ? ds[(k + 1) / 2] : (ds[k / 2] + ds[k / 2 + 1]) / 2
+        printf "%s%d pairs at %d requests/s: whole machine (less the tuner) per traced request: mean %+.2f us (standard error %.2f), median %+.2f us; agent process %.2f us\n",
+          name, k, rps, mean, se, median, ag / k
+      }' "$OUT/windows"
+  done
   exit 0
 fi
 
