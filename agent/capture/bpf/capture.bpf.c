@@ -446,16 +446,30 @@ static __always_inline int threaded_irq(void)
 static __always_inline bool task_asleep(__u64 task)
 {
 	struct task_struct *t = (struct task_struct *)task;
+	__u32 from = bpf_core_field_offset(t->__state), to = bpf_core_field_offset(t->on_cpu);
 	long state;
+	int on_cpu;
 
 	if (!t)
 		return false;
-	if (bpf_core_field_exists(t->__state)) {
-		state = BPF_CORE_READ(t, __state);
-	} else {
-		struct task_struct___old *o = (void *)t;
+	if (bpf_core_field_exists(t->__state) && bpf_core_field_exists(t->on_cpu) && to > from &&
+	    to - from <= 60) {
+		/* Both in one read: a helper call costs more than the bytes between them. */
+		__u32 words[16];
 
-		state = BPF_CORE_READ(o, state);
+		if (bpf_probe_read_kernel(words, to + 4 - from, (void *)t + from) != 0)
+			return false;
+		state = words[0];
+		on_cpu = (int)words[((to - from) / 4) & 15];
+	} else {
+		if (bpf_core_field_exists(t->__state)) {
+			state = BPF_CORE_READ(t, __state);
+		} else {
+			struct task_struct___old *o = (void *)t;
+
+			state = BPF_CORE_READ(o, state);
+		}
+		on_cpu = bpf_core_field_exists(t->on_cpu) ? BPF_CORE_READ(t, on_cpu) : 0;
 	}
 	if ((state & 3) == 0)	/* TASK_INTERRUPTIBLE | TASK_UNINTERRUPTIBLE */
 		return false;
@@ -464,7 +478,7 @@ static __always_inline bool task_asleep(__u64 task)
 	 * (and may never: a wakeup now sets it running before its schedule()),
 	 * so its next switch in is no wake from this IRQ.
 	 */
-	return !bpf_core_field_exists(t->on_cpu) || !BPF_CORE_READ(t, on_cpu);
+	return !on_cpu;
 }
 
 /* The slot of the completion histogram of @s's key. */
@@ -626,7 +640,6 @@ static __always_inline void complete(__u64 now, const struct start *s, bool erro
 		__u32 dev1 = s->device + 1;
 
 		if (!occ->declared || occ->declared == dev1) {
-			bool asleep = s->pid > 0 && task_asleep(s->task);
 			__u16 cls = class_of(cpu);
 
 			path = STC_PATH_IRQ;
@@ -647,7 +660,8 @@ static __always_inline void complete(__u64 now, const struct start *s, bool erro
 					    occ->exit_ns - occ->entry_ns);
 				count(STC_DISPATCHES);
 			}
-			if (asleep && !occ->woke) {
+			/* (The issuer's state is read only while the IRQ woke none.) */
+			if (!occ->woke && s->pid > 0 && task_asleep(s->task)) {
 				__u32 slot = waiter_slot(s->task);
 				struct waiter *w = bpf_map_lookup_elem(&waiters, &slot);
 
@@ -843,8 +857,8 @@ int BPF_PROG(stc_irq_entry, int irq, struct irqaction *action)
 	if (uirq < STC_MAX_IRQS) {
 		__u32 *on = bpf_map_lookup_elem(&irq_cpu, &uirq);
 
-		if (on)
-			*on = cpu;
+		if (on && *on != cpu)
+			*on = cpu;	/* (a store only when it moves: the line stays shared) */
 	}
 	if (have_declared_irqs) {
 		char name[STC_IRQ_NAME_LEN] = {};
