@@ -417,21 +417,18 @@ static __always_inline void record_completion(const struct start *s, __u64 wait_
 }
 
 /* The IRQ number of a threaded handler task ("irq/36-virtio1-r"), else -1. */
-static __always_inline int threaded_irq(void)
+static __always_inline int threaded_irq(struct task_struct *t)
 {
-	struct task_struct *t = bpf_get_current_task_btf();
-	char comm[16];
 	int irq = 0, i;
 
 	if (!(t->flags & PF_KTHREAD))	/* IRQ threads are kernel threads */
 		return -1;
-	if (bpf_get_current_comm(comm, sizeof(comm)) != 0)
-		return -1;
-	if (comm[0] != 'i' || comm[1] != 'r' || comm[2] != 'q' || comm[3] != '/')
+	/* The name read in place (the idle task is a kernel thread too: no helper call). */
+	if (t->comm[0] != 'i' || t->comm[1] != 'r' || t->comm[2] != 'q' || t->comm[3] != '/')
 		return -1;
 #pragma unroll
 	for (i = 4; i < 11; i++) {
-		char c = comm[i];
+		char c = t->comm[i];
 
 		if (c == '-')
 			return i > 4 ? irq : -1;
@@ -614,13 +611,14 @@ static __always_inline void start_request(__u64 ts_ns, __u32 kind, __u64 id, __u
 static __always_inline void complete(__u64 now, const struct start *s, bool error)
 {
 	__u32 cpu = bpf_get_smp_processor_id();
-	__u32 pid = (__u32)bpf_get_current_pid_tgid();
+	struct task_struct *current = bpf_get_current_task_btf();
+	__u32 pid = (__u32)current->pid;
 	struct irq_state *here = bpf_map_lookup_elem(&irq_last, &cpu);
 	struct irq_state *occ = NULL;
 	bool in_irq = false;
 	__u64 wait_ns = now > s->ts_ns ? now - s->ts_ns : 0;
 	__u8 path = STC_PATH_UNKNOWN;
-	int threaded = threaded_irq();
+	int threaded = threaded_irq(current);
 
 	if (here)
 		in_irq = (here->valid && !here->exited) || here->softirq_depth > 0;
