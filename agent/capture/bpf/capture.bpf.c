@@ -443,21 +443,27 @@ static __always_inline int threaded_irq(struct task_struct *t)
 static __always_inline bool task_asleep(__u64 task)
 {
 	struct task_struct *t = (struct task_struct *)task;
-	__u32 from = bpf_core_field_offset(t->__state), to = bpf_core_field_offset(t->on_cpu);
 	long state;
 	int on_cpu;
 
 	if (!t)
 		return false;
-	if (bpf_core_field_exists(t->__state) && bpf_core_field_exists(t->on_cpu) && to > from &&
-	    to - from <= 60) {
-		/* Both in one read: a helper call costs more than the bytes between them. */
-		__u32 words[16];
+	if (bpf_core_field_exists(t->__state) && bpf_core_field_exists(t->on_cpu)) {
+		/* (Offsets only where the fields exist: libbpf poisons the others.) */
+		__u32 from = bpf_core_field_offset(t->__state), to = bpf_core_field_offset(t->on_cpu);
 
-		if (bpf_probe_read_kernel(words, to + 4 - from, (void *)t + from) != 0)
-			return false;
-		state = words[0];
-		on_cpu = (int)words[((to - from) / 4) & 15];
+		if (to > from && to - from <= 60) {
+			/* Both in one read: a helper call costs more than the bytes between them. */
+			__u32 words[16];
+
+			if (bpf_probe_read_kernel(words, to + 4 - from, (void *)t + from) != 0)
+				return false;
+			state = words[0];
+			on_cpu = (int)words[((to - from) / 4) & 15];
+		} else {
+			state = BPF_CORE_READ(t, __state);
+			on_cpu = BPF_CORE_READ(t, on_cpu);
+		}
 	} else {
 		if (bpf_core_field_exists(t->__state)) {
 			state = BPF_CORE_READ(t, __state);
