@@ -123,7 +123,8 @@ class BpfCapture : public Capture {
   absl::Status Take(CaptureOutput* out, absl::Duration timeout) override;
   CaptureStats stats() const override;
 
-  static absl::StatusOr<std::unique_ptr<Capture>> Open(const CaptureConfig& options);
+  static absl::StatusOr<std::unique_ptr<Capture>> Open(const CaptureConfig& options,
+                                                       uint32_t direct_slots);
 
  private:
   BpfCapture() = default;
@@ -317,7 +318,8 @@ CaptureStats BpfCapture::stats() const {
   return s;
 }
 
-absl::StatusOr<std::unique_ptr<Capture>> BpfCapture::Open(const CaptureConfig& options) {
+absl::StatusOr<std::unique_ptr<Capture>> BpfCapture::Open(const CaptureConfig& options,
+                                                          uint32_t direct_slots) {
   if (!options.correlator.pairs.empty()) {
     return absl::FailedPreconditionError(
         "bpf capture cannot follow --pairs events (vendor tracepoints); use --capture raw");
@@ -355,6 +357,8 @@ absl::StatusOr<std::unique_ptr<Capture>> BpfCapture::Open(const CaptureConfig& o
   if (c->ncpus_ <= 0) return absl::FailedPreconditionError("bpf capture: cannot count the CPUs");
   bpf_map__set_max_entries(s->maps.cpu_class, static_cast<uint32_t>(c->ncpus_));
   bpf_map__set_max_entries(s->maps.irq_last, static_cast<uint32_t>(c->ncpus_));
+  s->rodata->direct_mask = direct_slots - 1;
+  bpf_map__set_max_entries(s->maps.direct, direct_slots);
   // Histogram slots: enough for every key of one device's CPU classes,
   // opcodes and size classes, per device (each ~18 KiB per CPU, preallocated).
   c->slot_count_ = STC_SLOTS_PER_DEVICE * static_cast<uint32_t>(keys.size());
@@ -465,7 +469,12 @@ std::set<std::string> MissingBtfTracepoints(const std::set<std::string>& events)
 }
 
 absl::StatusOr<std::unique_ptr<Capture>> OpenBpfCapture(const CaptureConfig& options) {
-  return BpfCapture::Open(options);
+  return BpfCapture::Open(options, STC_DIRECT_SLOTS);
+}
+
+absl::StatusOr<std::unique_ptr<Capture>> OpenBpfCaptureWithDirectSlots(const CaptureConfig& options,
+                                                                       uint32_t direct_slots) {
+  return BpfCapture::Open(options, direct_slots);
 }
 
 }  // namespace spintune

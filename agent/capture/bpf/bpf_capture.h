@@ -12,6 +12,7 @@
 #ifndef SPINTUNE_AGENT_CAPTURE_BPF_BPF_CAPTURE_H_
 #define SPINTUNE_AGENT_CAPTURE_BPF_BPF_CAPTURE_H_
 
+#include <cstdint>
 #include <memory>
 #include <set>
 #include <string>
@@ -24,6 +25,14 @@ namespace spintune {
 // (the message says why), Unimplemented when this agent was built without
 // it, InvalidArgument for devices or options the program cannot measure.
 absl::StatusOr<std::unique_ptr<Capture>> OpenBpfCapture(const CaptureConfig& options);
+
+// As OpenBpfCapture, with `direct_slots` entries in the program's
+// direct-mapped table of pending starts (4,096 otherwise), so that tests can
+// force starts to collide and spill into its LRU hash. Only where
+// BpfCaptureBuilt().
+// REQUIRES: direct_slots is a power of two, 1..2^24.
+absl::StatusOr<std::unique_ptr<Capture>> OpenBpfCaptureWithDirectSlots(const CaptureConfig& options,
+                                                                       uint32_t direct_slots);
 
 // True when the agent was built with the BPF program (clang, libbpf,
 // bpftool were there at build time).

@@ -20,7 +20,8 @@
  * its key's slot (in a per-CPU cache of the last keys, rarely by a hash
  * lookup), and the completion adds to the slot's bucket by index.
  *
- * Bounded: pending starts live in an LRU hash; nothing is pinned, every
+ * Bounded: pending starts live in a direct-mapped table, the few that
+ * collide in an LRU hash (see `direct`); nothing is pinned, every
  * attachment is a link owned by the loader's file descriptors. The
  * tracepoints' arguments are read directly (BTF pointers); only pointers
  * kept across events (the issuing task) go through bpf_probe_read.
@@ -45,6 +46,7 @@ const volatile bool have_declared_irqs = false;	/* irq_declared holds --irq name
 const volatile __u32 device_count = 0;
 const volatile __u32 slot_count = STC_SLOTS_PER_DEVICE;	/* hists' entries (the loader's) */
 const volatile struct stc_device_key device_keys[STC_MAX_DEVICES] = {};
+const volatile __u32 direct_mask = STC_DIRECT_SLOTS - 1;	/* direct's entries - 1 (the loader's) */
 
 /* Pending starts. */
 enum stc_start_kind {
@@ -56,7 +58,7 @@ enum stc_start_kind {
 };
 
 struct start_key {
-	__u64 id;	/* request, mmc_request, transfer or message pointer; host << 32 | tag */
+	__u64 id;	/* request, mmc_request, transfer or message pointer; cqe_id() */
 	__u32 kind;
 	__u32 pad;
 };
@@ -73,6 +75,42 @@ struct start {
 	__u16 cpu_class;
 	__u16 pad;
 };
+
+/*
+ * Pending starts, in two tables. The common one is `direct`: an array
+ * indexed by a hash of (kind, id), an array access where a hash map lookup
+ * would hash, compare and touch LRU bookkeeping. A start claims its key's
+ * entry by a compare-and-swap of the entry's id from 0 (free) to its own,
+ * so two CPUs never write one entry; the end copies the start out and frees
+ * the entry with another compare-and-swap (fully ordered: the next owner,
+ * maybe on another CPU, writes only after the copy). A start whose entry is
+ * held by another key goes to the `pending` LRU hash ("spills"), as does
+ * every start when the entry is held by a start that never ended (until
+ * its id starts again: requests come from fixed pools).
+ *
+ * Invariants:
+ * - an entry of `direct` whose id (and kind) is a key's holds that key's
+ *   live start: an end frees it, a requeue too;
+ * - a key has at most one live start, in one of the two tables: a start
+ *   looks for a live one of its key in both before it claims or spills
+ *   (UNENDED, RETRIED as before), and an end takes it from either;
+ * - `spilled` is at least the number of live starts in `pending` (added to
+ *   before an entry is made live, taken from after it is ended; an entry
+ *   the LRU evicts stays counted), so while it is 0 neither starts nor ends
+ *   look in `pending`. A key's start, end and next start are ordered by the
+ *   driver (the request is handed over), so each sees the counts of the
+ *   earlier ones.
+ * Only the key's own start and end write an entry's other fields (a start
+ * after its claim, or over its own unended start), so they need no atomics.
+ */
+struct direct_entry {
+	__u64 id;	/* 0: free; else the owning start's direct_word() */
+	__u32 kind;
+	__u32 pad;
+	struct start s;
+};
+
+__u64 spilled = 0;	/* live starts in `pending` (or more) */
 
 /* The last irq_handler_entry of one CPU, and its interrupt context. */
 struct irq_state {
@@ -121,8 +159,15 @@ struct {
 } cpu_class SEC(".maps");
 
 struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, STC_DIRECT_SLOTS);	/* the loader sets direct_mask + 1 */
+	__type(key, __u32);
+	__type(value, struct direct_entry);
+} direct SEC(".maps");
+
+struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 8192);	/* requests in flight */
+	__uint(max_entries, 8192);	/* requests in flight that collided in `direct` */
 	__type(key, struct start_key);
 	__type(value, struct start);
 } pending SEC(".maps");
@@ -372,21 +417,18 @@ static __always_inline void record_completion(const struct start *s, __u64 wait_
 }
 
 /* The IRQ number of a threaded handler task ("irq/36-virtio1-r"), else -1. */
-static __always_inline int threaded_irq(void)
+static __always_inline int threaded_irq(struct task_struct *t)
 {
-	struct task_struct *t = bpf_get_current_task_btf();
-	char comm[16];
 	int irq = 0, i;
 
 	if (!(t->flags & PF_KTHREAD))	/* IRQ threads are kernel threads */
 		return -1;
-	if (bpf_get_current_comm(comm, sizeof(comm)) != 0)
-		return -1;
-	if (comm[0] != 'i' || comm[1] != 'r' || comm[2] != 'q' || comm[3] != '/')
+	/* The name read in place (the idle task is a kernel thread too: no helper call). */
+	if (t->comm[0] != 'i' || t->comm[1] != 'r' || t->comm[2] != 'q' || t->comm[3] != '/')
 		return -1;
 #pragma unroll
 	for (i = 4; i < 11; i++) {
-		char c = comm[i];
+		char c = t->comm[i];
 
 		if (c == '-')
 			return i > 4 ? irq : -1;
@@ -402,15 +444,35 @@ static __always_inline bool task_asleep(__u64 task)
 {
 	struct task_struct *t = (struct task_struct *)task;
 	long state;
+	int on_cpu;
 
 	if (!t)
 		return false;
-	if (bpf_core_field_exists(t->__state)) {
-		state = BPF_CORE_READ(t, __state);
-	} else {
-		struct task_struct___old *o = (void *)t;
+	if (bpf_core_field_exists(t->__state) && bpf_core_field_exists(t->on_cpu)) {
+		/* (Offsets only where the fields exist: libbpf poisons the others.) */
+		__u32 from = bpf_core_field_offset(t->__state), to = bpf_core_field_offset(t->on_cpu);
 
-		state = BPF_CORE_READ(o, state);
+		if (to > from && to - from <= 60) {
+			/* Both in one read: a helper call costs more than the bytes between them. */
+			__u32 words[16];
+
+			if (bpf_probe_read_kernel(words, to + 4 - from, (void *)t + from) != 0)
+				return false;
+			state = words[0];
+			on_cpu = (int)words[((to - from) / 4) & 15];
+		} else {
+			state = BPF_CORE_READ(t, __state);
+			on_cpu = BPF_CORE_READ(t, on_cpu);
+		}
+	} else {
+		if (bpf_core_field_exists(t->__state)) {
+			state = BPF_CORE_READ(t, __state);
+		} else {
+			struct task_struct___old *o = (void *)t;
+
+			state = BPF_CORE_READ(o, state);
+		}
+		on_cpu = bpf_core_field_exists(t->on_cpu) ? BPF_CORE_READ(t, on_cpu) : 0;
 	}
 	if ((state & 3) == 0)	/* TASK_INTERRUPTIBLE | TASK_UNINTERRUPTIBLE */
 		return false;
@@ -419,7 +481,7 @@ static __always_inline bool task_asleep(__u64 task)
 	 * (and may never: a wakeup now sets it running before its schedule()),
 	 * so its next switch in is no wake from this IRQ.
 	 */
-	return !bpf_core_field_exists(t->on_cpu) || !BPF_CORE_READ(t, on_cpu);
+	return !on_cpu;
 }
 
 /* The slot of the completion histogram of @s's key. */
@@ -434,6 +496,64 @@ static __always_inline __u32 wait_slot(const struct start *s)
 	};
 
 	return slot_for(&k);
+}
+
+/*
+ * What `direct` holds of (kind, id): the id, a pointer except for CQE
+ * requests, as its distance from a fixed address (a pointer minus a pointer
+ * is the one number a program may compute from a pointer: it can neither
+ * hash nor mask one). Never 0 (no object sits at `spilled`; cqe_id()).
+ */
+static __always_inline __u64 direct_word(__u32 kind, __u64 id)
+{
+	if (kind == STC_START_MMC_CQE)
+		return id;
+	asm volatile("%0 -= %1" : "+r"(id) : "r"(&spilled));
+	return id;
+}
+
+/* The entry of `direct` where the key of @word belongs. */
+static __always_inline struct direct_entry *direct_entry_of(__u32 kind, __u64 word)
+{
+	__u32 i = (__u32)(((word ^ kind) * 0x9E3779B97F4A7C15ULL) >> 40) & direct_mask;
+
+	return bpf_map_lookup_elem(&direct, &i);
+}
+
+/* The live start of @k in `pending`: looked for only while there may be one. */
+static __always_inline struct start *spilled_start(const struct start_key *k)
+{
+	struct start *p;
+
+	if (!spilled)
+		return NULL;
+	p = bpf_map_lookup_elem(&pending, k);
+	return p && p->ts_ns ? p : NULL;
+}
+
+/* The live start of @k: in `direct` (*@d its entry) or `pending` (*@d NULL); NULL: none. */
+static __always_inline struct start *find_live(const struct start_key *k, struct direct_entry **d)
+{
+	__u64 word = direct_word(k->kind, k->id);
+	struct direct_entry *e = direct_entry_of(k->kind, word);
+
+	if (e && e->id == word && e->kind == k->kind) {
+		*d = e;
+		return &e->s;
+	}
+	*d = NULL;
+	return spilled_start(k);
+}
+
+/* Ends the live start @p found by find_live (its end, or it was dropped). */
+static __always_inline void end_live(struct direct_entry *d, struct start *p)
+{
+	if (d) {
+		__sync_val_compare_and_swap(&d->id, d->id, 0);	/* after the caller's copy */
+		return;
+	}
+	p->ts_ns = 0;	/* the entry stays for the key's next start that spills */
+	__sync_fetch_and_add(&spilled, -1);
 }
 
 /* `ts_ns` is read first thing in the program: the lookups before it are not the device's time. */
@@ -454,16 +574,15 @@ static __always_inline void start_request(__u64 ts_ns, __u32 kind, __u64 id, __u
 		.slot = STC_NO_SLOT,
 		.cpu_class = class_of(cpu),
 	};
+	__u64 word = direct_word(kind, id);
+	struct direct_entry *d = direct_entry_of(kind, word);
+	struct start *p;
 
-	struct start *p = bpf_map_lookup_elem(&pending, &k);
-
-	/*
-	 * Requests, MMC requests and SPI transfers come from pools: the key of
-	 * a start was usually seen before, and its entry is overwritten in
-	 * place (no insert, no lock; no other program touches a request
-	 * between its end and its next start).
-	 */
-	if (p && p->ts_ns) {
+	if (d && d->id == word && d->kind == kind)
+		p = &d->s;
+	else
+		p = spilled_start(&k);
+	if (p) {
 		if (flags == BPF_NOEXIST) {
 			count(STC_RETRIED);
 			return;
@@ -472,29 +591,40 @@ static __always_inline void start_request(__u64 ts_ns, __u32 kind, __u64 id, __u
 	}
 	if (kind != STC_START_SPI_MSG)	/* (a message's size is known at its end) */
 		s.slot = wait_slot(&s);
+	if (p) {
+		*p = s;	/* over the unended start, in its table */
+		return;
+	}
+	if (d && __sync_val_compare_and_swap(&d->id, 0, word) == 0) {
+		d->kind = kind;
+		d->s = s;
+		return;
+	}
+	/*
+	 * The entry is another key's: spill. Requests, MMC requests and SPI
+	 * transfers come from pools: the key usually has an ended entry in
+	 * `pending` from an earlier spill, overwritten in place (no insert).
+	 */
+	__sync_fetch_and_add(&spilled, 1);
+	p = bpf_map_lookup_elem(&pending, &k);
 	if (p)
 		*p = s;
 	else
 		bpf_map_update_elem(&pending, &k, &s, BPF_NOEXIST);
 }
 
-/* A start's end was seen: its entry stays for the next start of the key. */
-static __always_inline void consume(struct start *p)
-{
-	p->ts_ns = 0;
-}
-
 /* Classifies and records the completion of `s` (docs/traces.md, "How it waited"). */
 static __always_inline void complete(__u64 now, const struct start *s, bool error)
 {
 	__u32 cpu = bpf_get_smp_processor_id();
-	__u32 pid = (__u32)bpf_get_current_pid_tgid();
+	struct task_struct *current = bpf_get_current_task_btf();
+	__u32 pid = (__u32)current->pid;
 	struct irq_state *here = bpf_map_lookup_elem(&irq_last, &cpu);
 	struct irq_state *occ = NULL;
 	bool in_irq = false;
 	__u64 wait_ns = now > s->ts_ns ? now - s->ts_ns : 0;
 	__u8 path = STC_PATH_UNKNOWN;
-	int threaded = threaded_irq();
+	int threaded = threaded_irq(current);
 
 	if (here)
 		in_irq = (here->valid && !here->exited) || here->softirq_depth > 0;
@@ -514,7 +644,6 @@ static __always_inline void complete(__u64 now, const struct start *s, bool erro
 		__u32 dev1 = s->device + 1;
 
 		if (!occ->declared || occ->declared == dev1) {
-			bool asleep = s->pid > 0 && task_asleep(s->task);
 			__u16 cls = class_of(cpu);
 
 			path = STC_PATH_IRQ;
@@ -535,7 +664,8 @@ static __always_inline void complete(__u64 now, const struct start *s, bool erro
 					    occ->exit_ns - occ->entry_ns);
 				count(STC_DISPATCHES);
 			}
-			if (asleep && !occ->woke) {
+			/* (The issuer's state is read only while the IRQ woke none.) */
+			if (!occ->woke && s->pid > 0 && task_asleep(s->task)) {
 				__u32 slot = waiter_slot(s->task);
 				struct waiter *w = bpf_map_lookup_elem(&waiters, &slot);
 
@@ -560,14 +690,15 @@ static __always_inline void complete(__u64 now, const struct start *s, bool erro
 static __always_inline bool take(__u32 kind, __u64 id, struct start *out)
 {
 	struct start_key k = { .id = id, .kind = kind };
-	struct start *s = bpf_map_lookup_elem(&pending, &k);
+	struct direct_entry *d;
+	struct start *p = find_live(&k, &d);
 
-	if (!s || !s->ts_ns) {
+	if (!p) {
 		count(STC_UNPAIRED_ENDS);
 		return false;
 	}
-	*out = *s;
-	consume(s);
+	*out = *p;
+	end_live(d, p);
 	return true;
 }
 
@@ -634,14 +765,14 @@ static __always_inline void rq_complete(__u64 now, struct request *rq, __u8 erro
 					unsigned int nr_bytes)
 {
 	struct start_key k = { .id = (__u64)rq, .kind = STC_START_RQ };
-	struct start s, *p;
+	struct direct_entry *d;
+	struct start s, *p = find_live(&k, &d);
 
-	p = bpf_map_lookup_elem(&pending, &k);
-	if (!p || !p->ts_ns) {
+	if (!p) {
 		__u32 device;
 
-		/* (Only measured devices' requests have entries.) */
-		if (p || device_index(STC_DEV_BLOCK, block_dev(rq), &device) == 0)
+		/* (Only measured devices' requests have starts.) */
+		if (device_index(STC_DEV_BLOCK, block_dev(rq), &device) == 0)
 			count(STC_UNPAIRED_ENDS);
 		return;
 	}
@@ -652,7 +783,7 @@ static __always_inline void rq_complete(__u64 now, struct request *rq, __u8 erro
 		 * driver never saw it (the text path counts it apart, as a
 		 * flush-sequence end); the start it finds is stale.
 		 */
-		consume(p);
+		end_live(d, p);
 		count(STC_UNPAIRED_ENDS);
 		return;
 	}
@@ -661,7 +792,7 @@ static __always_inline void rq_complete(__u64 now, struct request *rq, __u8 erro
 		return;
 	}
 	s = *p;
-	consume(p);
+	end_live(d, p);
 	complete(now, &s, error != 0);
 }
 
@@ -694,10 +825,11 @@ SEC("tp_btf/block_rq_requeue")
 int BPF_PROG(stc_rq_requeue, struct request *rq)
 {
 	struct start_key k = { .id = (__u64)rq, .kind = STC_START_RQ };
-	struct start *p = bpf_map_lookup_elem(&pending, &k);
+	struct direct_entry *d;
+	struct start *p = find_live(&k, &d);
 
-	if (p && p->ts_ns) {
-		consume(p);
+	if (p) {
+		end_live(d, p);
 		count(STC_REQUEUED);
 	}
 	return 0;
@@ -729,8 +861,8 @@ int BPF_PROG(stc_irq_entry, int irq, struct irqaction *action)
 	if (uirq < STC_MAX_IRQS) {
 		__u32 *on = bpf_map_lookup_elem(&irq_cpu, &uirq);
 
-		if (on)
-			*on = cpu;
+		if (on && *on != cpu)
+			*on = cpu;	/* (a store only when it moves: the line stays shared) */
 	}
 	if (have_declared_irqs) {
 		char name[STC_IRQ_NAME_LEN] = {};
@@ -823,6 +955,12 @@ int BPF_PROG(stc_switch, bool preempt, __u64 prev, __u64 next)
 
 /* ---- MMC ---- */
 
+/* A CQE request's id: host and tag (a tag is >= 0; bit 31 set: no id is 0). */
+static __always_inline __u64 cqe_id(__u32 index, int tag)
+{
+	return (__u64)index << 32 | 1u << 31 | (__u32)tag;
+}
+
 SEC("tp_btf/mmc_request_start")
 int BPF_PROG(stc_mmc_start, struct mmc_host *host, struct mmc_request *mrq)
 {
@@ -841,7 +979,7 @@ int BPF_PROG(stc_mmc_start, struct mmc_host *host, struct mmc_request *mrq)
 	if (opcode == 0 && tag >= 0) {	/* CQE: no command, a tag */
 		__u32 write = data && (BPF_CORE_READ(data, flags) & 0x100);	/* MMC_DATA_WRITE */
 
-		start_request(now, STC_START_MMC_CQE, ((__u64)index << 32) | (__u32)tag, device,
+		start_request(now, STC_START_MMC_CQE, cqe_id(index, tag), device,
 			      write ? 47 : 46, bytes, BPF_ANY);
 		return 0;
 	}
@@ -870,7 +1008,7 @@ int BPF_PROG(stc_mmc_done, struct mmc_host *host, struct mmc_request *mrq)
 	if (device_index(STC_DEV_MMC, index, &device))
 		return 0;
 	if (opcode == 0 && tag >= 0) {
-		if (!take(STC_START_MMC_CQE, ((__u64)index << 32) | (__u32)tag, &s))
+		if (!take(STC_START_MMC_CQE, cqe_id(index, tag), &s))
 			return 0;
 	} else if (!take(STC_START_MMC, (__u64)mrq, &s)) {
 		return 0;

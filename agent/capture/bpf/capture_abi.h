@@ -14,6 +14,7 @@
 #define STC_MAX_DEVICES 64
 #define STC_MAX_IRQS 8192
 #define STC_IRQ_NAME_LEN 32
+#define STC_DIRECT_SLOTS 4096	/* the direct-mapped table of pending starts (a power of two) */
 
 /* Measured devices: (kind, id) -> index into the loader's device list. */
 enum stc_device_kind {

@@ -78,6 +78,7 @@ struct task_struct {
 	unsigned int flags;
 	int pid;
 	int on_cpu;	/* CONFIG_SMP */
+	char comm[16];
 } __preserve;
 
 #define PF_KTHREAD 0x00200000
