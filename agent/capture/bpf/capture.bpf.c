@@ -796,16 +796,22 @@ static __always_inline void rq_complete(__u64 now, struct request *rq, __u8 erro
 	complete(now, &s, error != 0);
 }
 
+/*
+ * The flag is set first thing and cleared last: an interrupt between the
+ * kernel marking the program running and the flag (or between the flag and
+ * the program's return) finds neither program taking its completion. The
+ * loader counts those as lost: the kernel's count of stc_rq_complete's
+ * skipped runs less STC_NESTED.
+ */
 SEC("tp_btf/block_rq_complete")
 int BPF_PROG(stc_rq_complete, struct request *rq, __u8 error, unsigned int nr_bytes)
 {
-	__u64 now = bpf_ktime_get_ns();
 	__u32 zero = 0, *busy = bpf_map_lookup_elem(&completing, &zero);
 
 	if (!busy)
 		return 0;
 	*busy = 1;
-	rq_complete(now, rq, error, nr_bytes);
+	rq_complete(bpf_ktime_get_ns(), rq, error, nr_bytes);
 	*busy = 0;
 	return 0;
 }
@@ -816,8 +822,10 @@ int BPF_PROG(stc_rq_complete_nested, struct request *rq, __u8 error, unsigned in
 	__u32 zero = 0, *busy = bpf_map_lookup_elem(&completing, &zero);
 
 	/* Runs at every completion: the clock only for the rare one that is ours. */
-	if (busy && *busy)	/* stc_rq_complete is interrupted: this one is ours */
+	if (busy && *busy) {	/* stc_rq_complete is interrupted: this one is ours */
+		count(STC_NESTED);
 		rq_complete(bpf_ktime_get_ns(), rq, error, nr_bytes);
+	}
 	return 0;
 }
 

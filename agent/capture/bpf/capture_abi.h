@@ -100,6 +100,7 @@ enum stc_counter {
 	STC_DISPATCHES,
 	STC_WAKES,
 	STC_UNENDED,		/* a start found its key's previous start never ended */
+	STC_NESTED,		/* completions stc_rq_complete_nested took (it was interrupted) */
 	STC_COUNTER_COUNT,
 };
 
