@@ -86,6 +86,8 @@ JSON
 machine_ticks() {
   awk -v t="$(now)" -v n="$(nproc)" -v hz="$HZ" '/^cpu / {printf "%.3f\n", n * hz * t - $5 - $6 - $9}' /proc/stat
 }
+# The machine's busy jiffies less the tuner's (the other end of the wire).
+busy_ticks() { echo "$(machine_ticks) - $(proc_ticks "$tuner_pid")" | bc -l; }
 # irq + softirq jiffies of the whole machine.
 irq_ticks() { awk '/^cpu / {print $7 + $8}' /proc/stat; }
 proc_ticks() { awk '{sub(/^.*\) /, ""); print $12 + $13}' "/proc/$1/stat"; }
@@ -105,11 +107,11 @@ run_load() {
   local pid=$!
   sleep 3
   local m0 i0 k0 l0 a0=0 w0
-  m0=$(echo "$(machine_ticks) - $(proc_ticks "$tuner_pid")" | bc -l); i0=$(irq_ticks); k0=$(kthread_ticks); l0=$(proc_ticks "$pid"); w0=$(now)
+  m0=$(busy_ticks); i0=$(irq_ticks); k0=$(kthread_ticks); l0=$(proc_ticks "$pid"); w0=$(now)
   [ -n "$agent" ] && a0=$(proc_ticks "$agent")
   sleep $((SECS - 6))
   local m1 i1 k1 l1 a1=0 w1
-  m1=$(echo "$(machine_ticks) - $(proc_ticks "$tuner_pid")" | bc -l); i1=$(irq_ticks); k1=$(kthread_ticks); l1=$(proc_ticks "$pid"); w1=$(now)
+  m1=$(busy_ticks); i1=$(irq_ticks); k1=$(kthread_ticks); l1=$(proc_ticks "$pid"); w1=$(now)
   [ -n "$agent" ] && a1=$(proc_ticks "$agent")
   wait "$pid"
   local rps; rps=$(sed -n 's/.*(\([0-9]*\) requests\/s).*/\1/p' "$OUT/load.out")
@@ -143,15 +145,22 @@ trap 'kill $tuner_pid 2>/dev/null || true; rm -rf "$db_dir"; [ -n "$agent_pid" ]
       sysctl -qw kernel.bpf_stats_enabled="$stats_was" 2>/dev/null || true' EXIT
 bpf_lines=()
 
-# start_bpf_agent AGENT LOG: starts AGENT capturing the disk in bpf mode; sets
-# agent_pid and `ours` (the ids of the programs it loaded).
+# start_agent AGENT MODE LOG: starts AGENT capturing the disk with --capture
+# MODE, logging to LOG; sets agent_pid once its session is up and it is
+# capturing, or prints the log and exits.
+start_agent() {
+  "$1" --tuner "$addr" --source "tracefs:$disk" --capture "$2" --platform "$OUT/platform.json" \
+    --state-dir "" --spool-dir "" --batch-size 4096 >"$3" 2>&1 &
+  agent_pid=$!
+  for _ in $(seq 100); do grep -qs "session up" "$3" && break; sleep 0.1; done
+  grep -q "capture $2: measuring" "$3" || { echo "the agent did not start capturing with $2:"; cat "$3"; exit 1; }
+}
+
+# start_bpf_agent AGENT LOG: start_agent in bpf mode; also sets `ours` (the
+# ids of the programs it loaded).
 start_bpf_agent() {
   local before; before=" $(stc_prog_ids) "
-  "$1" --tuner "$addr" --source "tracefs:$disk" --capture bpf --platform "$OUT/platform.json" \
-    --state-dir "" --spool-dir "" --batch-size 4096 >"$2" 2>&1 &
-  agent_pid=$!
-  for _ in $(seq 100); do grep -qs "session up" "$2" && break; sleep 0.1; done
-  grep -q "capture bpf: measuring" "$2" || { echo "the agent did not start capturing:"; cat "$2"; exit 1; }
+  start_agent "$1" bpf "$2"
   ours=""
   for i in $(stc_prog_ids); do [[ "$before" == *" $i "* ]] || ours="$ours $i"; done
 }
@@ -221,21 +230,12 @@ if [ -n "$TOGGLE" ]; then
     on=$((w % 2 == 0))
     bin=$BUILD/agent/spintune-agent
     if [ "$on" = 1 ] && [ -n "$TOGGLE_OTHER" ] && [ $((w % 4)) = 0 ]; then bin=$TOGGLE_OTHER; on=2; fi
-    if [ "$on" != 0 ]; then
-      "$bin" --tuner "$addr" --source "tracefs:$disk" --capture "$MODES" \
-        --platform "$OUT/platform.json" --state-dir "" --spool-dir "" --batch-size 4096 \
-        >"$OUT/agent-toggle.log" 2>&1 &
-      agent_pid=$!
-    fi
+    [ "$on" != 0 ] && start_agent "$bin" "$MODES" "$OUT/agent-toggle.log"
     sleep_until "$(echo "$w0 + 4" | bc -l)"
-    if [ "$on" != 0 ]; then
-      grep -q "capture $MODES: measuring" "$OUT/agent-toggle.log" ||
-        { echo "the agent was not capturing with $MODES 4 s after its start:"; cat "$OUT/agent-toggle.log"; exit 1; }
-    fi
-    m0=$(echo "$(machine_ticks) - $(proc_ticks "$tuner_pid")" | bc -l); t0=$(now); a0=0
+    m0=$(busy_ticks); t0=$(now); a0=0
     [ "$on" != 0 ] && a0=$(proc_ticks "$agent_pid")
     sleep_until "$(echo "$w0 + 11" | bc -l)"
-    m1=$(echo "$(machine_ticks) - $(proc_ticks "$tuner_pid")" | bc -l); t1=$(now); a1=0
+    m1=$(busy_ticks); t1=$(now); a1=0
     [ "$on" != 0 ] && a1=$(proc_ticks "$agent_pid")
     if [ "$on" != 0 ]; then kill -INT "$agent_pid"; wait "$agent_pid" || true; agent_pid=; fi
     span=$(echo "$HZ * ($t1 - $t0)" | bc -l)
@@ -277,22 +277,17 @@ printf "%-5s %-5s %10s %6s %7s %6s %7s %7s %5s %7s %7s\n" mode run "req/s" "CPU 
 for r in $(seq "$REPEAT"); do
   for mode in $MODES; do
     read -r base_rps base_m base_a _ < <(run_load)
-    ids_before=" $(stc_prog_ids) "
-    "$BUILD/agent/spintune-agent" --tuner "$addr" --source "tracefs:$disk" --capture "$mode" \
-      --platform "$OUT/platform.json" --state-dir "" --spool-dir "" --batch-size 4096 \
-      >"$OUT/agent-$mode.log" 2>&1 &
-    agent_pid=$!
-    for _ in $(seq 100); do grep -q "session up" "$OUT/agent-$mode.log" && break; sleep 0.1; done
-    grep -q "capture $mode: measuring" "$OUT/agent-$mode.log" ||
-      { echo "the agent did not start capturing with $mode:"; cat "$OUT/agent-$mode.log"; exit 1; }
+    if [ "$mode" = bpf ]; then
+      start_bpf_agent "$BUILD/agent/spintune-agent" "$OUT/agent-$mode.log"
+    else
+      start_agent "$BUILD/agent/spintune-agent" "$mode" "$OUT/agent-$mode.log"
+    fi
     # The measured run has kernel.bpf_stats_enabled off, as an agent in the
     # field runs: with it on, every program run also reads the clock twice
     # and updates the program's counters (the "+stats" row below shows what
     # that adds).
     read -r rps m a agent_cpu < <(run_load "$agent_pid")
     if [ "$mode" = bpf ]; then
-      ours=""
-      for i in $(stc_prog_ids); do [[ "$ids_before" == *" $i "* ]] || ours="$ours $i"; done
       sysctl -qw kernel.bpf_stats_enabled=1
       bpf_prog_stats "$ours" >"$OUT/bpf-stats-0"
       read -r s_rps s_m s_a s_agent_cpu < <(run_load "$agent_pid")
