@@ -28,8 +28,8 @@ absl::StatusOr<std::unique_ptr<Capture>> OpenBpfCapture(const CaptureConfig& opt
 
 // As OpenBpfCapture, with `direct_slots` entries in the program's
 // direct-mapped table of pending starts (4,096 otherwise), so that tests can
-// force starts to collide and spill into its LRU hash. Only where
-// BpfCaptureBuilt().
+// force starts to collide and spill into its LRU hash. Unimplemented where
+// !BpfCaptureBuilt(), as OpenBpfCapture.
 // REQUIRES: direct_slots is a power of two, 1..2^24.
 absl::StatusOr<std::unique_ptr<Capture>> OpenBpfCaptureWithDirectSlots(const CaptureConfig& options,
                                                                        uint32_t direct_slots);

@@ -14,4 +14,9 @@ absl::StatusOr<std::unique_ptr<Capture>> OpenBpfCapture(const CaptureConfig&) {
       "missing at build time)");
 }
 
+absl::StatusOr<std::unique_ptr<Capture>> OpenBpfCaptureWithDirectSlots(const CaptureConfig& options,
+                                                                       uint32_t) {
+  return OpenBpfCapture(options);
+}
+
 }  // namespace spintune
