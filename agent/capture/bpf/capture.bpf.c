@@ -439,30 +439,42 @@ static __always_inline int threaded_irq(struct task_struct *t)
 	return -1;
 }
 
-/* The issuer is asleep (switched out waiting: not running, runnable or switching out). */
+/*
+ * The issuer is asleep: switched out waiting, not on a CPU, and not queued
+ * to run again. A task preempted just after it set a sleeping state stays
+ * queued (on_rq): a wakeup now only sets it running, and its next switch
+ * in ends a wait in the run queue, not a wake (the correlator sees it
+ * switch out preempted, R+, and does not count it either). Since 6.12 a
+ * task that went to sleep may also stay queued for a while (a delayed
+ * dequeue, se.sched_delayed): that one is asleep.
+ */
 static __always_inline bool task_asleep(__u64 task)
 {
 	struct task_struct *t = (struct task_struct *)task;
 	long state;
-	int on_cpu;
+	int on_cpu = 0, on_rq = 0;
 
 	if (!t)
 		return false;
-	if (bpf_core_field_exists(t->__state) && bpf_core_field_exists(t->on_cpu)) {
+	if (bpf_core_field_exists(t->__state) && bpf_core_field_exists(t->on_cpu) &&
+	    bpf_core_field_exists(t->on_rq)) {
 		/* (Offsets only where the fields exist: libbpf poisons the others.) */
-		__u32 from = bpf_core_field_offset(t->__state), to = bpf_core_field_offset(t->on_cpu);
+		__u32 from = bpf_core_field_offset(t->__state);
+		__u32 cpu_at = bpf_core_field_offset(t->on_cpu), rq_at = bpf_core_field_offset(t->on_rq);
 
-		if (to > from && to - from <= 60) {
-			/* Both in one read: a helper call costs more than the bytes between them. */
-			__u32 words[16];
+		if (cpu_at > from && rq_at > cpu_at && rq_at - from <= 124) {
+			/* All three in one read: a helper call costs more than the bytes between them. */
+			__u32 words[32];
 
-			if (bpf_probe_read_kernel(words, to + 4 - from, (void *)t + from) != 0)
+			if (bpf_probe_read_kernel(words, rq_at + 4 - from, (void *)t + from) != 0)
 				return false;
 			state = words[0];
-			on_cpu = (int)words[((to - from) / 4) & 15];
+			on_cpu = (int)words[((cpu_at - from) / 4) & 31];
+			on_rq = (int)words[((rq_at - from) / 4) & 31];
 		} else {
 			state = BPF_CORE_READ(t, __state);
 			on_cpu = BPF_CORE_READ(t, on_cpu);
+			on_rq = BPF_CORE_READ(t, on_rq);
 		}
 	} else {
 		if (bpf_core_field_exists(t->__state)) {
@@ -472,16 +484,34 @@ static __always_inline bool task_asleep(__u64 task)
 
 			state = BPF_CORE_READ(o, state);
 		}
-		on_cpu = bpf_core_field_exists(t->on_cpu) ? BPF_CORE_READ(t, on_cpu) : 0;
+		if (bpf_core_field_exists(t->on_cpu))
+			on_cpu = BPF_CORE_READ(t, on_cpu);
+		if (bpf_core_field_exists(t->on_rq))
+			on_rq = BPF_CORE_READ(t, on_rq);
 	}
 	if ((state & 3) == 0)	/* TASK_INTERRUPTIBLE | TASK_UNINTERRUPTIBLE */
+		return false;
+	/*
+	 * TASK_IDLE (uninterruptible | TASK_NOLOAD, 0x400 since 4.2): an idle
+	 * kernel thread. A kworker that dispatched a request on the issuer's
+	 * behalf (kblockd running the queue under load) and went idle waits
+	 * for work, not for this request; its next switch in is no wake (the
+	 * correlator's "I" state).
+	 */
+	if (state & 0x400)
 		return false;
 	/*
 	 * Still on a CPU: it set its state to sleep but has not switched out
 	 * (and may never: a wakeup now sets it running before its schedule()),
 	 * so its next switch in is no wake from this IRQ.
 	 */
-	return !on_cpu;
+	if (on_cpu)
+		return false;
+	if (!on_rq)
+		return true;
+	if (bpf_core_field_exists(t->se.sched_delayed))
+		return BPF_CORE_READ(t, se.sched_delayed) != 0;
+	return false;
 }
 
 /* The slot of the completion histogram of @s's key. */

@@ -73,11 +73,18 @@ struct irqaction {
 	const char *name;
 } __preserve;
 
+/* 6.12+: a task that went to sleep may stay queued until it is picked (delayed dequeue). */
+struct sched_entity {
+	unsigned char sched_delayed;
+} __preserve;
+
 struct task_struct {
 	unsigned int __state;
 	unsigned int flags;
 	int pid;
 	int on_cpu;	/* CONFIG_SMP */
+	int on_rq;
+	struct sched_entity se;
 	char comm[16];
 } __preserve;
 
