@@ -144,20 +144,31 @@ Agreement Agree(const std::vector<CompletionEvent>& a, const std::vector<Complet
 // the paired requests only (bpf pairs every other one), so it is taken at
 // its 95% upper bound, + 3 / pairs (the "rule of three": a key of 600
 // requests with 300 pairs and none displaced may still have ~1% displaced
-// among the rest, enough to move its p99 by two buckets).
+// among the rest, enough to move its p99 by two buckets). The requests one
+// capture has and the other lacks (their counts may differ by up to 1%) may
+// likewise be anywhere, so their share is added: on this sandbox's kernel a
+// BPF program does not run while a thread of PID 1 is current (docs/traces.md,
+// "The three agree"), and the completions bpf misses come in clusters; once
+// 46 missed writes of 5534 held most of the key's slowest, and its p99 read
+// 96 us against raw's 152 us.
 bool SameQuantile(const LatencyHistogram& a, const LatencyHistogram& b, double q,
                   const Agreement& g, double resolution_ns, std::string* why) {
   auto index = [](double ns) {
     return LatencyHistogram::BucketIndex(static_cast<uint64_t>(std::max(ns, 0.0)));
   };
-  const double share = g.displaced + 3.0 / static_cast<double>(std::max<size_t>(g.pairs, 1));
+  const double na = static_cast<double>(a.total_count());
+  const double nb = static_cast<double>(b.total_count());
+  const double missing = std::abs(na - nb) / std::max({na, nb, 1.0});
+  const double share =
+      g.displaced + 3.0 / static_cast<double>(std::max<size_t>(g.pairs, 1)) + missing;
   const double v = a.QuantileNs(q);
   const double lo = b.QuantileNs(q - share) + g.offset_ns - resolution_ns;
   const double hi = b.QuantileNs(q + share) + g.offset_ns + resolution_ns;
   *why = absl::StrCat("q", q, ": ", static_cast<int64_t>(v), " ns, the other's ",
                       static_cast<int64_t>(lo), "..", static_cast<int64_t>(hi),
                       " ns after an offset of ", static_cast<int64_t>(g.offset_ns), " ns with ",
-                      100 * g.displaced, "% of ", g.pairs, " paired requests displaced");
+                      100 * g.displaced, "% of ", g.pairs, " paired requests displaced and ",
+                      100 * missing, "% missing from one side");
   return index(v) >= index(lo) - 1 && index(v) <= index(hi) + 1;
 }
 
@@ -210,6 +221,28 @@ TEST(CaptureAgreementTest, ToleratesProbeOrderAndFailsOnDisagreement) {
   std::vector<CompletionEvent> wrong_irq = truth;
   for (size_t i = 0; i < wrong_irq.size(); i += 5) wrong_irq[i].wait_ns += 20000;
   EXPECT_FALSE(agree_at_quantiles(wrong_irq, &g));
+  // A capture that missed 0.9% of the requests, all of them slow: a key
+  // whose slowest 1.5% take 150-160 us. Its p99 falls into the body of the
+  // distribution, which the missing share allows; missing them is caught by
+  // the count check of the live test (1%), not here.
+  std::vector<CompletionEvent> tail = truth;
+  for (size_t i = 0; i < tail.size(); i += 66) tail[i].wait_ns = 150000 + i % 10000;
+  std::vector<CompletionEvent> tail_missed;
+  for (size_t i = 0; i < tail.size(); ++i) {
+    if (i % 66 != 0 || i % 660 < 264) tail_missed.push_back(tail[i]);
+  }
+  ASSERT_NEAR(static_cast<double>(tail.size() - tail_missed.size()) / tail.size(), 0.009, 0.001);
+  {
+    const Agreement tg = Agree(tail_missed, tail, key, kToleranceNs);
+    EXPECT_EQ(tg.pairs, tail_missed.size());
+    EXPECT_EQ(tg.displaced, 0);
+    std::string why;
+    EXPECT_GT(LatencyHistogram::BucketIndex(static_cast<uint64_t>(histogram(tail).QuantileNs(0.99))),
+              LatencyHistogram::BucketIndex(
+                  static_cast<uint64_t>(histogram(tail_missed).QuantileNs(0.99))) + 1)
+        << "the missed requests move the p99 by more than a bucket";
+    EXPECT_TRUE(SameQuantile(histogram(tail_missed), histogram(tail), 0.99, tg, 0, &why)) << why;
+  }
   // The slower half of the requests measured 3 us longer.
   std::vector<CompletionEvent> slow_half = truth;
   for (auto& e : slow_half) {
