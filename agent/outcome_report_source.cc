@@ -1,6 +1,7 @@
 #include "agent/outcome_report_source.h"
 
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "proto/sample_batch_util.h"
@@ -8,17 +9,12 @@
 namespace spintune {
 namespace {
 
-// The index in `hello`'s CPU classes of the class a report's key names, or
-// -1: a class the source describes by that name, else spintune.ko's name
-// for its index in the blob (KernelCpuClassIndex: the agent writes blobs
-// numbering the classes as its Hello lists them, PolicyTableFromProto()).
-int CpuClassIndex(const v1::Hello& hello, const std::string& name) {
-  const auto& classes = hello.target().cpu_classes();
-  for (int i = 0; i < classes.size(); ++i) {
-    if (classes[i].name() == name) return i;
-  }
-  const int index = KernelCpuClassIndex(name);
-  return index < classes.size() ? index : -1;
+// The names of `hello`'s CPU classes, in order: the agent writes blobs
+// numbering the classes as its Hello lists them (PolicyTableFromProto()).
+std::vector<std::string> CpuClassNames(const v1::Hello& hello) {
+  std::vector<std::string> names;
+  for (const auto& c : hello.target().cpu_classes()) names.push_back(c.name());
+  return names;
 }
 
 }  // namespace
@@ -32,6 +28,7 @@ absl::StatusOr<std::unique_ptr<SampleSource>> OutcomeReportSource::Wrap(
   }
   v1::Hello hello;
   inner->Describe(&hello);
+  const std::vector<std::string> cpu_classes = CpuClassNames(hello);
   std::unique_ptr<OutcomeReportSource> s(new OutcomeReportSource(std::move(inner)));
   for (const auto& r : reports) {
     if (r.keys.empty()) continue;  // nothing to send
@@ -45,7 +42,7 @@ absl::StatusOr<std::unique_ptr<SampleSource>> OutcomeReportSource::Wrap(
           absl::StrCat("outcome report of device '", r.device, "': the source has no such device"));
     }
     for (const auto& k : r.keys) {
-      const int cpu = CpuClassIndex(hello, k.cpu_class);
+      const int cpu = OutcomeCpuClassIndex(k.cpu_class, cpu_classes);
       if (cpu < 0) {
         return absl::InvalidArgumentError(absl::StrCat(
             "outcome report of device '", r.device, "': the source has no CPU class '",

@@ -1,6 +1,8 @@
 #include "cli/verify_command.h"
 
 #include <map>
+#include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -41,17 +43,16 @@ absl::StatusOr<Report> ReadReport(const std::string& path) {
 }
 
 // spintune.ko's reports name a CPU class by its index in the blob
-// ("default", "classN": KernelCpuClassIndex); the table's own name for it,
-// so that its keys meet the table's. Names the table has are kept.
+// ("default", "classN": OutcomeCpuClassIndex); the table's own name for it,
+// so that its keys meet the table's.
 void NameKernelClasses(const PolicyTable& table, Report* r) {
+  std::vector<std::string> names;
+  for (const auto& c : table.cpu_classes) names.push_back(c.name);
   std::map<ReportKey, std::pair<uint64_t, CostMoments>> named;
   for (auto& [key, value] : r->keys) {
     ReportKey k = key;
-    const int index = KernelCpuClassIndex(k.cpu_class);
-    if (table.CpuClassIndex(k.cpu_class) < 0 && index >= 0 &&
-        index < static_cast<int>(table.cpu_classes.size())) {
-      k.cpu_class = table.cpu_classes[index].name;
-    }
+    const int index = OutcomeCpuClassIndex(k.cpu_class, names);
+    if (index >= 0) k.cpu_class = names[index];
     named.emplace(k, std::move(value));
   }
   r->keys = std::move(named);

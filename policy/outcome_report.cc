@@ -69,15 +69,18 @@ absl::StatusOr<OutcomeReport> ReadOutcomeReport(const std::string& path) {
   return r;
 }
 
-int KernelCpuClassIndex(absl::string_view name) {
-  if (name == "default") return 0;
-  int index = -1;
-  if (absl::ConsumePrefix(&name, "class") && !name.empty() && name.size() <= 3 &&
-      std::all_of(name.begin(), name.end(), absl::ascii_isdigit) &&
-      absl::SimpleAtoi(name, &index)) {
-    return index;
+int OutcomeCpuClassIndex(absl::string_view name, const std::vector<std::string>& class_names) {
+  for (size_t i = 0; i < class_names.size(); ++i) {
+    if (class_names[i] == name) return static_cast<int>(i);
   }
-  return -1;
+  int index = -1;
+  if (name == "default") {
+    index = 0;
+  } else if (absl::ConsumePrefix(&name, "class") && !name.empty() && name.size() <= 3 &&
+             std::all_of(name.begin(), name.end(), absl::ascii_isdigit)) {
+    absl::SimpleAtoi(name, &index);
+  }
+  return index < static_cast<int>(class_names.size()) ? index : -1;
 }
 
 }  // namespace spintune

@@ -46,10 +46,11 @@ absl::StatusOr<OutcomeReport> ReadOutcomeReport(const std::string& path);
 
 // spintune.ko knows a CPU class only by its index in the blob it was given,
 // and names it "default" (index 0) or "classN" (index N, 1-3 digits) in its
-// outcome reports. That index, or -1 for any other name. The blob's classes
-// are the table's `cpu_classes` in order (an agent writes them in its
-// Hello's order), so the index names the class there.
-int KernelCpuClassIndex(absl::string_view name);
+// outcome reports. The blob's classes are `class_names` in order (a table's
+// `cpu_classes`; an agent writes them in its Hello's order), so a report's
+// class is the one of that name, else the kernel's index when it is within
+// the list; -1 when neither.
+int OutcomeCpuClassIndex(absl::string_view name, const std::vector<std::string>& class_names);
 
 }  // namespace spintune
 

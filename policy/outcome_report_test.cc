@@ -108,4 +108,21 @@ TEST(OutcomeReport, AMissingFileIsNotFound) {
 }
 
 }  // namespace
+// A report names a class as the blob's list does, or by the kernel's
+// "default" / "classN" for its index, which must be within the list.
+TEST(OutcomeReport, CpuClassesByNameOrByTheKernelsIndex) {
+  const std::vector<std::string> names = {"little", "big", "class0"};
+  EXPECT_EQ(OutcomeCpuClassIndex("little", names), 0);
+  EXPECT_EQ(OutcomeCpuClassIndex("big", names), 1);
+  EXPECT_EQ(OutcomeCpuClassIndex("class0", names), 2);  // the list's own name wins
+  EXPECT_EQ(OutcomeCpuClassIndex("default", names), 0);
+  EXPECT_EQ(OutcomeCpuClassIndex("class1", names), 1);
+  EXPECT_EQ(OutcomeCpuClassIndex("class3", names), -1);  // beyond the list
+  EXPECT_EQ(OutcomeCpuClassIndex("class", names), -1);
+  EXPECT_EQ(OutcomeCpuClassIndex("class1000", names), -1);
+  EXPECT_EQ(OutcomeCpuClassIndex("class-1", names), -1);
+  EXPECT_EQ(OutcomeCpuClassIndex("medium", names), -1);
+  EXPECT_EQ(OutcomeCpuClassIndex("default", {}), -1);
+}
+
 }  // namespace spintune
