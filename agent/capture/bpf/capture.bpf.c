@@ -82,7 +82,7 @@ struct start {
  * would hash, compare and touch LRU bookkeeping. A start claims its key's
  * entry by a compare-and-swap of the entry's id from 0 (free) to its own,
  * so two CPUs never write one entry; the end copies the start out and frees
- * the entry with another compare-and-swap (fully ordered: the next owner,
+ * the entry with an atomic exchange to 0 (fully ordered: the next owner,
  * maybe on another CPU, writes only after the copy). A start whose entry is
  * held by another key goes to the `pending` LRU hash ("spills"), as does
  * every start when the entry is held by a start that never ended (until
@@ -579,7 +579,7 @@ static __always_inline struct start *find_live(const struct start_key *k, struct
 static __always_inline void end_live(struct direct_entry *d, struct start *p)
 {
 	if (d) {
-		__sync_val_compare_and_swap(&d->id, d->id, 0);	/* after the caller's copy */
+		__sync_lock_test_and_set(&d->id, 0);	/* an exchange, fully ordered: after the caller's copy */
 		return;
 	}
 	p->ts_ns = 0;	/* the entry stays for the key's next start that spills */
