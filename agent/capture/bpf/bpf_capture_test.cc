@@ -32,6 +32,24 @@
 namespace spintune {
 namespace {
 
+// Why these tests cannot run here (empty: they can): root, a bpf build and
+// kernel (and a raw trace pipe when `with_raw`), a block disk behind
+// /var/tmp, which goes to `disk`.
+std::string WhyNotHere(bool with_raw, std::string* disk) {
+  if (geteuid() != 0) return "bpf capture needs root";
+  const CaptureSupport s = ProbeCaptureSupport();
+  if (!s.bpf_built || !s.bpf_syscall || !s.btf) return "no bpf here: " + s.detail;
+  if (with_raw && (!s.tracefs || !s.raw_pipe)) return "no raw capture here: " + s.detail;
+  *disk = DiskOf("/var/tmp/");
+  return disk->empty() ? "no block disk behind /var/tmp" : "";
+}
+
+#define SKIP_UNLESS_HERE(with_raw, disk)                                \
+  do {                                                                  \
+    const std::string why = WhyNotHere(with_raw, disk);                 \
+    if (!why.empty()) GTEST_SKIP() << why;                              \
+  } while (0)
+
 // Names of the loaded programs of ours (stc_*), from `bpftool -j prog show`.
 std::vector<std::string> OurPrograms() {
   FILE* p = popen(SPINTUNE_BPFTOOL " -j prog show 2>/dev/null", "r");
@@ -52,11 +70,8 @@ std::vector<std::string> OurPrograms() {
 }
 
 TEST(BpfCaptureTest, KillDashNineLeavesNoProgramAttached) {
-  if (geteuid() != 0) GTEST_SKIP() << "bpf capture needs root";
-  const CaptureSupport s = ProbeCaptureSupport();
-  if (!s.bpf_built || !s.bpf_syscall || !s.btf) GTEST_SKIP() << "no bpf here: " << s.detail;
-  const std::string disk = DiskOf("/var/tmp/");
-  if (disk.empty()) GTEST_SKIP() << "no block disk behind /var/tmp";
+  std::string disk;
+  SKIP_UNLESS_HERE(false, &disk);
   // The kernel frees a closed capture's programs shortly after its links.
   auto none_within = [](absl::Duration d) {
     std::vector<std::string> left = OurPrograms();
@@ -97,13 +112,8 @@ TEST(BpfCaptureTest, KillDashNineLeavesNoProgramAttached) {
 // and a median within 20%: on an idle machine the correlator's is 1-15%
 // higher (as it was with the sched_waking program bpf had before).
 TEST(BpfCaptureTest, WakeLatenciesAreTheCorrelators) {
-  if (geteuid() != 0) GTEST_SKIP() << "bpf capture needs root";
-  const CaptureSupport s = ProbeCaptureSupport();
-  if (!s.bpf_built || !s.bpf_syscall || !s.btf || !s.tracefs || !s.raw_pipe) {
-    GTEST_SKIP() << "no live bpf and raw capture here: " << s.detail;
-  }
-  const std::string disk = DiskOf("/var/tmp/");
-  if (disk.empty()) GTEST_SKIP() << "no block disk behind /var/tmp";
+  std::string disk;
+  SKIP_UNLESS_HERE(true, &disk);
   CaptureConfig config;
   config.devices = {disk};
   config.histogram_interval = absl::ZeroDuration();
@@ -152,11 +162,8 @@ TEST(BpfCaptureTest, WakeLatenciesAreTheCorrelators) {
 // table on the same load (both see every event; only their clock reads
 // differ, so buckets are not compared). About 2 s.
 TEST(BpfCaptureTest, StartsThatCollideInTheDirectTableArePairedExactly) {
-  if (geteuid() != 0) GTEST_SKIP() << "bpf capture needs root";
-  const CaptureSupport s = ProbeCaptureSupport();
-  if (!s.bpf_built || !s.bpf_syscall || !s.btf) GTEST_SKIP() << "no bpf here: " << s.detail;
-  const std::string disk = DiskOf("/var/tmp/");
-  if (disk.empty()) GTEST_SKIP() << "no block disk behind /var/tmp";
+  std::string disk;
+  SKIP_UNLESS_HERE(false, &disk);
   CaptureConfig config;
   config.devices = {disk};
   config.histogram_interval = absl::ZeroDuration();
