@@ -5,12 +5,15 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include <time.h>
+
 #include <climits>
 #include <cstring>
 #include <fstream>
 #include <map>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
@@ -69,6 +72,12 @@ uint64_t LostCount(absl::string_view line) {
   return ParseNumber(rest, &n) ? n : 0;
 }
 
+uint64_t MonotonicNs() {  // the instance's "mono" trace clock
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
 }  // namespace
 
 std::set<std::string> DiscoverDevices() {
@@ -123,6 +132,31 @@ uint32_t DiskDevT(const std::string& disk) {
     return 0;
   }
   return static_cast<uint32_t>((major_num << 20) | minor_num);
+}
+
+absl::StatusOr<WakeWindows> ParseWakeWindows(absl::string_view text) {
+  WakeWindows w;
+  if (text == "all") return w;
+  const size_t slash = text.find('/');
+  if (slash == absl::string_view::npos ||
+      !absl::ParseDuration(std::string(text.substr(0, slash)), &w.on) ||
+      !absl::ParseDuration(std::string(text.substr(slash + 1)), &w.every) ||
+      w.on < absl::Milliseconds(100) || w.on >= w.every) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--wake-windows '", text, "': \"all\" or ON/EVERY (\"1s/10s\"), ON at least 100ms and below EVERY"));
+  }
+  return w;
+}
+
+bool DispatchSeenWhole(const DispatchEvent& d, const std::deque<SchedSpan>& spans,
+                       uint64_t wake_window_ns) {
+  for (const auto& s : spans) {
+    if (d.entry_ns >= s.on_ns + wake_window_ns && d.first_issue_ns >= s.on_ns &&
+        (s.off_ns == UINT64_MAX || d.entry_ns + wake_window_ns <= s.off_ns)) {
+      return true;
+    }
+  }
+  return false;
 }
 
 absl::StatusOr<TracefsOptions> CaptureOptions(const std::set<std::string>& devices,
@@ -180,7 +214,8 @@ absl::StatusOr<TracefsOptions> CaptureOptions(const std::set<std::string>& devic
 }
 
 absl::StatusOr<std::unique_ptr<LiveTrace>> LiveTrace::Start(const std::set<std::string>& devices,
-                                                           CorrelatorOptions options, bool raw) {
+                                                           CorrelatorOptions options, bool raw,
+                                                           WakeWindows wakes) {
   auto t = CaptureOptions(devices, options.pairs);
   if (!t.ok()) return t.status();
   t->open_trace_pipe = !raw;
@@ -205,6 +240,17 @@ absl::StatusOr<std::unique_ptr<LiveTrace>> LiveTrace::Start(const std::set<std::
       return it->second;
     };
   }
+  live->wakes_ = wakes;
+  live->wake_window_ns_ = options.wake_window_ns;
+  for (const auto& e : live->instance_->enabled_events()) {
+    if (absl::StartsWith(e, "sched/")) live->sched_events_.push_back(e);
+  }
+  live->spans_.push_back({MonotonicNs(), UINT64_MAX});  // the events are on from the start
+  live->next_toggle_ns_ = live->spans_.back().on_ns + absl::ToInt64Nanoseconds(wakes.on);
+  if (!wakes.always()) {
+    Logger().info("wake latencies in windows: sched events on for {} of every {}",
+                  absl::FormatDuration(wakes.on), absl::FormatDuration(wakes.every));
+  }
   live->correlator_ = std::make_unique<TraceCorrelator>(std::move(options));
   live->reader_ = std::thread([p = live.get(), raw] { raw ? p->ReadRawLoop() : p->ReadLoop(); });
   return live;
@@ -220,6 +266,7 @@ LiveTrace::~LiveTrace() {
 void LiveTrace::ReadLoop() {
   std::vector<char> buffer(1 << 18);
   while (!stop_) {
+    ToggleWakes();
     // trace_pipe hands out about a page per read: drain it, then pause.
     // It also wakes its reader on every event, and the reader's own
     // wake-ups are sched events: reading eagerly would feed on itself.
@@ -240,6 +287,23 @@ void LiveTrace::ReadLoop() {
   }
 }
 
+void LiveTrace::ToggleWakes() {
+  if (wakes_.always() || sched_events_.empty()) return;
+  const uint64_t now = MonotonicNs();
+  if (now < next_toggle_ns_) return;
+  const bool on = spans_.back().off_ns != UINT64_MAX;
+  if (!on) spans_.back().off_ns = now;  // before the events stop
+  if (absl::Status st = instance_->SetEnabled(sched_events_, on); !st.ok()) {
+    // Left as they are: dispatch samples stop (off) or wait for the next
+    // window (on); completions go on.
+    Logger().warn("wake windows: {}", st.ToString());
+  } else if (on) {
+    spans_.push_back({MonotonicNs(), UINT64_MAX});  // after they started
+    if (spans_.size() > 8) spans_.pop_front();  // older than any sample still held
+  }
+  next_toggle_ns_ = now + absl::ToInt64Nanoseconds(on ? wakes_.on : wakes_.every - wakes_.on);
+}
+
 void LiveTrace::Fail(absl::Status status) {
   absl::MutexLock lock(&mu_);
   status_ = std::move(status);
@@ -248,6 +312,7 @@ void LiveTrace::Fail(absl::Status status) {
 void LiveTrace::ReadRawLoop() {
   // The binary buffers do not wake a reader per event: poll every kGatherMs.
   while (!stop_) {
+    ToggleWakes();
     LiveTraceStats delta;
     const uint64_t lost_before = raw_->lost_events();
     const uint64_t events_before = raw_->events();
@@ -321,6 +386,10 @@ void LiveTrace::Publish(LiveTraceStats delta) {
     }
   }
   for (auto& d : ds) {
+    if (!wakes_.always() && !DispatchSeenWhole(d, spans_, wake_window_ns_)) {
+      ++delta.dispatches_unseen;
+      continue;
+    }
     if (devices_.count(d.device) != 0 && dispatches_.size() < kMaxQueued) {
       ++delta.dispatches;
       dispatches_.push_back(std::move(d));
@@ -337,6 +406,7 @@ void LiveTrace::Publish(LiveTraceStats delta) {
   stats_.lost_events += delta.lost_events;
   stats_.unparsed_lines += delta.unparsed_lines;
   stats_.queue_overflow += delta.queue_overflow;
+  stats_.dispatches_unseen += delta.dispatches_unseen;
   stats_.correlator = correlator_->stats();
 }
 

@@ -24,12 +24,43 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "agent/capture/raw/raw_event_reader.h"
 #include "agent/trace/trace_correlator.h"
 #include "agent/tracefs_instance.h"
 
 namespace spintune {
+
+// Wake latencies measured in windows. The sched events a wake latency needs
+// (sched_switch, sched_waking) are about two thirds of the events a request
+// makes here (docs/benchmarks.md, "Wake latencies in windows"); with
+// windows they are on for `on` of every `every`, while completions and IRQs
+// are traced all the time. `every` zero: always on.
+struct WakeWindows {
+  absl::Duration on = absl::ZeroDuration();
+  absl::Duration every = absl::ZeroDuration();
+  bool always() const { return every <= absl::ZeroDuration(); }
+};
+// "all", or "ON/EVERY" with absl durations ("1s/10s"); InvalidArgument
+// otherwise (ON must be at least 100ms and below EVERY).
+absl::StatusOr<WakeWindows> ParseWakeWindows(absl::string_view text);
+
+// A span of trace time in which the sched events were on: from `on_ns`
+// (read after they were enabled) to `off_ns` (read before they were
+// disabled; UINT64_MAX while they are on).
+struct SchedSpan {
+  uint64_t on_ns = 0;
+  uint64_t off_ns = UINT64_MAX;
+};
+// Whether a dispatch sample was seen whole in one of `spans`: its IRQ came
+// at least `wake_window_ns` after the span began and before it ended (so
+// its issuer's sleep and its wake, up to the correlator's wake window, were
+// traced), and its requests were issued within the span. The choice depends
+// on the IRQ's time alone but for requests older than the window, so the
+// kept samples are not biased towards short or long wakes.
+bool DispatchSeenWhole(const DispatchEvent& d, const std::deque<SchedSpan>& spans,
+                       uint64_t wake_window_ns);
 
 struct LiveTraceStats {
   uint64_t bytes = 0;
@@ -41,6 +72,7 @@ struct LiveTraceStats {
   uint64_t lost_events = 0;       // the kernel's "[LOST n EVENTS]"
   uint64_t unparsed_lines = 0;
   uint64_t queue_overflow = 0;    // dropped because nobody drained the queue
+  uint64_t dispatches_unseen = 0; // not seen whole in a wake window (WakeWindows)
   CorrelatorStats correlator;     // pairing counts (unpaired ends, evictions...)
 };
 
@@ -50,9 +82,12 @@ class LiveTrace {
   // ("spi0.0") and --pairs names to measure. FailedPrecondition without
   // root/tracefs (TracefsInstance::Open).
   // `raw`: read the binary per-CPU buffers instead of trace_pipe text.
+  // `wakes`: when the sched events are on (dispatch samples come only from
+  // those windows).
   static absl::StatusOr<std::unique_ptr<LiveTrace>> Start(const std::set<std::string>& devices,
                                                           CorrelatorOptions options,
-                                                          bool raw = false);
+                                                          bool raw = false,
+                                                          WakeWindows wakes = {});
   // Stops the reader and removes the tracing instance.
   ~LiveTrace();
 
@@ -77,6 +112,8 @@ class LiveTrace {
   void ReadRawLoop();
   // Parses and correlates trace_pipe text.
   void Consume(absl::string_view text);
+  // Turns the sched events on or off when a wake window begins or ends.
+  void ToggleWakes();
   // Queues what the correlator produced and adds `delta` to the stats.
   void Publish(LiveTraceStats delta) ABSL_LOCKS_EXCLUDED(mu_);
   void Fail(absl::Status status) ABSL_LOCKS_EXCLUDED(mu_);
@@ -88,6 +125,11 @@ class LiveTrace {
   std::unique_ptr<TraceCorrelator> correlator_;  // reader thread only
   std::unique_ptr<RawEventReader> raw_;          // reader thread only (raw)
   std::string partial_;                          // reader thread only
+  WakeWindows wakes_;
+  uint64_t wake_window_ns_ = 0;
+  std::vector<std::string> sched_events_;  // the enabled sched/* events
+  std::deque<SchedSpan> spans_;            // reader thread only
+  uint64_t next_toggle_ns_ = 0;            // reader thread only
   std::atomic<bool> stop_{false};
   std::thread reader_;
 

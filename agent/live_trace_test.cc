@@ -9,11 +9,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <deque>
 #include <fstream>
+#include <iostream>
 #include <string>
 #include <thread>
 
 #include "agent/io_load.h"
+#include "models/latency_histogram.h"
 #include "agent/tracefs_instance.h"
 #include "common/file_util.h"
 #include "gtest/gtest.h"
@@ -169,6 +172,115 @@ TEST(LiveTraceTest, UnknownDevicesAndEventsAreRefused) {
   auto t = TracefsInstance::Open(o);
   ASSERT_FALSE(t.ok());
   EXPECT_EQ(t.status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST(WakeWindowsTest, ParsesAllOrOnEvery) {
+  auto all = ParseWakeWindows("all");
+  ASSERT_TRUE(all.ok());
+  EXPECT_TRUE(all->always());
+  auto w = ParseWakeWindows("1s/10s");
+  ASSERT_TRUE(w.ok()) << w.status();
+  EXPECT_EQ(w->on, absl::Seconds(1));
+  EXPECT_EQ(w->every, absl::Seconds(10));
+  EXPECT_FALSE(w->always());
+  for (const char* bad : {"", "1s", "10s/1s", "1s/1s", "50ms/1s", "x/10s", "1s/", "1/10"}) {
+    auto b = ParseWakeWindows(bad);
+    EXPECT_FALSE(b.ok()) << bad;
+    if (!b.ok()) EXPECT_NE(std::string(b.status().message()).find("--wake-windows"), std::string::npos);
+  }
+}
+
+// A sample is kept when its IRQ is at least the wake window inside a span
+// at both ends and its requests were issued within the span.
+TEST(WakeWindowsTest, DispatchesSeenWholeInASpan) {
+  const uint64_t window = 20;
+  const std::deque<SchedSpan> spans = {{100, 300}, {1000, UINT64_MAX}};
+  auto at = [](uint64_t entry, uint64_t first_issue, std::optional<uint64_t> wake) {
+    DispatchEvent d;
+    d.entry_ns = entry;
+    d.first_issue_ns = first_issue;
+    d.wake_ns = wake;
+    return d;
+  };
+  EXPECT_TRUE(DispatchSeenWhole(at(150, 140, 5), spans, window));
+  EXPECT_TRUE(DispatchSeenWhole(at(120, 100, std::nullopt), spans, window));  // both edges
+  EXPECT_TRUE(DispatchSeenWhole(at(280, 200, std::nullopt), spans, window));
+  EXPECT_TRUE(DispatchSeenWhole(at(150, UINT64_MAX, std::nullopt), spans, window));  // no request
+  EXPECT_FALSE(DispatchSeenWhole(at(119, 110, 5), spans, window));   // too soon after on
+  EXPECT_FALSE(DispatchSeenWhole(at(150, 99, 5), spans, window));    // issued before on
+  EXPECT_FALSE(DispatchSeenWhole(at(281, 200, 1), spans, window));   // too near off, even woken fast
+  EXPECT_FALSE(DispatchSeenWhole(at(500, 450, 5), spans, window));   // between spans
+  EXPECT_TRUE(DispatchSeenWhole(at(5000, 4000, 5), spans, window));  // the open span
+  EXPECT_FALSE(DispatchSeenWhole(at(150, 140, 5), {}, window));
+}
+
+// Two raw captures of one load, one with the sched events always on, one in
+// windows of 300 ms every 750 ms: the same completions; the windowed one
+// traces fewer events and keeps a share of the dispatch samples, whose wake
+// latencies are distributed as the full capture's. About 4 s.
+TEST(LiveTraceTest, WakeWindowsKeepCompletionsAndSampleWakes) {
+  SKIP_UNLESS_TRACEFS();
+  const std::string disk = DiskOf("/var/tmp/");
+  ASSERT_FALSE(disk.empty()) << "no block disk behind /var/tmp";
+  auto full = LiveTrace::Start({disk}, CorrelatorOptions{}, /*raw=*/true);
+  ASSERT_TRUE(full.ok()) << full.status();
+  WakeWindows windows;
+  windows.on = absl::Milliseconds(300);
+  windows.every = absl::Milliseconds(750);
+  auto some = LiveTrace::Start({disk}, CorrelatorOptions{}, /*raw=*/true, windows);
+  ASSERT_TRUE(some.ok()) << some.status();
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  std::deque<CompletionEvent> full_c, some_c;
+  std::deque<DispatchEvent> full_d, some_d;
+  (*full)->Take(&full_c, &full_d, absl::ZeroDuration());
+  (*some)->Take(&some_c, &some_d, absl::ZeroDuration());
+  const LiveTraceStats full_before = (*full)->stats(), some_before = (*some)->stats();
+  full_c.clear(), some_c.clear(), full_d.clear(), some_d.clear();
+  IoLoadOptions load;
+  load.path = "/var/tmp/spintune-wake-windows-test.bin";
+  load.file_bytes = 16ull << 20;
+  load.sizes = {4096};
+  load.fsync_every = 0;
+  load.threads = 2;
+  load.duration = absl::Seconds(3);
+  ASSERT_TRUE(RunIoLoad(load).ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));  // both readers drain
+  (*full)->Take(&full_c, &full_d, absl::ZeroDuration());
+  (*some)->Take(&some_c, &some_d, absl::ZeroDuration());
+  const LiveTraceStats full_after = (*full)->stats(), some_after = (*some)->stats();
+  ASSERT_GT(full_c.size(), 2000u) << "the load did too little I/O to compare";
+  EXPECT_NEAR(static_cast<double>(some_c.size()), static_cast<double>(full_c.size()),
+              0.01 * static_cast<double>(full_c.size()));
+  const double events_full = static_cast<double>(full_after.events - full_before.events);
+  const double events_some = static_cast<double>(some_after.events - some_before.events);
+  EXPECT_LT(events_some, 0.85 * events_full) << "the sched events are off between windows";
+  EXPECT_GT(some_after.dispatches_unseen, some_before.dispatches_unseen);
+  EXPECT_EQ(full_after.dispatches_unseen, 0u);
+  // 300 of every 750 ms, less the wake window at both ends: about a third.
+  const double share = static_cast<double>(some_d.size()) / static_cast<double>(full_d.size());
+  EXPECT_GT(share, 0.15) << some_d.size() << " of " << full_d.size();
+  EXPECT_LT(share, 0.6) << some_d.size() << " of " << full_d.size();
+  LatencyHistogram full_wake, some_wake;
+  for (const auto& d : full_d) {
+    if (d.wake_ns) full_wake.Record(*d.wake_ns);
+  }
+  for (const auto& d : some_d) {
+    if (d.wake_ns) some_wake.Record(*d.wake_ns);
+  }
+  ASSERT_GT(some_wake.total_count(), 100u);
+  // The woken share and the median wake as the full capture's.
+  auto woken_share = [](const LatencyHistogram& w, size_t n) {
+    return static_cast<double>(w.total_count()) / static_cast<double>(n);
+  };
+  EXPECT_NEAR(woken_share(some_wake, some_d.size()), woken_share(full_wake, full_d.size()), 0.1);
+  const int full_p50 = LatencyHistogram::BucketIndex(static_cast<uint64_t>(full_wake.QuantileNs(0.5)));
+  const int some_p50 = LatencyHistogram::BucketIndex(static_cast<uint64_t>(some_wake.QuantileNs(0.5)));
+  EXPECT_LE(std::abs(full_p50 - some_p50), 2)
+      << "median wake " << full_wake.QuantileNs(0.5) << " ns (all), " << some_wake.QuantileNs(0.5)
+      << " ns (windows)";
+  std::cout << "events " << events_some << " of " << events_full << "; dispatches "
+            << some_d.size() << " of " << full_d.size() << "; median wake "
+            << some_wake.QuantileNs(0.5) << " / " << full_wake.QuantileNs(0.5) << " ns\n";
 }
 
 }  // namespace

@@ -49,6 +49,7 @@ struct Flags {
   std::string capture = "auto";
   std::string irq_costs = "trace";
   uint32_t capture_samples = 0;
+  std::string wake_windows = "1s/10s";
   bool probe = false;
   uint64_t max_spin_ns = 0;
   std::string token_file;
@@ -152,6 +153,12 @@ int main(int argc, char** argv) {
   app.add_option("--capture-samples", f.capture_samples,
                  "tracefs with bpf: send every Nth completion as an individual sample (for "
                  "--record and exact replays; 1: all, 0: histograms only)")
+      ->capture_default_str();
+  app.add_option("--wake-windows", f.wake_windows,
+                 "tracefs with raw or text: trace the sched events that wake latencies need "
+                 "for ON of every EVERY (ON/EVERY, e.g. 1s/10s; they are two thirds of the "
+                 "events a request makes) or all the time (all); completions and IRQs are "
+                 "traced all the time. --record takes all")
       ->capture_default_str();
   app.add_option("--max-spin-ns", f.max_spin_ns,
                  "Refuse pushed tables that busy-wait longer than this (0: no local limit)")
@@ -286,6 +293,7 @@ int main(int argc, char** argv) {
   source_options.capture = f.capture;
   // --record needs individual samples: the bpf capture then sends them all.
   source_options.capture_samples = !f.record.empty() && f.capture_samples == 0 ? 1 : f.capture_samples;
+  source_options.wake_windows = f.record.empty() ? f.wake_windows : "all";
   auto source = f.source.empty()
                     ? absl::StatusOr<std::unique_ptr<spintune::SampleSource>>(
                           std::make_unique<spintune::KnobOnlySource>(*knobs, host))

@@ -48,6 +48,7 @@ struct SourceOptions {
   std::vector<std::string> block_dev;  // replay: MAJOR:MINOR=NAME
   std::string capture = "auto";  // tracefs: auto | bpf | raw | text
   uint32_t capture_samples = 0;  // tracefs bpf: every Nth completion as a sample (0: none)
+  std::string wake_windows = "all";  // tracefs raw/text: ParseWakeWindows()
   // sim: the board's true timer oversleep is its declared one times this
   // (a platform model that is wrong, for verification).
   double sim_timer_wake_factor = 1;

@@ -19,6 +19,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/file_util.h"
 #include "common/logging.h"
+#include "common/status_macros.h"
 
 namespace spintune {
 namespace {
@@ -154,6 +155,13 @@ absl::StatusOr<std::unique_ptr<TracefsInstance>> TracefsInstance::Open(
   s = WriteControl(t->path_ + "/tracing_on", "1");
   if (!s.ok()) return s;
   return t;
+}
+
+absl::Status TracefsInstance::SetEnabled(const std::vector<std::string>& events, bool on) {
+  for (const auto& e : events) {
+    SPINTUNE_RETURN_IF_ERROR(WriteControl(absl::StrCat(path_, "/events/", e, "/enable"), on ? "1" : "0"));
+  }
+  return absl::OkStatus();
 }
 
 TracefsInstance::~TracefsInstance() {

@@ -54,6 +54,9 @@ class TracefsInstance {
   const std::string& root() const { return root_; }
   const std::vector<std::string>& enabled_events() const { return enabled_; }
   const std::vector<std::string>& missing_events() const { return missing_; }
+  // Turns enabled "system/event" names off or on again (the kernel patches
+  // the tracepoints in or out: use it seconds apart, not per event).
+  absl::Status SetEnabled(const std::vector<std::string>& events, bool on);
 
   // Where tracefs is mounted (mounting it when needed).
   static absl::StatusOr<std::string> MountPoint();

@@ -19,7 +19,8 @@ absl::StatusOr<std::unique_ptr<TracefsSource>> TracefsSource::Open(std::set<std:
                                                                    const std::string& board,
                                                                    CorrelatorOptions options,
                                                                    CaptureMode mode,
-                                                                   uint32_t sample_every) {
+                                                                   uint32_t sample_every,
+                                                                   WakeWindows wakes) {
   const std::set<std::string> present = DiscoverDevices();
   std::set<std::string> pair_names;
   for (const auto& p : options.pairs) pair_names.insert(p.name);
@@ -54,6 +55,7 @@ absl::StatusOr<std::unique_ptr<TracefsSource>> TracefsSource::Open(std::set<std:
   config.devices = std::move(devices);
   config.correlator = std::move(options);
   config.sample_every = sample_every;
+  config.wakes = wakes;
   SPINTUNE_ASSIGN_OR_RETURN(s->capture_, OpenCapture(mode, std::move(config)));
   Logger().info("capture {}: measuring {}", s->capture_->mode(), absl::StrJoin(names, ","));
   const CaptureStats st = s->capture_->stats();

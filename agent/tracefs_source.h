@@ -34,7 +34,8 @@ class TracefsSource : public SampleSource {
                                                              const std::string& board,
                                                              CorrelatorOptions options,
                                                              CaptureMode mode = CaptureMode::kAuto,
-                                                             uint32_t sample_every = 0);
+                                                             uint32_t sample_every = 0,
+                                                             WakeWindows wakes = {});
 
   // Logs what the capture counted (lost events, drops) on the way out.
   ~TracefsSource() override;

@@ -32,6 +32,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "agent/live_trace.h"
 #include "agent/trace/trace_correlator.h"
 
 namespace spintune {
@@ -132,6 +133,8 @@ struct CaptureConfig {
   uint32_t sample_every = 0;
   // bpf: how often the histograms are read.
   absl::Duration histogram_interval = absl::Seconds(1);
+  // raw and text: when wake latencies are measured (bpf measures every one).
+  WakeWindows wakes;
 };
 
 // Opens a capture. kAuto tries bpf, raw, text in that order (logging which

@@ -7,7 +7,7 @@ namespace spintune {
 
 absl::StatusOr<std::unique_ptr<Capture>> TracefsCapture::Open(const CaptureConfig& config,
                                                               bool raw) {
-  SPINTUNE_ASSIGN_OR_RETURN(auto live, LiveTrace::Start(config.devices, config.correlator, raw));
+  SPINTUNE_ASSIGN_OR_RETURN(auto live, LiveTrace::Start(config.devices, config.correlator, raw, config.wakes));
   return std::unique_ptr<Capture>(new TracefsCapture(std::move(live), raw));
 }
 

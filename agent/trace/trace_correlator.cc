@@ -1,5 +1,7 @@
 #include "agent/trace/trace_correlator.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "nlohmann/json.hpp"
@@ -244,6 +246,15 @@ void TraceCorrelator::Complete(const std::string& device, const Pending& p,
     auto declared = options_.irq_device.find(occ->name);
     const bool ours = declared == options_.irq_device.end() || declared->second == device;
     if (ours) {
+      occ->first_issue_ns = std::min(occ->first_issue_ns, p.ts_ns);
+      if (occ->exited && occ->slot >= 0) {  // its dispatch sample, when still held
+        for (const auto& w : wakes_) {
+          if (w.dispatch_slot == static_cast<size_t>(occ->slot) && held_[w.dispatch_slot]) {
+            auto& first = held_[w.dispatch_slot]->first_issue_ns;
+            first = std::min(first, p.ts_ns);
+          }
+        }
+      }
       c.path = TracePath::kIrq;
       c.wait_ns = occ->entry_ns - p.ts_ns;  // hardware completion = the IRQ
       if (declared == options_.irq_device.end()) learned_irq_device_[occ->name] = device;
@@ -543,6 +554,8 @@ void TraceCorrelator::AddDispatch(IrqOccurrence* o, const std::string& device) {
   d.irq_name = o->name;
   d.device = device;
   d.handler_ns = o->exit_ns > o->entry_ns ? o->exit_ns - o->entry_ns : 0;
+  d.entry_ns = o->entry_ns;
+  d.first_issue_ns = o->first_issue_ns;
   held_.push_back(std::move(d));
   ++live_held_;
   o->slot = static_cast<int>(held_.size() - 1);

@@ -64,6 +64,10 @@ struct DispatchEvent {
   std::string device;
   uint64_t handler_ns = 0;
   std::optional<uint64_t> wake_ns;
+  uint64_t entry_ns = 0;  // the IRQ's entry (trace clock)
+  // The earliest issue of the requests it completed (UINT64_MAX: none). Its
+  // waiter was seen to sleep only if the sched events were on since then.
+  uint64_t first_issue_ns = UINT64_MAX;
 };
 
 // A vendor's own start/end tracepoints (--pairs FILE, a JSON list).
@@ -142,6 +146,7 @@ class TraceCorrelator {
     int slot = -1;               // its dispatch sample in held_, once exited
     int waiter_pid = -1;         // the waiter of a completion it delivered
     bool waiter_woken = false;   // woken inside the hard handler, before the exit
+    uint64_t first_issue_ns = UINT64_MAX;  // of the completions it delivered
   };
   struct WakeWait {
     int pid;
