@@ -180,21 +180,18 @@ absl::StatusOr<size_t> RawEventReader::Poll(const std::function<void(const Trace
     ++done;
   }
   if (done > 0) {
-    // The events still held move to the spare arena, which becomes the
-    // arena: both keep their capacity, so a steady load allocates nothing.
-    spare_arena_.clear();
-    size_t kept = 0;
+    std::vector<unsigned char> rest;
+    std::vector<Held> keep;
     for (size_t i = done; i < held_.size(); ++i) {
       Held h = held_[i];
-      const size_t at = spare_arena_.size();
-      spare_arena_.insert(spare_arena_.end(),
-                          arena_.begin() + static_cast<std::ptrdiff_t>(h.offset),
-                          arena_.begin() + static_cast<std::ptrdiff_t>(h.offset + h.size));
+      const size_t at = rest.size();
+      rest.insert(rest.end(), arena_.begin() + static_cast<std::ptrdiff_t>(h.offset),
+                  arena_.begin() + static_cast<std::ptrdiff_t>(h.offset + h.size));
       h.offset = at;
-      held_[kept++] = h;
+      keep.push_back(h);
     }
-    held_.resize(kept);
-    arena_.swap(spare_arena_);
+    arena_.swap(rest);
+    held_.swap(keep);
   }
   return bytes;
 }
