@@ -337,6 +337,22 @@ bool ParseBlockFields(absl::string_view payload, bool issue, BlockFields* b) {
   return true;
 }
 
+// The same fields from a binary record: what ParseBlockFields reads out of
+// the text the raw reader used to print ("%u,%u %s %llu () %llu + %llu").
+bool BlockFieldsOf(const TraceRecord& r, bool issue, BlockFields* b) {
+  if (r.typed == nullptr) return ParseBlockFields(r.payload, issue, b);
+  const TypedEvent& t = *r.typed;
+  b->major = t.major;
+  b->minor = t.minor;
+  b->rwbs = t.rwbs;
+  if (issue) b->bytes = t.bytes;
+  b->sector = t.sector;
+  b->has_sector = t.sector != ~uint64_t{0};
+  b->sectors = t.nr_sector;
+  if (!issue) b->error = t.error;
+  return true;
+}
+
 // Requests without a position (flush, passthrough) pair FIFO per (dev, op).
 std::string BlockKey(const BlockFields& b, uint32_t opcode, bool positional) {
   return positional ? absl::StrCat("b|", b.major, ",", b.minor, "|", b.sector)
@@ -351,7 +367,7 @@ bool Positional(const BlockFields& b, uint32_t opcode) {
 
 bool TraceCorrelator::OnBlockIssue(const TraceRecord& r) {
   BlockFields b;
-  if (!ParseBlockFields(r.payload, true, &b)) return false;
+  if (!BlockFieldsOf(r, true, &b)) return false;
   const uint32_t opcode = OpcodeFromRwbs(b.rwbs);
   if (b.bytes == 0) b.bytes = b.sectors * 512;
   Start(BlockKey(b, opcode, Positional(b, opcode)), r, opcode, b.bytes, b.sectors);
@@ -360,7 +376,7 @@ bool TraceCorrelator::OnBlockIssue(const TraceRecord& r) {
 
 bool TraceCorrelator::OnBlockComplete(const TraceRecord& r) {
   BlockFields b;
-  if (!ParseBlockFields(r.payload, false, &b)) return false;
+  if (!BlockFieldsOf(r, false, &b)) return false;
   const uint32_t opcode = OpcodeFromRwbs(b.rwbs);
   const bool positional = Positional(b, opcode);
   auto p = Take(BlockKey(b, opcode, positional));
@@ -391,7 +407,7 @@ bool TraceCorrelator::OnBlockComplete(const TraceRecord& r) {
 
 bool TraceCorrelator::OnBlockRequeue(const TraceRecord& r) {
   BlockFields b;
-  if (!ParseBlockFields(r.payload, false, &b)) return false;
+  if (!BlockFieldsOf(r, false, &b)) return false;
   const uint32_t opcode = OpcodeFromRwbs(b.rwbs);
   if (Take(BlockKey(b, opcode, Positional(b, opcode)))) ++stats_.requeued;
   return true;
@@ -510,8 +526,17 @@ bool TraceCorrelator::OnPair(const TraceRecord& r, const EventPair& pair, bool s
 
 bool TraceCorrelator::OnIrqEntry(const TraceRecord& r) {
   uint64_t irq = 0;
-  if (!ParseNumber(FindField(r.payload, "irq"), &irq)) return false;
-  const absl::string_view name = FindField(r.payload, "name");
+  absl::string_view name;
+  if (r.typed != nullptr) {
+    if (r.typed->irq < 0) return false;  // as "irq=-1" would not parse
+    irq = static_cast<uint64_t>(r.typed->irq);
+    // FindField's value ends at a space or comma ("PCIe PME" -> "PCIe"):
+    // the text sources name such IRQs so, and the names must agree.
+    name = r.typed->irq_name.substr(0, r.typed->irq_name.find_first_of(" ,"));
+  } else {
+    if (!ParseNumber(FindField(r.payload, "irq"), &irq)) return false;
+    name = FindField(r.payload, "name");
+  }
   IrqOccurrence o;
   o.irq = static_cast<int>(irq);
   o.name = std::string(name);
@@ -524,7 +549,12 @@ bool TraceCorrelator::OnIrqEntry(const TraceRecord& r) {
 
 bool TraceCorrelator::OnIrqExit(const TraceRecord& r) {
   uint64_t irq = 0;
-  if (!ParseNumber(FindField(r.payload, "irq"), &irq)) return false;
+  if (r.typed != nullptr) {
+    if (r.typed->irq < 0) return false;
+    irq = static_cast<uint64_t>(r.typed->irq);
+  } else if (!ParseNumber(FindField(r.payload, "irq"), &irq)) {
+    return false;
+  }
   auto it = last_irq_by_cpu_.find(r.cpu);
   if (it == last_irq_by_cpu_.end() || it->second.irq != static_cast<int>(irq) || it->second.exited) {
     return true;
@@ -566,7 +596,10 @@ void TraceCorrelator::AddDispatch(IrqOccurrence* o, const std::string& device) {
 void TraceCorrelator::OnWaking(const TraceRecord& r) {
   int pid = -1;
   uint64_t v = 0;
-  if (ParseNumber(FindField(r.payload, "pid"), &v)) {
+  if (r.typed != nullptr) {
+    if (r.typed->pid < 0) return;  // as "pid=-1" would not parse
+    pid = static_cast<int>(r.typed->pid);
+  } else if (ParseNumber(FindField(r.payload, "pid"), &v)) {
     pid = static_cast<int>(v);
   } else if (!PluginPid(r.payload, &pid)) {
     return;
@@ -605,7 +638,14 @@ void TraceCorrelator::OnSwitch(const TraceRecord& r) {
   int next = -1, prev = -1;
   absl::string_view prev_state;
   uint64_t v = 0;
-  if (ParseNumber(FindField(r.payload, "next_pid"), &v)) {
+  if (r.typed != nullptr) {
+    // As the text "prev_pid=%d prev_state=%c ==> next_pid=%d": a negative
+    // pid does not parse (next: the event is ignored; prev: none).
+    if (r.typed->next_pid < 0) return;
+    next = static_cast<int>(r.typed->next_pid);
+    if (r.typed->prev_pid >= 0) prev = static_cast<int>(r.typed->prev_pid);
+    prev_state = absl::string_view(&r.typed->prev_state, 1);
+  } else if (ParseNumber(FindField(r.payload, "next_pid"), &v)) {
     next = static_cast<int>(v);
     if (ParseNumber(FindField(r.payload, "prev_pid"), &v)) prev = static_cast<int>(v);
     prev_state = FindField(r.payload, "prev_state");
@@ -646,7 +686,31 @@ bool TraceCorrelator::Process(const TraceRecord& r) {
   }
   const absl::string_view e = r.event;
   bool ok = true;
-  if (e == "block_rq_issue") {
+  if (r.typed != nullptr) {
+    switch (r.typed->kind) {
+      case TypedEvent::Kind::kBlockIssue:
+        ok = OnBlockIssue(r);
+        break;
+      case TypedEvent::Kind::kBlockComplete:
+        ok = OnBlockComplete(r);
+        break;
+      case TypedEvent::Kind::kBlockRequeue:
+        ok = OnBlockRequeue(r);
+        break;
+      case TypedEvent::Kind::kIrqEntry:
+        ok = OnIrqEntry(r);
+        break;
+      case TypedEvent::Kind::kIrqExit:
+        ok = OnIrqExit(r);
+        break;
+      case TypedEvent::Kind::kWaking:
+        OnWaking(r);
+        break;
+      case TypedEvent::Kind::kSwitch:
+        OnSwitch(r);
+        break;
+    }
+  } else if (e == "block_rq_issue") {
     ok = OnBlockIssue(r);
   } else if (e == "block_rq_complete") {
     ok = OnBlockComplete(r);

@@ -2,8 +2,13 @@
 // by hand from the timestamps in the lines.
 #include "agent/trace/trace_correlator.h"
 
+#include <algorithm>
+#include <memory>
+#include <random>
 #include <string>
 #include <vector>
+
+#include "absl/strings/str_cat.h"
 
 #include "gtest/gtest.h"
 
@@ -426,6 +431,308 @@ TEST(CorrelatorTest, MalformedPayloadsAreCountedNotFatal) {
   ASSERT_EQ(ParseTraceLine("  x-1 [000] ..... 1.0: irq_handler_entry: irq=abc", &r), LineKind::kEvent);
   EXPECT_FALSE(c.Process(r));
   EXPECT_EQ(c.stats().malformed_payloads, 2u);
+}
+
+
+// The raw capture hands the correlator decoded fields (TraceRecord::typed)
+// for its hot events; text sources hand it the kernel's print layout. One
+// event as both.
+struct DualEvent {
+  uint64_t ts_ns = 0;
+  int cpu = 0;
+  int pid = 0;
+  std::string task;
+  std::string flags = ".....";
+  std::string event;
+  TypedEvent typed;
+  std::string rwbs;      // storage for typed.rwbs
+  std::string irq_name;  // storage for typed.irq_name
+  std::string comm = "x";
+  bool preempted = false;  // prev_state "R+" in the text
+};
+
+// The kernel's TP_printk of each event (6.x), from the typed fields.
+std::string KernelText(const DualEvent& e) {
+  const TypedEvent& t = e.typed;
+  switch (t.kind) {
+    case TypedEvent::Kind::kBlockIssue:
+      return absl::StrCat(t.major, ",", t.minor, " ", e.rwbs, " ", t.bytes, " () ", t.sector,
+                          " + ", t.nr_sector, " be,0,4 [", e.comm, "]");
+    case TypedEvent::Kind::kBlockComplete:
+    case TypedEvent::Kind::kBlockRequeue:
+      return absl::StrCat(t.major, ",", t.minor, " ", e.rwbs, " () ", t.sector, " + ",
+                          t.nr_sector, " be,0,4 [", t.error, "]");
+    case TypedEvent::Kind::kIrqEntry:
+      return absl::StrCat("irq=", t.irq, " name=", e.irq_name);
+    case TypedEvent::Kind::kIrqExit:
+      return absl::StrCat("irq=", t.irq, " ret=handled");
+    case TypedEvent::Kind::kWaking:
+      return absl::StrCat("comm=", e.comm, " pid=", t.pid, " prio=120 target_cpu=00", e.cpu);
+    case TypedEvent::Kind::kSwitch:
+      return absl::StrCat("prev_comm=", e.task, " prev_pid=", t.prev_pid,
+                          " prev_prio=120 prev_state=", std::string(1, t.prev_state),
+                          e.preempted ? "+" : "", " ==> next_comm=", e.comm,
+                          " next_pid=", t.next_pid, " next_prio=120");
+  }
+  return "";
+}
+
+const char* EventName(TypedEvent::Kind kind, uint32_t variant) {
+  switch (kind) {
+    case TypedEvent::Kind::kBlockIssue: return "block_rq_issue";
+    case TypedEvent::Kind::kBlockComplete: return "block_rq_complete";
+    case TypedEvent::Kind::kBlockRequeue: return "block_rq_requeue";
+    case TypedEvent::Kind::kIrqEntry: return "irq_handler_entry";
+    case TypedEvent::Kind::kIrqExit: return "irq_handler_exit";
+    case TypedEvent::Kind::kWaking: return variant % 2 ? "sched_wakeup" : "sched_waking";
+    case TypedEvent::Kind::kSwitch: return "sched_switch";
+  }
+  return "";
+}
+
+// Requests on three disks from five tasks, overlapping, each completed one
+// of the ways the correlator tells apart: in a hard IRQ or its softirq, in
+// a threaded handler, polled in the issuer's context, elsewhere; partial
+// completions, requeues, errors, flushes, passthrough, unpaired ends.
+std::vector<DualEvent> MixedLoad(uint32_t seed) {
+  std::mt19937 rng(seed);
+  auto pick = [&rng](uint32_t n) { return static_cast<uint32_t>(rng() % n); };
+  struct Disk { int major, minor; int irq; const char* irq_name; const char* thread; };
+  const Disk disks[] = {{254, 0, 36, "virtio1-req.0", "irq/36-virtio1-r"},
+                        {259, 1, 41, "nvme0q1", "irq/41-nvme0q1"},
+                        {8, 16, 19, "PCIe PME,ahci", "irq/19-ahci"}};
+  const char* rwbs[] = {"R", "RS", "RA", "RM", "W", "WS", "WFS", "FWS", "DS", "WZS"};
+  const int pids[] = {100, 101, 102, 103, 44};
+  std::vector<DualEvent> out;
+  auto add = [&](uint64_t ts, int cpu, int pid, std::string task, std::string flags,
+                 TypedEvent::Kind kind) -> DualEvent& {
+    DualEvent e;
+    e.ts_ns = ts;
+    e.cpu = cpu;
+    e.pid = pid;
+    e.task = std::move(task);
+    e.flags = std::move(flags);
+    e.typed.kind = kind;
+    e.event = EventName(kind, pick(2));
+    out.push_back(std::move(e));
+    return out.back();
+  };
+  auto block = [&](DualEvent& e, const Disk& d, const std::string& flags_rwbs, uint64_t sector,
+                   uint64_t nr, uint64_t bytes, int64_t error) {
+    e.typed.major = d.major;
+    e.typed.minor = d.minor;
+    e.rwbs = flags_rwbs;
+    e.typed.sector = sector;
+    e.typed.nr_sector = nr;
+    e.typed.bytes = bytes;
+    e.typed.error = error;
+  };
+  for (int k = 0; k < 600; ++k) {
+    const uint64_t t0 = 1'000'000'000ull + static_cast<uint64_t>(k) * 9'000 + pick(4'000);
+    const Disk& d = disks[pick(3)];
+    const int pid = pids[pick(5)];
+    const std::string task = pid == 44 ? "kworker/1:1H" : absl::StrCat("dd", pid);
+    const int cpu = static_cast<int>(pick(2));
+    // The request: positional, flush (no position), passthrough, old
+    // kernel (no bytes field: 0), or data without a position.
+    std::string op = rwbs[pick(10)];
+    uint64_t sector = 1000 + pick(50) * 64, nr = 8 * (1 + pick(4)), bytes = nr * 512;
+    const uint32_t shape = pick(10);
+    if (shape == 0) { op = "FF"; sector = ~uint64_t{0}; nr = 0; bytes = 0; }
+    if (shape == 1) { op = "N"; sector = ~uint64_t{0}; nr = 0; bytes = 512 * (1 + pick(3)); }
+    if (shape == 2) bytes = 0;
+    if (shape == 3) sector = ~uint64_t{0};  // data but no position: pairs FIFO
+    // 0-2 IRQ (0: completed in the hard handler), 3-4 threaded, 5 polled,
+    // 6 elsewhere, 7 requeued and issued again, 8 the end was lost.
+    const uint32_t how = pick(30) == 0 ? 8 : pick(8);
+    if (pick(20) == 0) {
+      // An end whose start the capture missed; a preflush write's data-less end.
+      DualEvent& end = add(t0, cpu, 0, "<idle>", "..s1.", TypedEvent::Kind::kBlockComplete);
+      block(end, d, pick(2) ? "WS" : "RS", sector + 7, pick(2) ? 0 : 8, 0, 0);
+      continue;
+    }
+    DualEvent& issue = add(t0, cpu, pid, task, ".....", TypedEvent::Kind::kBlockIssue);
+    block(issue, d, op, sector, nr, bytes, 0);
+    issue.comm = task;
+    // The issuer sleeps (D, S), goes idle (I) or is preempted (R+), or keeps running.
+    const char states[] = {'D', 'D', 'S', 'I', 'R', 'R'};
+    const uint32_t st = pick(6);
+    if (st < 5) {
+      DualEvent& sw = add(t0 + 3'000, cpu, pid, task, "d..2.", TypedEvent::Kind::kSwitch);
+      sw.typed.prev_pid = pid;
+      sw.typed.prev_state = states[st];
+      sw.preempted = st == 4;
+      sw.typed.next_pid = 0;
+      sw.comm = "swapper";
+    }
+    const int64_t error = pick(12) == 0 ? -5 : 0;
+    const int irq_cpu = static_cast<int>(pick(2));
+    const uint64_t t1 = t0 + 20'000 + pick(60'000);
+    const bool partial = nr >= 16 && pick(3) == 0;
+    auto complete = [&](DualEvent& c, uint64_t s, uint64_t n) {
+      block(c, d, op, s, n, 0, error);
+    };
+    if (how == 7) {
+      DualEvent& rq = add(t0 + 8'000, cpu, pid, task, ".....", TypedEvent::Kind::kBlockRequeue);
+      block(rq, d, op, sector, nr, 0, 0);
+      DualEvent& again = add(t0 + 9'000, cpu, pid, task, ".....", TypedEvent::Kind::kBlockIssue);
+      block(again, d, op, sector, nr, bytes, 0);
+    }
+    if (how <= 4 || how == 7) {
+      DualEvent& entry = add(t1, irq_cpu, 0, "<idle>", "d.h1.", TypedEvent::Kind::kIrqEntry);
+      entry.typed.irq = d.irq;
+      entry.irq_name = d.irq_name;
+      const bool threaded = how == 3 || how == 4;
+      const bool in_hard = how == 0;
+      auto do_complete = [&](uint64_t ts) {
+        const std::string ctx = threaded ? "....." : in_hard ? "d.h1." : "..s1.";
+        const int cpid = threaded ? 300 + d.irq : 0;
+        const std::string ctask = threaded ? d.thread : "<idle>";
+        if (partial) {
+          DualEvent& c1 = add(ts, irq_cpu, cpid, ctask, ctx, TypedEvent::Kind::kBlockComplete);
+          complete(c1, sector, nr / 2);
+          DualEvent& c2 = add(ts + 500, irq_cpu, cpid, ctask, ctx,
+                              TypedEvent::Kind::kBlockComplete);
+          complete(c2, sector + nr / 2, nr - nr / 2);
+        } else {
+          DualEvent& c = add(ts, irq_cpu, cpid, ctask, ctx, TypedEvent::Kind::kBlockComplete);
+          complete(c, sector, nr);
+        }
+        DualEvent& w = add(ts + 1'000, irq_cpu, cpid, ctask, in_hard ? "d.h3." : "d.s3.",
+                           TypedEvent::Kind::kWaking);
+        w.typed.pid = pid;
+        w.comm = task;
+      };
+      if (in_hard) do_complete(t1 + 1'000);
+      DualEvent& exit = add(t1 + 4'000, irq_cpu, 0, "<idle>", "d.h1.", TypedEvent::Kind::kIrqExit);
+      // Now and then an exit of another IRQ than the one entered.
+      exit.typed.irq = pick(15) == 0 ? d.irq + 1 : d.irq;
+      if (!in_hard) do_complete(t1 + 6'000 + (threaded ? 20'000 : 0));
+      DualEvent& in = add(t1 + 40'000 + pick(30'000), cpu, 0, "swapper", "d..2.",
+                          TypedEvent::Kind::kSwitch);
+      in.typed.prev_pid = 0;
+      in.typed.prev_state = 'R';
+      in.typed.next_pid = pid;
+      in.comm = task;
+    } else if (how == 8) {
+      // no end
+    } else if (how == 5) {
+      DualEvent& c = add(t1, cpu, pid, task, ".....", TypedEvent::Kind::kBlockComplete);
+      complete(c, sector, nr);
+    } else {
+      DualEvent& c = add(t1, 1 - cpu, 555, "other", ".....", TypedEvent::Kind::kBlockComplete);
+      complete(c, sector, nr);
+    }
+  }
+  std::stable_sort(out.begin(), out.end(),
+                   [](const DualEvent& a, const DualEvent& b) { return a.ts_ns < b.ts_ns; });
+  for (auto& e : out) {
+    e.typed.rwbs = e.rwbs;
+    e.typed.irq_name = e.irq_name;
+  }
+  return out;
+}
+
+// Everything the correlator produced, one line per sample, then its stats.
+std::vector<std::string> Outcome(TraceCorrelator& c) {
+  std::vector<std::string> lines;
+  for (const auto& e : c.completions()) {
+    lines.push_back(absl::StrCat("completion ", e.device, " op=", e.opcode, " bytes=", e.bytes,
+                                 " wait=", e.wait_ns, " path=", static_cast<int>(e.path),
+                                 " error=", e.error, " cpu=", e.cpu, " issue=", e.issue_ns,
+                                 " end=", e.end_ns));
+  }
+  for (const auto& d : c.dispatches()) {
+    lines.push_back(absl::StrCat("dispatch cpu=", d.cpu, " irq=", d.irq, " name=", d.irq_name,
+                                 " device=", d.device, " handler=", d.handler_ns, " wake=",
+                                 d.wake_ns ? absl::StrCat(*d.wake_ns) : "none"));
+  }
+  const CorrelatorStats& s = c.stats();
+  lines.push_back(absl::StrCat("stats records=", s.records, " completions=", s.completions,
+                               " dispatches=", s.dispatches, " unpaired=", s.unpaired_ends,
+                               " flush_seq=", s.flush_sequence_ends, " evicted=", s.evicted,
+                               " requeued=", s.requeued, " retried=", s.retried,
+                               " malformed=", s.malformed_payloads, " other=", s.other_events,
+                               " last_ts=", s.last_ts_ns));
+  return lines;
+}
+
+std::vector<std::string> CorrelateDual(const std::vector<DualEvent>& events, bool typed,
+                                       CorrelatorOptions options) {
+  TraceCorrelator c(std::move(options));
+  for (const auto& e : events) {
+    const std::string text = KernelText(e);
+    TraceRecord r;
+    r.task = e.task;
+    r.pid = e.pid;
+    r.cpu = e.cpu;
+    r.flags = e.flags;
+    r.ts_ns = e.ts_ns;
+    r.event = e.event;
+    if (typed) {
+      r.typed = &e.typed;  // no payload: the fields must come from here
+    } else {
+      r.payload = text;
+    }
+    c.Process(r);
+  }
+  c.Finish();
+  return Outcome(c);
+}
+
+TEST(TraceCorrelatorTypedTest, TypedRecordsCorrelateAsTheirText) {
+  for (uint32_t seed : {1u, 2u, 3u}) {
+    SCOPED_TRACE(seed);
+    const auto events = MixedLoad(seed);
+    CorrelatorOptions options;
+    options.max_pending = 16;  // lost ends' starts get evicted
+    options.irq_device["nvme0q1"] = "259:1";
+    const auto text = CorrelateDual(events, false, options);
+    const auto typed = CorrelateDual(events, true, options);
+    ASSERT_EQ(text.size(), typed.size());
+    for (size_t i = 0; i < text.size(); ++i) EXPECT_EQ(text[i], typed[i]) << "line " << i;
+
+    // The load exercised what it means to.
+    int irq = 0, spin = 0, woken = 0, errors = 0, pcie = 0;
+    for (const auto& line : text) {
+      if (line.find("path=2") != std::string::npos) ++irq;
+      if (line.find("path=1") != std::string::npos) ++spin;
+      if (line.find("error=1") != std::string::npos) ++errors;
+      if (line.rfind("dispatch", 0) == 0 && line.find("wake=none") == std::string::npos) ++woken;
+      if (line.find("name=PCIe device") != std::string::npos) ++pcie;
+    }
+    EXPECT_GT(irq, 100);
+    EXPECT_GT(spin, 10);
+    EXPECT_GT(errors, 10);
+    EXPECT_GT(woken, 50);
+    EXPECT_GT(pcie, 5);  // an IRQ name with a space is cut there, as FindField cuts it
+    EXPECT_NE(text.back().find("malformed=0 "), std::string::npos) << text.back();
+    for (const char* counted : {"unpaired=0 ", "flush_seq=0 ", "evicted=0 ", "requeued=0 "}) {
+      EXPECT_EQ(text.back().find(counted), std::string::npos) << counted << text.back();
+    }
+  }
+}
+
+// Negative numbers do not parse as text ("irq=-1", "pid=-1"): the typed
+// path rejects them the same way.
+TEST(TraceCorrelatorTypedTest, NegativeFieldsAreRejectedAsTheirText) {
+  std::vector<DualEvent> events(4);
+  events[0].typed.kind = TypedEvent::Kind::kIrqEntry;
+  events[0].typed.irq = -1;
+  events[1].typed.kind = TypedEvent::Kind::kIrqExit;
+  events[1].typed.irq = -1;
+  events[2].typed.kind = TypedEvent::Kind::kWaking;
+  events[2].typed.pid = -1;
+  events[3].typed.kind = TypedEvent::Kind::kSwitch;
+  events[3].typed.prev_pid = -1;
+  events[3].typed.next_pid = -1;
+  for (size_t i = 0; i < events.size(); ++i) {
+    events[i].ts_ns = 1000 + i;
+    events[i].event = EventName(events[i].typed.kind, 0);
+  }
+  const auto text = CorrelateDual(events, false, {});
+  EXPECT_EQ(CorrelateDual(events, true, {}), text);
+  EXPECT_NE(text.back().find("malformed=2 "), std::string::npos) << text.back();
 }
 
 }  // namespace

@@ -21,6 +21,34 @@
 
 namespace spintune {
 
+// The fields of one hot event, already decoded from the kernel's binary
+// record (the raw capture): what the correlator would otherwise parse out of
+// the payload text. Strings point into the event's bytes (valid while the
+// record is). Semantics as the text: `prev_state` is the first letter the
+// kernel prints ('R' running or preempted, 'S', 'D', 'I', ...).
+struct TypedEvent {
+  enum class Kind : uint8_t {
+    kBlockIssue, kBlockComplete, kBlockRequeue, kIrqEntry, kIrqExit, kWaking, kSwitch,
+  };
+  Kind kind = Kind::kBlockIssue;
+  // block_rq_*: the device's dev_t halves, rwbs flags, request bytes (issue;
+  // 0 when the kernel has no such field), position (~0: none) and errno.
+  int major = 0, minor = 0;
+  absl::string_view rwbs;
+  uint64_t bytes = 0;
+  uint64_t sector = 0;
+  uint64_t nr_sector = 0;
+  int64_t error = 0;
+  // irq_handler_entry/exit
+  int64_t irq = -1;
+  absl::string_view irq_name;
+  // sched_waking/sched_wakeup: pid; sched_switch: prev_pid, prev_state, next_pid
+  int64_t pid = -1;
+  int64_t prev_pid = -1;
+  char prev_state = 'R';
+  int64_t next_pid = -1;
+};
+
 struct TraceRecord {
   absl::string_view task;   // command name ("<idle>", "irq/36-virtio1-r")
   int pid = -1;
@@ -30,6 +58,9 @@ struct TraceRecord {
   bool integer_clock = false;
   absl::string_view event;  // without subsystem ("block_rq_issue")
   absl::string_view payload;
+  // Set by binary sources for the hot events (payload then empty); nullptr
+  // for text, trace-cmd and replay sources, whose payload is parsed.
+  const TypedEvent* typed = nullptr;
 
   // The flags say the event ran in hard IRQ ('h'/'H') or softirq ('s') context.
   bool InHardIrq() const { return flags.size() >= 3 && (flags[2] == 'h' || flags[2] == 'H'); }

@@ -249,39 +249,55 @@ void RawEventReader::Decode(const Held& h, const std::function<void(const TraceR
   r.event = e.name;
   std::string& p = payload_;
   p.clear();
-  auto dev = [&]() {
+  // The hot events hand the correlator their fields (trace_line.h's
+  // TypedEvent), the others their text in the kernel's print layout.
+  TypedEvent& t = typed_;
+  auto block = [&](TypedEvent::Kind kind) {
+    t.kind = kind;
     const uint64_t d = get(field(kDev));
-    absl::StrAppend(&p, d >> 20, ",", d & 0xfffff, " ", str(field(kRwbs)), " ");
+    t.major = static_cast<int>(d >> 20);
+    t.minor = static_cast<int>(d & 0xfffff);
+    t.rwbs = str(field(kRwbs));
+    t.sector = get(field(kSector));
+    t.nr_sector = get(field(kNrSector));
+    r.typed = &t;
   };
   switch (e.kind) {
     case Kind::kBlockIssue:
-      dev();
-      absl::StrAppend(&p, get(field(kBytes)), " () ", get(field(kSector)), " + ",
-                      get(field(kNrSector)), " [", str(field(kComm)), "]");
+      block(TypedEvent::Kind::kBlockIssue);
+      t.bytes = get(field(kBytes));
       break;
     case Kind::kBlockComplete:
     case Kind::kBlockRequeue:
-      dev();
-      absl::StrAppend(&p, "() ", get(field(kSector)), " + ", get(field(kNrSector)), " [",
-                      get_signed(field(kError)), "]");
+      block(e.kind == Kind::kBlockComplete ? TypedEvent::Kind::kBlockComplete
+                                           : TypedEvent::Kind::kBlockRequeue);
+      t.error = get_signed(field(kError));
       break;
     case Kind::kIrqEntry:
-      absl::StrAppend(&p, "irq=", get_signed(field(kIrq)), " name=", str(field(kName)));
+      t.kind = TypedEvent::Kind::kIrqEntry;
+      t.irq = get_signed(field(kIrq));
+      t.irq_name = str(field(kName));
+      r.typed = &t;
       break;
     case Kind::kIrqExit:
-      absl::StrAppend(&p, "irq=", get_signed(field(kIrq)), " ret=",
-                      get(field(kRet)) ? "handled" : "unhandled");
+      t.kind = TypedEvent::Kind::kIrqExit;
+      t.irq = get_signed(field(kIrq));
+      r.typed = &t;
       break;
     case Kind::kWaking:
-      absl::StrAppend(&p, "pid=", get_signed(field(kPid)));
+      t.kind = TypedEvent::Kind::kWaking;
+      t.pid = get_signed(field(kPid));
+      r.typed = &t;
       break;
     case Kind::kSwitch: {
       // prev_state: one TASK_REPORT bit (S, D, T, t, X, Z, P, I), 0 running.
       const uint64_t state = get(field(kPrevState)) & 0xff;
       static const char kLetters[] = "SDTtXZPI";
-      const char letter = state == 0 ? 'R' : kLetters[__builtin_ctzll(state)];
-      absl::StrAppend(&p, "prev_pid=", get_signed(field(kPrevPid)), " prev_state=",
-                      absl::string_view(&letter, 1), " ==> next_pid=", get_signed(field(kNextPid)));
+      t.kind = TypedEvent::Kind::kSwitch;
+      t.prev_state = state == 0 ? 'R' : kLetters[__builtin_ctzll(state)];
+      t.prev_pid = get_signed(field(kPrevPid));
+      t.next_pid = get_signed(field(kNextPid));
+      r.typed = &t;
       break;
     }
     case Kind::kMmcStart:

@@ -2,10 +2,13 @@
 // per_cpu/cpuN/trace_pipe_raw pages (no text formatting in the kernel),
 // decodes them with libtraceevent (kbuffer for the pages, the events'
 // format files through libtracefs for the field offsets), merges the CPUs
-// in timestamp order and hands each event to the text correlator as a
-// TraceRecord whose payload carries the fields the correlator reads, in the
-// kernel's own print layout ("254,0 RS 4096 () 3505 + 8 [dd]", "irq=36
-// name=virtio1-req.0", "prev_pid=1 prev_state=D ==> next_pid=2").
+// in timestamp order and hands each event to the correlator as a
+// TraceRecord. The hot events (block_rq_issue/complete/requeue,
+// irq_handler_entry/exit, sched_waking/wakeup, sched_switch) carry their
+// decoded fields (TraceRecord::typed, no text); the others a payload with
+// the fields the correlator reads in the kernel's own print layout
+// ("mmc0: start struct mmc_request[...]: cmd_opcode=25 ...", "k=v" for
+// user-defined pairs).
 //
 // Timestamps are the instance clock's nanoseconds (no µs truncation as in
 // trace_pipe text). Events of a round are held back until every CPU has been
@@ -92,6 +95,7 @@ class RawEventReader {
   std::vector<unsigned char> arena_;
   std::vector<Held> held_;  // events not handed out yet
   std::string payload_;
+  TypedEvent typed_;  // the hot events' fields, for the record handed out
   std::unordered_map<int, std::string> comm_;  // pid -> task name (threaded IRQs)
   uint64_t lost_events_ = 0;
   uint64_t events_ = 0;
