@@ -258,6 +258,7 @@ absl::StatusOr<std::unique_ptr<LiveTrace>> LiveTrace::Start(const std::set<std::
 
 LiveTrace::~LiveTrace() {
   stop_ = true;
+  stopping_.Notify();  // ends the reader's pause
   if (reader_.joinable()) reader_.join();
   raw_.reset();       // closes its trace_pipe_raw files: the instance is busy while they are open
   instance_.reset();  // removes the tracing instance
@@ -281,10 +282,14 @@ void LiveTrace::ReadLoop() {
       wait = absl::ZeroDuration();
     }
     if (total == 0) continue;
-    for (int i = 0; i < kGatherMs / 10 && !stop_; ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
+    Pause();
   }
+}
+
+void LiveTrace::Pause() {
+  // One wait, not a loop of short sleeps: every wake-up of the reader costs
+  // a context switch (and, in a VM, an exit or two).
+  stopping_.WaitForNotificationWithTimeout(absl::Milliseconds(kGatherMs));
 }
 
 void LiveTrace::ToggleWakes() {
@@ -325,9 +330,7 @@ void LiveTrace::ReadRawLoop() {
     delta.lines = delta.events;
     delta.lost_events = raw_->lost_events() - lost_before;
     Publish(delta);
-    for (int i = 0; i < kGatherMs / 10 && !stop_; ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
+    Pause();
   }
 }
 

@@ -24,6 +24,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "agent/capture/raw/raw_event_reader.h"
@@ -112,6 +113,8 @@ class LiveTrace {
   void ReadRawLoop();
   // Parses and correlates trace_pipe text.
   void Consume(absl::string_view text);
+  // Waits kGatherMs, or until the destructor stops the reader.
+  void Pause();
   // Turns the sched events on or off when a wake window begins or ends.
   void ToggleWakes();
   // Queues what the correlator produced and adds `delta` to the stats.
@@ -131,6 +134,7 @@ class LiveTrace {
   std::deque<SchedSpan> spans_;            // reader thread only
   uint64_t next_toggle_ns_ = 0;            // reader thread only
   std::atomic<bool> stop_{false};
+  absl::Notification stopping_;  // notified with stop_
   std::thread reader_;
 
   mutable absl::Mutex mu_;

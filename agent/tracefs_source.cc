@@ -69,9 +69,11 @@ absl::StatusOr<std::unique_ptr<TracefsSource>> TracefsSource::Open(std::set<std:
 TracefsSource::~TracefsSource() {
   if (capture_ == nullptr) return;
   const CaptureStats st = capture_->stats();
-  Logger().info("capture {}: {} completions, {} dispatches, {} unpaired ends, {} lost, {} dropped",
-                capture_->mode(), st.completions, st.dispatches, st.unpaired_ends, st.lost_events,
-                st.dropped + dropped_);
+  Logger().info(
+      "capture {}: {} completions, {} dispatches ({} outside the wake windows), {} unpaired ends, "
+      "{} lost, {} dropped",
+      capture_->mode(), st.completions, st.dispatches, st.dispatches_unseen, st.unpaired_ends,
+      st.lost_events, st.dropped + dropped_);
 }
 
 absl::StatusOr<size_t> TracefsSource::Fill(size_t max_completions, v1::SampleBatch* batch) {

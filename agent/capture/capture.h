@@ -85,6 +85,8 @@ struct CaptureOutput {
 struct CaptureStats {
   uint64_t completions = 0;       // of measured devices, samples and histograms
   uint64_t dispatches = 0;
+  // raw and text: dispatch samples left out, not seen whole in a wake window
+  uint64_t dispatches_unseen = 0;
   uint64_t lost_events = 0;       // the kernel dropped events or samples
   // Ends without their start: requests issued before the capture began, and
   // the block layer's data-less preflush writes that never reach the driver

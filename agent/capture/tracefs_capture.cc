@@ -21,6 +21,7 @@ CaptureStats TracefsCapture::stats() const {
   CaptureStats c;
   c.completions = s.completions;
   c.dispatches = s.dispatches;
+  c.dispatches_unseen = s.dispatches_unseen;
   c.lost_events = s.lost_events;
   c.unpaired_ends = s.correlator.unpaired_ends + s.correlator.flush_sequence_ends;
   c.last_event_ns = s.correlator.last_ts_ns;

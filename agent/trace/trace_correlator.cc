@@ -1,6 +1,7 @@
 #include "agent/trace/trace_correlator.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -674,6 +675,23 @@ void TraceCorrelator::OnSwitch(const TraceRecord& r) {
   if (woken_count_ > 0) ResolveWake(next, r.ts_ns);
 }
 
+namespace {
+
+// The hot events' kind by name (text sources); nullopt for the others.
+std::optional<TypedEvent::Kind> HotKind(absl::string_view e) {
+  using Kind = TypedEvent::Kind;
+  if (e == "block_rq_issue") return Kind::kBlockIssue;
+  if (e == "block_rq_complete") return Kind::kBlockComplete;
+  if (e == "block_rq_requeue") return Kind::kBlockRequeue;
+  if (e == "irq_handler_entry") return Kind::kIrqEntry;
+  if (e == "irq_handler_exit") return Kind::kIrqExit;
+  if (e == "sched_waking" || e == "sched_wakeup") return Kind::kWaking;
+  if (e == "sched_switch") return Kind::kSwitch;
+  return std::nullopt;
+}
+
+}  // namespace
+
 bool TraceCorrelator::Process(const TraceRecord& r) {
   ++stats_.records;
   stats_.last_ts_ns = r.ts_ns;
@@ -686,8 +704,9 @@ bool TraceCorrelator::Process(const TraceRecord& r) {
   }
   const absl::string_view e = r.event;
   bool ok = true;
-  if (r.typed != nullptr) {
-    switch (r.typed->kind) {
+  // Binary sources say which hot event a record is; text is named.
+  if (const auto hot = r.typed != nullptr ? std::optional(r.typed->kind) : HotKind(e)) {
+    switch (*hot) {
       case TypedEvent::Kind::kBlockIssue:
         ok = OnBlockIssue(r);
         break;
@@ -710,20 +729,6 @@ bool TraceCorrelator::Process(const TraceRecord& r) {
         OnSwitch(r);
         break;
     }
-  } else if (e == "block_rq_issue") {
-    ok = OnBlockIssue(r);
-  } else if (e == "block_rq_complete") {
-    ok = OnBlockComplete(r);
-  } else if (e == "block_rq_requeue") {
-    ok = OnBlockRequeue(r);
-  } else if (e == "irq_handler_entry") {
-    ok = OnIrqEntry(r);
-  } else if (e == "irq_handler_exit") {
-    ok = OnIrqExit(r);
-  } else if (e == "sched_waking" || e == "sched_wakeup") {
-    OnWaking(r);
-  } else if (e == "sched_switch") {
-    OnSwitch(r);
   } else if (e == "mmc_request_start" || e == "mmc_request_done") {
     ok = OnMmc(r, e == "mmc_request_start");
   } else if (e == "spi_transfer_start" || e == "spi_transfer_stop") {
