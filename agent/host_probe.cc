@@ -29,12 +29,6 @@
 namespace spintune {
 namespace {
 
-uint64_t NowNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
-
 uint64_t Quantile(std::vector<uint64_t> v, double q) {
   if (v.empty()) return 0;
   const size_t k = std::min(v.size() - 1, static_cast<size_t>(q * static_cast<double>(v.size())));
@@ -71,13 +65,13 @@ uint64_t MeasureContextSwitch(int rounds) {
   });
   Pin(0);
   std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  const uint64_t start = NowNs();
+  const uint64_t start = MonotonicNs();
   for (int i = 0; i < rounds; ++i) {
     turn.store(1, std::memory_order_release);
     Futex(&turn, FUTEX_WAKE, 1);
     WaitWhileEquals(&turn, 1);
   }
-  const uint64_t elapsed = NowNs() - start;
+  const uint64_t elapsed = MonotonicNs() - start;
   other.join();
   return elapsed / (2 * static_cast<uint64_t>(rounds));
 }
@@ -102,7 +96,7 @@ void MeasureWake(int rounds, int sleeper_cpu, bool eventfd_mode, std::vector<uin
         WaitWhileEquals(&flag, 0);
         flag.store(0, std::memory_order_relaxed);
       }
-      woke_at.store(NowNs(), std::memory_order_release);
+      woke_at.store(MonotonicNs(), std::memory_order_release);
     }
   });
   for (int i = 0; i < rounds; ++i) {
@@ -112,7 +106,7 @@ void MeasureWake(int rounds, int sleeper_cpu, bool eventfd_mode, std::vector<uin
     std::this_thread::sleep_for(std::chrono::microseconds(200));
     woke_at.store(0, std::memory_order_relaxed);
     const uint64_t cpu0 = ThreadCpuNs();
-    const uint64_t t0 = NowNs();
+    const uint64_t t0 = MonotonicNs();
     sent_at.store(t0, std::memory_order_relaxed);
     if (eventfd_mode) {
       const uint64_t one = 1;
@@ -138,9 +132,9 @@ void MeasureTimer(int rounds, uint64_t* cpu_ns, uint64_t* oversleep_ns) {
   std::vector<uint64_t> over;
   const uint64_t cpu0 = ThreadCpuNs();
   for (int i = 0; i < rounds; ++i) {
-    const uint64_t t0 = NowNs();
+    const uint64_t t0 = MonotonicNs();
     clock_nanosleep(CLOCK_MONOTONIC, 0, &req, nullptr);
-    const uint64_t slept = NowNs() - t0;
+    const uint64_t slept = MonotonicNs() - t0;
     over.push_back(slept > 10'000 ? slept - 10'000 : 0);
   }
   *cpu_ns = (ThreadCpuNs() - cpu0) / static_cast<uint64_t>(rounds);
@@ -162,9 +156,9 @@ uint64_t MeasureUncachedLoad() {
   for (size_t i = 0; i < kLines; ++i) mem[order[i] * kLine] = order[(i + 1) % kLines] * kLine;
   size_t at = order[0] * kLine;
   const size_t steps = kLines;
-  const uint64_t t0 = NowNs();
+  const uint64_t t0 = MonotonicNs();
   for (size_t i = 0; i < steps; ++i) at = mem[at];
-  const uint64_t elapsed = NowNs() - t0;
+  const uint64_t elapsed = MonotonicNs() - t0;
   volatile size_t sink = at;
   (void)sink;
   return elapsed / steps;

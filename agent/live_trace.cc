@@ -3,9 +3,8 @@
 #include <dirent.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
-#include <unistd.h>
-
 #include <time.h>
+#include <unistd.h>
 
 #include <climits>
 #include <cstring>
@@ -13,11 +12,11 @@
 #include <map>
 
 #include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "agent/trace/trace_line.h"
+#include "common/cpu_clock.h"
 #include "common/file_util.h"
 #include "common/logging.h"
 
@@ -70,12 +69,6 @@ uint64_t LostCount(absl::string_view line) {
   rest = rest.substr(0, rest.find(' '));
   uint64_t n = 0;
   return ParseNumber(rest, &n) ? n : 0;
-}
-
-uint64_t MonotonicNs() {  // the instance's "mono" trace clock
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
 }
 
 }  // namespace

@@ -16,10 +16,11 @@
 #include <thread>
 
 #include "agent/io_load.h"
-#include "models/latency_histogram.h"
 #include "agent/tracefs_instance.h"
+#include "common/cpu_clock.h"
 #include "common/file_util.h"
 #include "gtest/gtest.h"
+#include "models/latency_histogram.h"
 
 namespace spintune {
 namespace {
@@ -42,12 +43,6 @@ bool CanTrace(std::string* why) {
     std::string why;                                            \
     if (!CanTrace(&why)) GTEST_SKIP() << "live capture: " << why; \
   } while (0)
-
-uint64_t MonotonicNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
 
 // Requests the kernel completed on `disk`: reads + writes + discards + flushes.
 uint64_t CompletedRequests(const std::string& disk) {

@@ -23,18 +23,13 @@
 #include "agent/io_load.h"
 #include "agent/live_trace.h"
 #include "agent/tracefs_instance.h"
+#include "common/cpu_clock.h"
 #include "gtest/gtest.h"
 #include "models/latency_histogram.h"
 #include "policy/default_rule.h"
 
 namespace spintune {
 namespace {
-
-uint64_t MonotonicNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
 
 // Requests the kernel completed on `disk`, by direction (/sys/block/*/stat).
 struct DiskStat {

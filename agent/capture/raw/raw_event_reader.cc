@@ -21,15 +21,10 @@ struct tep_handle* tracefs_local_events_system(const char* tracing_dir,
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "common/cpu_clock.h"
 
 namespace spintune {
 namespace {
-
-uint64_t MonotonicNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
 
 // common_flags bits (kernel/trace/trace.h, stable since 2.6).
 constexpr unsigned kFlagHardirq = 0x08;
