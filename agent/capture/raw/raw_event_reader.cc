@@ -33,7 +33,7 @@ constexpr unsigned kFlagNmi = 0x40;
 
 // Field names of RawEventReader::FieldId, in its order.
 constexpr const char* kFieldNames[] = {
-    "dev", "rwbs", "bytes", "sector", "nr_sector", "comm", "error", "irq", "name", "ret", "pid",
+    "dev", "rwbs", "bytes", "sector", "nr_sector", "error", "irq", "name", "ret", "pid",
     "prev_pid", "prev_state", "next_pid", "mrq", "cmd_opcode", "blocks", "blksz", "blk_addr",
     "data_flags", "tag", "cmd_err", "stop_err", "sbc_err", "data_err", "bus_num", "chip_select",
     "xfer", "len", "msg", "actual", "frame",

@@ -63,7 +63,7 @@ class RawEventReader {
   };
   // The fields the correlator's payloads carry, resolved once per event.
   enum FieldId {
-    kDev, kRwbs, kBytes, kSector, kNrSector, kComm, kError, kIrq, kName, kRet, kPid,
+    kDev, kRwbs, kBytes, kSector, kNrSector, kError, kIrq, kName, kRet, kPid,
     kPrevPid, kPrevState, kNextPid, kMrq, kCmdOpcode, kBlocks, kBlksz, kBlkAddr, kDataFlags,
     kTag, kCmdErr, kStopErr, kSbcErr, kDataErr, kBusNum, kChipSelect, kXfer, kLen, kMsg,
     kActual, kFrame, kFieldCount,
