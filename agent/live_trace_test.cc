@@ -185,7 +185,9 @@ TEST(WakeWindowsTest, ParsesAllOrOnEvery) {
   for (const char* bad : {"", "1s", "10s/1s", "1s/1s", "50ms/1s", "x/10s", "1s/", "1/10"}) {
     auto b = ParseWakeWindows(bad);
     EXPECT_FALSE(b.ok()) << bad;
-    if (!b.ok()) EXPECT_NE(std::string(b.status().message()).find("--wake-windows"), std::string::npos);
+    if (!b.ok()) {
+      EXPECT_NE(std::string(b.status().message()).find("--wake-windows"), std::string::npos);
+    }
   }
 }
 

@@ -164,7 +164,7 @@ void TraceCorrelator::Start(const std::string& key, const TraceRecord& r, uint32
       order_.pop_front();
       auto it = pending_.find(k);
       if (it == pending_.end() || it->second.empty() || it->second.front().seq != seq) continue;
-      it->second.pop_front();
+      it->second.erase(it->second.begin());
       if (it->second.empty()) pending_.erase(it);
       --pending_count_;
       ++stats_.evicted;
@@ -192,7 +192,7 @@ std::optional<TraceCorrelator::Pending> TraceCorrelator::Take(const std::string&
   auto it = pending_.find(key);
   if (it == pending_.end() || it->second.empty()) return std::nullopt;
   Pending p = it->second.front();
-  it->second.pop_front();
+  it->second.erase(it->second.begin());
   if (it->second.empty()) pending_.erase(it);
   --pending_count_;
   return p;
@@ -696,6 +696,14 @@ bool TraceCorrelator::Process(const TraceRecord& r) {
   ++stats_.records;
   stats_.last_ts_ns = r.ts_ns;
   ExpireWakes(r.ts_ns);
+  // A task with an event of its own is running (or was interrupted while
+  // running): it is not asleep, whatever its last switch out said. The
+  // trace can lack the switch into it: on this VM's kernel most switches
+  // out of the idle task are missing from the trace (docs/traces.md), and
+  // a stale "asleep" would take a running issuer as the waiter of its
+  // next completion and measure a wake to its next sleep. (A sched_switch
+  // is its prev's own event; OnSwitch then records how prev left.)
+  if (r.pid > 0 && !blocked_since_.empty()) blocked_since_.erase(r.pid);
   // The woken waiter is running when it switches in, or, when the trace has
   // no switch into it (an idle CPU picking it up), at its first own event.
   if (woken_count_ > 0 && r.pid > 0 && !r.InHardIrq() && !r.InSoftIrq() &&

@@ -35,9 +35,10 @@
 #include <map>
 #include <optional>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/inlined_vector.h"
 #include "absl/status/statusor.h"
 #include "agent/trace/trace_line.h"
 
@@ -180,7 +181,10 @@ class TraceCorrelator {
 
   CorrelatorOptions options_;
   CorrelatorStats stats_;
-  std::unordered_map<std::string, std::deque<Pending>> pending_;
+  // Per key its starts, oldest first; nearly always one (a flush queue's key
+  // can hold a few). Flat and inline: a request's start and end allocate
+  // nothing here but a key longer than the string's inline capacity.
+  absl::flat_hash_map<std::string, absl::InlinedVector<Pending, 1>> pending_;
   std::deque<std::pair<uint64_t, std::string>> order_;  // (seq, key) for eviction
   uint64_t next_seq_ = 0;
   size_t pending_count_ = 0;
@@ -191,7 +195,7 @@ class TraceCorrelator {
   size_t live_held_ = 0;
   size_t woken_count_ = 0;  // wakes_ entries whose waiter was woken
   std::deque<WakeWait> wakes_;
-  std::unordered_map<int, uint64_t> blocked_since_;  // pid -> when it switched out asleep
+  absl::flat_hash_map<int, uint64_t> blocked_since_;  // pid -> when it switched out asleep
   std::deque<CompletionEvent> completions_;
   std::deque<DispatchEvent> dispatches_;
 };

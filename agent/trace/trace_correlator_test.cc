@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -96,6 +98,49 @@ TEST(CorrelatorTest, IdleKernelThreadIsNotAWaiter) {
   EXPECT_EQ(c->completions()[0].wait_ns, 100'000u);
   ASSERT_EQ(c->dispatches().size(), 1u);
   EXPECT_FALSE(c->dispatches()[0].wake_ns.has_value());
+}
+
+// The switch into a woken issuer can be missing from the trace (on this
+// VM's kernel most switches out of the idle task are): the issuer is then
+// known to run by its own events, and a completion while it runs has no
+// waiter. Worked by hand: IRQ 1 wakes dd (asleep since 10.000010), whose
+// switch in is missing; its wake ends at its next issue, 10.000330 (30 us).
+// IRQ 2 completes that request while dd still runs (its own events at
+// 10.000330 and 10.000450): no wake. dd sleeps at 10.000460; IRQ 3 wakes it,
+// switched in at 10.001040: 40 us. Taking dd as asleep since 10.000010
+// would give IRQ 2 the wake that ends at 10.001040 (640 us).
+TEST(CorrelatorTest, AnIssuerWithEventsOfItsOwnIsNotAsleep) {
+  auto c = Correlate({
+      "  dd-100 [000] ..... 10.000000: block_rq_issue: 254,0 RS 4096 () 1000 + 8 be,0,4 [dd]",
+      "  dd-100 [000] d..2. 10.000010: sched_switch: prev_comm=dd prev_pid=100 prev_prio=120 "
+      "prev_state=D ==> next_comm=swapper/0 next_pid=0 next_prio=120",
+      "  <idle>-0 [000] d.h1. 10.000300: irq_handler_entry: irq=36 name=virtio1-req.0",
+      "  <idle>-0 [000] d.h1. 10.000305: irq_handler_exit: irq=36 ret=handled",
+      "  <idle>-0 [000] ..s1. 10.000310: block_rq_complete: 254,0 RS () 1000 + 8 be,0,4 [0]",
+      "  <idle>-0 [000] d.s3. 10.000312: sched_waking: comm=dd pid=100 prio=120 target_cpu=000",
+      // (no switch from swapper/0 to dd)
+      "  dd-100 [000] ..... 10.000330: block_rq_issue: 254,0 RS 4096 () 2000 + 8 be,0,4 [dd]",
+      "  dd-100 [000] d.h.. 10.000400: irq_handler_entry: irq=36 name=virtio1-req.0",
+      "  dd-100 [000] d.h.. 10.000404: irq_handler_exit: irq=36 ret=handled",
+      "  dd-100 [000] ..s.. 10.000410: block_rq_complete: 254,0 RS () 2000 + 8 be,0,4 [0]",
+      "  dd-100 [000] ..... 10.000450: block_rq_issue: 254,0 RS 4096 () 3000 + 8 be,0,4 [dd]",
+      "  dd-100 [000] d..2. 10.000460: sched_switch: prev_comm=dd prev_pid=100 prev_prio=120 "
+      "prev_state=D ==> next_comm=swapper/0 next_pid=0 next_prio=120",
+      "  <idle>-0 [000] d.h1. 10.001000: irq_handler_entry: irq=36 name=virtio1-req.0",
+      "  <idle>-0 [000] d.h1. 10.001005: irq_handler_exit: irq=36 ret=handled",
+      "  <idle>-0 [000] ..s1. 10.001010: block_rq_complete: 254,0 RS () 3000 + 8 be,0,4 [0]",
+      "  <idle>-0 [000] d.s3. 10.001012: sched_waking: comm=dd pid=100 prio=120 target_cpu=000",
+      "  <idle>-0 [000] d..2. 10.001040: sched_switch: prev_comm=swapper/0 prev_pid=0 "
+      "prev_prio=120 prev_state=R ==> next_comm=dd next_pid=100 next_prio=120",
+  });
+  ASSERT_EQ(c->completions().size(), 3u);
+  ASSERT_EQ(c->dispatches().size(), 3u);
+  std::vector<std::pair<uint64_t, std::optional<uint64_t>>> wakes;  // (IRQ entry, wake)
+  for (const auto& d : c->dispatches()) wakes.emplace_back(d.entry_ns, d.wake_ns);
+  std::sort(wakes.begin(), wakes.end());
+  EXPECT_EQ(wakes[0], std::make_pair(uint64_t{10'000'300'000}, std::optional<uint64_t>(30'000)));
+  EXPECT_EQ(wakes[1], std::make_pair(uint64_t{10'000'400'000}, std::optional<uint64_t>()));
+  EXPECT_EQ(wakes[2], std::make_pair(uint64_t{10'001'000'000}, std::optional<uint64_t>(40'000)));
 }
 
 // MMC v4.7 layout (no blk_addr/tag), 4-character flags, completion and

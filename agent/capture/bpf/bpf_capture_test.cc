@@ -109,13 +109,11 @@ TEST(BpfCaptureTest, KillDashNineLeavesNoProgramAttached) {
 // when the issuer sleeps at its completion, so the next switch into it
 // follows a wakeup after the IRQ. Same count as the correlator's
 // (sched_waking, then sched_switch into the woken issuer) on the same load,
-// and a median within 20%: on an idle machine the correlator's is 1-15%
-// higher (as it was with the sched_waking program bpf had before). Compared
-// below 1 ms: with other work competing for both CPUs (the rest of the test
-// suite, two busy loops), 1 run in about 8 gives the correlator a few
-// hundred more wakes of 4-20 ms than bpf (issuers that waited in the run
-// queue), none lost; below 1 ms they agree within 1.5% (docs/traces.md,
-// "The three agree").
+// and a median within 20%, or up to 15 us more for the correlator: where
+// the trace lacks the switch out of the idle task (most of them on this
+// VM's kernel, docs/traces.md) it takes the woken issuer's first own event
+// instead, 4-9 us after bpf's switch (medians 15-56% apart on 2026-12-02;
+// 1-15% on a kernel that traces them).
 TEST(BpfCaptureTest, WakeLatenciesAreTheCorrelators) {
   std::string disk;
   SKIP_UNLESS_HERE(true, &disk);
@@ -143,33 +141,20 @@ TEST(BpfCaptureTest, WakeLatenciesAreTheCorrelators) {
   ASSERT_TRUE((*bpf)->Take(&bpf_out, absl::ZeroDuration()).ok());
   ASSERT_TRUE((*raw)->Take(&raw_out, absl::Milliseconds(100)).ok());
 
-  constexpr uint64_t kShortWakeNs = 1'000'000;
   LatencyHistogram bpf_wake, raw_wake;
-  uint64_t bpf_long = 0, raw_long = 0;
   for (const auto& d : bpf_out.dispatch_histograms) {
-    for (const auto& [index, n] : d.wake.buckets) {
-      if (LatencyHistogram::BucketUpperNs(index) <= kShortWakeNs) {
-        bpf_wake.AddToBucket(index, n);
-      } else {
-        bpf_long += n;
-      }
-    }
+    for (const auto& [index, n] : d.wake.buckets) bpf_wake.AddToBucket(index, n);
   }
   for (const auto& d : raw_out.dispatches) {
-    if (!d.wake_ns) continue;
-    // The same cut as bpf's: whole buckets below it.
-    if (LatencyHistogram::BucketUpperNs(LatencyHistogram::BucketIndex(*d.wake_ns)) <= kShortWakeNs) {
-      raw_wake.Record(*d.wake_ns);
-    } else {
-      ++raw_long;
-    }
+    if (d.wake_ns) raw_wake.Record(*d.wake_ns);
   }
   ASSERT_GT(raw_wake.total_count(), 500u) << "the load's readers sleep on their I/O";
   EXPECT_NEAR(static_cast<double>(bpf_wake.total_count()), static_cast<double>(raw_wake.total_count()),
               0.05 * static_cast<double>(raw_wake.total_count()));
-  EXPECT_NEAR(bpf_wake.QuantileNs(0.5), raw_wake.QuantileNs(0.5), 0.2 * raw_wake.QuantileNs(0.5));
-  std::cout << "wakes under 1 ms " << bpf_wake.total_count() << "/" << raw_wake.total_count()
-            << " (bpf/raw), longer " << bpf_long << "/" << raw_long << ", p50 "
+  const double bpf_p50 = bpf_wake.QuantileNs(0.5), raw_p50 = raw_wake.QuantileNs(0.5);
+  EXPECT_GE(raw_p50, 0.8 * bpf_p50);
+  EXPECT_LE(raw_p50, 1.2 * bpf_p50 + 15'000);
+  std::cout << "wakes " << bpf_wake.total_count() << "/" << raw_wake.total_count() << " (bpf/raw), p50 "
             << static_cast<int64_t>(bpf_wake.QuantileNs(0.5)) << "/"
             << static_cast<int64_t>(raw_wake.QuantileNs(0.5)) << " ns, p99 "
             << static_cast<int64_t>(bpf_wake.QuantileNs(0.99)) << "/"
