@@ -112,8 +112,8 @@ TEST(BpfCaptureTest, KillDashNineLeavesNoProgramAttached) {
 // and a median within 20%, or up to 15 us more for the correlator: where
 // the trace lacks the switch out of the idle task (most of them on this
 // VM's kernel, docs/traces.md) it takes the woken issuer's first own event
-// instead, and its median came out 2.5-9 us above bpf's on an idle machine
-// (10-56%) on 2026-12-02, 1-15% on 2026-12-01's host.
+// instead, and its median came out 1-13 us above bpf's on an idle machine
+// (4-61%, 13 runs) on 2026-12-02, 1-15% on 2026-12-01's host.
 TEST(BpfCaptureTest, WakeLatenciesAreTheCorrelators) {
   std::string disk;
   SKIP_UNLESS_HERE(true, &disk);
