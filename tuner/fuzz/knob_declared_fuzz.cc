@@ -24,9 +24,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (std::holds_alternative<spintune::ExperimentConclusion>(step)) break;
     const auto& setting = std::get<spintune::PlannedTrial>(step).setting;
     if (!declared->space.Contains(setting) || n >= options.max_trials) __builtin_trap();
-    // Some settings fail, the others measure a value derived from them.
-    int64_t sum = 0;
-    for (int64_t v : setting) sum += v;
+    // Some settings fail, the others measure a value derived from them
+    // (summed unsigned: the values may be anywhere in int64).
+    uint64_t sum = 0;
+    for (int64_t v : setting) sum += static_cast<uint64_t>(v);
     design.Record({setting, 1.0 + static_cast<double>(sum & 7), (sum & 3) != 0});
   }
   return 0;
