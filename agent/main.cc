@@ -155,10 +155,11 @@ int main(int argc, char** argv) {
                  "--record and exact replays; 1: all, 0: histograms only)")
       ->capture_default_str();
   app.add_option("--wake-windows", f.wake_windows,
-                 "tracefs with raw or text: trace the sched events that wake latencies need "
-                 "for ON of every EVERY (ON/EVERY, e.g. 1s/10s; they are two thirds of the "
-                 "events a request makes) or all the time (all); completions and IRQs are "
-                 "traced all the time. --record takes all")
+                 "tracefs: measure wake latencies for ON of every EVERY (ON/EVERY, e.g. "
+                 "1s/10s) or all the time (all): raw and text trace the sched events only "
+                 "then (two thirds of the events a request makes), bpf attaches its "
+                 "sched_switch program only then; completions and IRQ handler times are "
+                 "measured all the time. --record takes all")
       ->capture_default_str();
   app.add_option("--max-spin-ns", f.max_spin_ns,
                  "Refuse pushed tables that busy-wait longer than this (0: no local limit)")

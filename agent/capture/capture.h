@@ -135,7 +135,8 @@ struct CaptureConfig {
   uint32_t sample_every = 0;
   // bpf: how often the histograms are read.
   absl::Duration histogram_interval = absl::Seconds(1);
-  // raw and text: when wake latencies are measured (bpf measures every one).
+  // When wake latencies are measured: raw and text trace the sched events
+  // then, bpf records waiters and attaches its sched_switch program then.
   WakeWindows wakes;
 };
 

@@ -130,6 +130,9 @@ class BpfCapture : public Capture {
   BpfCapture() = default;
   static int OnSample(void* ctx, void* data, size_t size);
   void ReadHistograms(CaptureOutput* out);
+  // --wake-windows: pauses or resumes the recording of waiters, and
+  // detaches or attaches stc_switch, when `now` reaches next_toggle_.
+  void ToggleWakes(absl::Time now);
 
   // What was reported so far of one histogram slot: deltas are taken
   // against it.
@@ -149,6 +152,15 @@ class BpfCapture : public Capture {
   absl::Duration interval_;
   absl::Time next_read_;
   CaptureOutput* sink_ = nullptr;  // Take's output while the ring is polled
+  // Wake windows: on (waiters recorded, stc_switch attached), draining
+  // (no new waiters; stc_switch attached until the last recorded one is
+  // past the wake window, so no wake is cut short), off (detached).
+  enum class WakePhase { kOn, kDraining, kOff };
+  WakeWindows wakes_;
+  WakePhase wake_phase_ = WakePhase::kOn;
+  absl::Duration wake_window_;
+  absl::Time window_began_;
+  absl::Time next_toggle_ = absl::InfiniteFuture();
   std::map<uint32_t, Slot> slots_;     // by slot index
   std::vector<stc_hist> values_;        // one slot's histograms, one per CPU
   uint64_t ring_samples_ = 0;
@@ -255,9 +267,44 @@ int BpfCapture::OnSample(void* ctx, void* data, size_t size) {
   return 0;
 }
 
+void BpfCapture::ToggleWakes(absl::Time now) {
+  if (now < next_toggle_) return;
+  switch (wake_phase_) {
+    case WakePhase::kOn:
+      skel_->bss->wakes_paused = 1;
+      wake_phase_ = WakePhase::kDraining;
+      next_toggle_ = now + wake_window_;
+      break;
+    case WakePhase::kDraining:
+      bpf_link__destroy(skel_->links.stc_switch);
+      skel_->links.stc_switch = nullptr;
+      wake_phase_ = WakePhase::kOff;
+      next_toggle_ = std::max(now, window_began_ + wakes_.every);
+      break;
+    case WakePhase::kOff:
+      // Attached before waiters are recorded again: every one recorded
+      // sees its switch in.
+      skel_->links.stc_switch = bpf_program__attach(skel_->progs.stc_switch);
+      if (skel_->links.stc_switch == nullptr) {
+        Logger().warn("bpf capture: attaching stc_switch for a wake window failed ({}); wake "
+                      "latencies wait for the next window",
+                      std::strerror(errno));
+        window_began_ = now;
+        next_toggle_ = now + wakes_.every;
+        break;
+      }
+      skel_->bss->wakes_paused = 0;
+      wake_phase_ = WakePhase::kOn;
+      window_began_ = now;
+      next_toggle_ = now + wakes_.on;
+      break;
+  }
+}
+
 absl::Status BpfCapture::Take(CaptureOutput* out, absl::Duration timeout) {
+  ToggleWakes(absl::Now());
   const absl::Time now = absl::Now();
-  const absl::Time until = std::min(now + timeout, next_read_);
+  const absl::Time until = std::min({now + timeout, next_read_, next_toggle_});
   if (ring_ != nullptr) {
     sink_ = out;
     // Rounded up: a poll of 0 ms would spin until `until`.
@@ -436,6 +483,14 @@ absl::StatusOr<std::unique_ptr<Capture>> BpfCapture::Open(const CaptureConfig& o
   }
   c->interval_ = options.histogram_interval;
   c->next_read_ = absl::Now() + c->interval_;
+  c->wakes_ = options.wakes;
+  c->wake_window_ = absl::Nanoseconds(options.correlator.wake_window_ns);
+  c->window_began_ = absl::Now();  // the first window: from the start
+  if (!c->wakes_.always() && c->skel_->links.stc_switch != nullptr) {
+    c->next_toggle_ = c->window_began_ + c->wakes_.on;
+    Logger().info("wake latencies in windows: stc_switch attached for {} of every {}",
+                  absl::FormatDuration(c->wakes_.on), absl::FormatDuration(c->wakes_.every));
+  }
   return std::unique_ptr<Capture>(std::move(c));
 }
 

@@ -112,6 +112,14 @@ struct direct_entry {
 
 __u64 spilled = 0;	/* live starts in `pending` (or more) */
 
+/*
+ * Set by the loader outside its wake windows (--wake-windows): no waiter is
+ * recorded, and once the last one recorded is past wake_window_ns the
+ * loader detaches stc_switch (the most frequent program) until the next
+ * window, attaching it again before it clears this.
+ */
+__u32 wakes_paused = 0;
+
 /* The last irq_handler_entry of one CPU, and its interrupt context. */
 struct irq_state {
 	__u64 entry_ns;
@@ -695,7 +703,7 @@ static __always_inline void complete(__u64 now, const struct start *s, bool erro
 				count(STC_DISPATCHES);
 			}
 			/* (The issuer's state is read only while the IRQ woke none.) */
-			if (!occ->woke && s->pid > 0 && task_asleep(s->task)) {
+			if (!wakes_paused && !occ->woke && s->pid > 0 && task_asleep(s->task)) {
 				__u32 slot = waiter_slot(s->task);
 				struct waiter *w = bpf_map_lookup_elem(&waiters, &slot);
 
