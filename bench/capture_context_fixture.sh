@@ -56,7 +56,7 @@ mkdir -p "$OUT"
 # (issue_ns found by name: docs/csv-formats.md gives the columns.)
 awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "issue_ns") c = i
                    print "device,opcode,bytes,wait_ns,issue_ns"; next }
-         $1 == "vda" { if (t0 == "") t0 = $c; print $1 "," $2 "," $3 "," $4 "," ($c - t0) }' \
+         $1 == "vda" { if (t0 == "") t0 = $c; printf "%s,%s,%s,%s,%.0f\n", $1, $2, $3, $4, $c - t0 }' \
   "$tmp/c.csv" > "$OUT/vda-fsync.csv"
 wake=$(awk -F, 'NR > 1 && $3 == "vda" && $5 != "" { s += $5; n++ } END { printf "%d", s / n }' \
   "$tmp/d.csv")
