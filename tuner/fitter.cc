@@ -37,15 +37,14 @@ Fitter::Fitter(FitterOptions options, std::unique_ptr<Store> store,
 
 Fitter::~Fitter() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     stop_ = true;
-    cv_.notify_all();
   }
   thread_.join();
 }
 
 uint64_t Fitter::Enqueue(Request request) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   std::vector<uint64_t>& waiting = waiting_[request.target_id];
   if (request.kind != Kind::kPredict) {
     // Merge into the target's waiting request of the same kind, or a sync
@@ -58,10 +57,7 @@ uint64_t Fitter::Enqueue(Request request) {
         q.force = q.force || request.force;
         // A sync (a drain) or a forced refit makes the request it joins urgent.
         q.urgent = q.urgent || request.kind == Kind::kSync || request.force;
-        if (was_deferrable && !Deferrable(q)) {
-          ++urgent_;
-          cv_.notify_one();
-        }
+        if (was_deferrable && !Deferrable(q)) ++urgent_;
         return q.ticket;
       }
     }
@@ -70,7 +66,6 @@ uint64_t Fitter::Enqueue(Request request) {
   if (!Deferrable(request)) ++urgent_;
   waiting.push_back(request.ticket);
   requests_.emplace(request.ticket, std::move(request));
-  cv_.notify_one();
   return waiting.back();
 }
 
@@ -100,11 +95,17 @@ void Fitter::Loop() {
   while (true) {
     Request request;
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [this] { return stop_ || !requests_.empty(); });
+      absl::MutexLock lock(&mu_);
+      auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return stop_ || !requests_.empty();
+      };
+      mu_.Await(absl::Condition(&ready));
       // Within the CPU share, unless a drain waits for something queued.
-      while (!stop_ && urgent_ == 0 && absl::Now() < not_before) {
-        cv_.wait_for(lock, absl::ToChronoNanoseconds(not_before - absl::Now()));
+      auto urgent_or_stop = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return stop_ || urgent_ > 0;
+      };
+      if (!stop_ && absl::Now() < not_before) {
+        mu_.AwaitWithDeadline(absl::Condition(&urgent_or_stop), not_before);
       }
       if (stop_) return;
       request = std::move(requests_.begin()->second);

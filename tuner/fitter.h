@@ -28,17 +28,17 @@
 #ifndef SPINTUNE_TUNER_FITTER_H_
 #define SPINTUNE_TUNER_FITTER_H_
 
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <thread>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "models/change_detector.h"
 #include "policy/cold_start.h"
@@ -108,10 +108,10 @@ class Fitter {
   };
   Fitter(FitterOptions options, std::unique_ptr<Store> store,
          std::function<void(FitResult)> deliver);
-  uint64_t Enqueue(Request request);
+  uint64_t Enqueue(Request request) ABSL_LOCKS_EXCLUDED(mu_);
   // A request that may wait for the fitter's CPU share.
   static bool Deferrable(const Request& r);
-  void Loop();
+  void Loop() ABSL_LOCKS_EXCLUDED(mu_);
   FitResult Run(const Request& r);
   FitResult RunRefit(const Request& r);
   FitResult RunPredict(const Request& r);
@@ -135,15 +135,15 @@ class Fitter {
   std::map<int64_t, std::vector<PolicyKey>> drifted_;
   std::vector<BoardEvidence> evidence_;  // targets with samples
 
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stop_ = false;
-  uint64_t next_ticket_ = 1;
-  std::map<uint64_t, Request> requests_;  // by ticket: in the order they run
-  size_t urgent_ = 0;                     // requests_ that are not Deferrable()
+  absl::Mutex mu_;
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  uint64_t next_ticket_ ABSL_GUARDED_BY(mu_) = 1;
+  // By ticket: in the order they run.
+  std::map<uint64_t, Request> requests_ ABSL_GUARDED_BY(mu_);
+  size_t urgent_ ABSL_GUARDED_BY(mu_) = 0;  // requests_ that are not Deferrable()
   // Each target's waiting tickets, oldest first (merging without a scan of
   // every target's requests: a fleet queues one per target).
-  std::map<int64_t, std::vector<uint64_t>> waiting_;
+  std::map<int64_t, std::vector<uint64_t>> waiting_ ABSL_GUARDED_BY(mu_);
   std::thread thread_;
 };
 

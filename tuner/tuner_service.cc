@@ -7,7 +7,9 @@
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/wire_format_lite.h>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "common/logging.h"
 #include "common/printable.h"
 
@@ -47,7 +49,7 @@ class SessionState final : public SessionHandle,
   void Send(v1::TunerMessage message) override {
     bool overflow = false;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       if (finish_called_ || write_failed_) return;
       const uint64_t size = message.ByteSizeLong();
       if (queued_bytes_ + size > kMaxOutgoingBytes) {
@@ -67,7 +69,7 @@ class SessionState final : public SessionHandle,
 
   void Fail(absl::Status status) override {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       if (finish_requested_) return;
       finish_requested_ = true;
       finish_status_ = ToGrpcStatus(status);
@@ -76,19 +78,19 @@ class SessionState final : public SessionHandle,
   }
 
   bool open() const override {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     return !finish_requested_ && !finish_called_ && !write_failed_ && !cancelled_;
   }
 
   void ResumeReading() override { MaybeRead(); }
 
   void JobStarted() {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     ++pending_jobs_;
   }
   void JobDone() {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       --pending_jobs_;
     }
     MaybeRead();
@@ -97,7 +99,7 @@ class SessionState final : public SessionHandle,
   // OnReadDone: the read finished (ok: a message's bytes are in *request_).
   void ReadDone(bool ok) {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       reading_ = false;
       if (!ok) reads_done_ = true;
     }
@@ -105,7 +107,7 @@ class SessionState final : public SessionHandle,
   }
   void Cancelled() {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       cancelled_ = true;
       if (!finish_requested_) {
         finish_requested_ = true;
@@ -116,7 +118,7 @@ class SessionState final : public SessionHandle,
   }
   void WriteDone(bool ok) {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       writing_ = false;
       queued_bytes_ -= in_flight_bytes_;
       in_flight_bytes_ = 0;
@@ -129,11 +131,11 @@ class SessionState final : public SessionHandle,
     Pump();
   }
   void Detach() {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     reactor_ = nullptr;
   }
   bool finishing() {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     return finish_requested_ || finish_called_;
   }
 
@@ -143,30 +145,33 @@ class SessionState final : public SessionHandle,
   void Pump();
 
  private:
-  // REQUIRES: mu_ held.
-  bool CanRead() const {
+  bool CanRead() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return reactor_ != nullptr && !reading_ && !reads_done_ && !finish_requested_ &&
            !finish_called_ && pending_jobs_ < core_->options().stream_window;
   }
 
-  mutable std::mutex mu_;
-  std::recursive_mutex call_mu_;  // StartRead() and Finish() one at a time
-  SessionReactor* reactor_;
+  mutable absl::Mutex mu_;
+  // StartRead() and Finish() one at a time. Recursive (absl has no such
+  // mutex): gRPC may run a reaction that calls back in on this thread.
+  std::recursive_mutex call_mu_;
+  SessionReactor* reactor_ ABSL_GUARDED_BY(mu_);
   TunerCore* const core_;
   grpc::ByteBuffer* const request_;  // the reactor's read buffer
-  std::deque<v1::TunerMessage> queue_;
-  uint64_t queued_bytes_ = 0;  // queue_ and in_flight_
-  grpc::ByteBuffer in_flight_;  // serialized; stable until OnWriteDone
-  uint64_t in_flight_bytes_ = 0;
-  bool reading_ = false;
-  bool writing_ = false;
-  bool write_failed_ = false;
-  bool reads_done_ = false;
-  bool cancelled_ = false;
-  bool finish_requested_ = false;
-  bool finish_called_ = false;
-  size_t pending_jobs_ = 0;
-  grpc::Status finish_status_;
+  std::deque<v1::TunerMessage> queue_ ABSL_GUARDED_BY(mu_);
+  uint64_t queued_bytes_ ABSL_GUARDED_BY(mu_) = 0;  // queue_ and in_flight_
+  // Serialized; written under mu_ when a write starts, then stable (read by
+  // gRPC) until OnWriteDone.
+  grpc::ByteBuffer in_flight_;
+  uint64_t in_flight_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  bool reading_ ABSL_GUARDED_BY(mu_) = false;
+  bool writing_ ABSL_GUARDED_BY(mu_) = false;
+  bool write_failed_ ABSL_GUARDED_BY(mu_) = false;
+  bool reads_done_ ABSL_GUARDED_BY(mu_) = false;
+  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
+  bool finish_requested_ ABSL_GUARDED_BY(mu_) = false;
+  bool finish_called_ ABSL_GUARDED_BY(mu_) = false;
+  size_t pending_jobs_ ABSL_GUARDED_BY(mu_) = 0;
+  grpc::Status finish_status_ ABSL_GUARDED_BY(mu_);
 };
 
 // The bytes of the batch an AgentMessage's `bytes` carry (its only field,
@@ -337,7 +342,7 @@ class SessionReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, gr
 
 void SessionState::MaybeRead() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (!CanRead()) return;
   }
   // Over the core's memory bound: it calls ResumeReading() when there is room.
@@ -347,7 +352,7 @@ void SessionState::MaybeRead() {
   std::lock_guard<std::recursive_mutex> call(call_mu_);
   SessionReactor* reactor = nullptr;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (!CanRead()) return;
     reading_ = true;
     reactor = reactor_;
@@ -360,7 +365,7 @@ void SessionState::Pump() {
   SessionReactor* reactor = nullptr;
   grpc::Status status;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (finish_called_ || writing_ || reactor_ == nullptr) return;
     if (!queue_.empty() && !write_failed_ && !cancelled_) {
       bool own_buffer = false;
