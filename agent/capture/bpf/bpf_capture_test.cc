@@ -51,6 +51,19 @@ std::string WhyNotHere(bool with_raw, std::string* disk) {
     if (!why.empty()) GTEST_SKIP() << why;                              \
   } while (0)
 
+// O_DIRECT I/O on an 8 MiB file /var/tmp/spintune-NAME-test.bin, no fsyncs.
+IoLoadOptions SmallLoad(const std::string& name, std::vector<uint32_t> sizes, int threads,
+                        absl::Duration duration) {
+  IoLoadOptions load;
+  load.path = "/var/tmp/spintune-" + name + "-test.bin";
+  load.file_bytes = 8ull << 20;
+  load.sizes = std::move(sizes);
+  load.fsync_every = 0;
+  load.threads = threads;
+  load.duration = duration;
+  return load;
+}
+
 // Names of the loaded programs of ours (stc_*), from `bpftool -j prog show`.
 std::vector<std::string> OurPrograms() {
   FILE* p = popen(SPINTUNE_BPFTOOL " -j prog show 2>/dev/null", "r");
@@ -130,14 +143,7 @@ TEST(BpfCaptureTest, WakeLatenciesAreTheCorrelators) {
   ASSERT_TRUE((*raw)->Take(&raw_out, absl::Milliseconds(100)).ok());
   bpf_out = CaptureOutput();
   raw_out = CaptureOutput();
-  IoLoadOptions load;
-  load.path = "/var/tmp/spintune-capture-test.bin";
-  load.file_bytes = 8ull << 20;
-  load.sizes = {4096};
-  load.fsync_every = 0;
-  load.threads = 2;
-  load.duration = absl::Seconds(1);
-  ASSERT_TRUE(RunIoLoad(load).ok());
+  ASSERT_TRUE(RunIoLoad(SmallLoad("capture", {4096}, 2, absl::Seconds(1))).ok());
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   ASSERT_TRUE((*bpf)->Take(&bpf_out, absl::ZeroDuration()).ok());
   ASSERT_TRUE((*raw)->Take(&raw_out, absl::Milliseconds(100)).ok());
@@ -194,14 +200,7 @@ TEST(BpfCaptureTest, WakeWindowsSampleTheWakes) {
   std::thread taker([&] {
     while (loading && taking.ok()) taking = (*some)->Take(&some_out, absl::Milliseconds(20));
   });
-  IoLoadOptions load;
-  load.path = "/var/tmp/spintune-wake-windows-bpf-test.bin";
-  load.file_bytes = 8ull << 20;
-  load.sizes = {4096};
-  load.fsync_every = 0;
-  load.threads = 2;
-  load.duration = absl::Seconds(3);
-  const auto ran = RunIoLoad(load);
+  const auto ran = RunIoLoad(SmallLoad("wake-windows-bpf", {4096}, 2, absl::Seconds(3)));
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   loading = false;
   taker.join();
@@ -261,14 +260,9 @@ TEST(BpfCaptureTest, StartsThatCollideInTheDirectTableArePairedExactly) {
   const CaptureStats full_before = (*full)->stats(), one_before = (*one)->stats();
   full_out = CaptureOutput();
   one_out = CaptureOutput();
-  IoLoadOptions load;
-  load.path = "/var/tmp/spintune-collide-test.bin";
-  load.file_bytes = 8ull << 20;
-  load.sizes = {4096, 65536};
+  // Four threads: several requests in flight, so most starts collide.
+  IoLoadOptions load = SmallLoad("collide", {4096, 65536}, 4, absl::Seconds(1));
   load.write_share = 0.3;
-  load.fsync_every = 0;
-  load.threads = 4;  // several requests in flight: most starts collide
-  load.duration = absl::Seconds(1);
   ASSERT_TRUE(RunIoLoad(load).ok());
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   ASSERT_TRUE((*full)->Take(&full_out, absl::ZeroDuration()).ok());
