@@ -1,5 +1,7 @@
 #include "agent/trace/trace_batcher.h"
 
+#include <algorithm>
+
 namespace spintune {
 
 v1::WaitPath ToWaitPath(TracePath path) {
@@ -22,6 +24,17 @@ size_t TraceBatcher::Drain(std::deque<CompletionEvent>* completions,
                            std::deque<DispatchEvent>* dispatches, size_t max_completions,
                            v1::SampleBatch* batch) {
   auto* c = batch->mutable_completions();
+  // Each column sized once (growing eight columns by doubling was a tenth
+  // of the raw agent's main thread).
+  const int want = static_cast<int>(std::min(max_completions, completions->size()));
+  for (auto* column : {c->mutable_device_index(), c->mutable_cpu_class_index(), c->mutable_opcode(),
+                       c->mutable_flags()}) {
+    column->Reserve(column->size() + want);
+  }
+  c->mutable_path()->Reserve(c->path_size() + want);
+  for (auto* column : {c->mutable_bytes(), c->mutable_wait_ns(), c->mutable_issue_ns()}) {
+    column->Reserve(column->size() + want);
+  }
   size_t n = 0;
   while (n < max_completions && !completions->empty()) {
     const CompletionEvent& e = completions->front();

@@ -1,6 +1,7 @@
 #include "agent/trace/trace_correlator.h"
 
 #include <algorithm>
+#include <cstring>
 #include <optional>
 
 #include "absl/strings/str_cat.h"
@@ -355,9 +356,21 @@ bool BlockFieldsOf(const TraceRecord& r, bool issue, BlockFields* b) {
 }
 
 // Requests without a position (flush, passthrough) pair FIFO per (dev, op).
+// Binary and 13 bytes: a kind byte, the device as the kernel packs it
+// (MKDEV: major << 20 | minor, majors have 12 bits), the sector or opcode.
+// Within the string's inline capacity (15 on libstdc++), so neither the key
+// nor its copies in pending_ and order_ allocate (a text key with the
+// sector did, once sectors passed 7 digits). The kind byte (1 or 2) is one
+// no text key of the other kinds ("m|", "mq|", "st|", "u|"...) starts with.
 std::string BlockKey(const BlockFields& b, uint32_t opcode, bool positional) {
-  return positional ? absl::StrCat("b|", b.major, ",", b.minor, "|", b.sector)
-                    : absl::StrCat("bq|", b.major, ",", b.minor, "|", opcode);
+  char key[13];
+  key[0] = positional ? 1 : 2;
+  const uint32_t dev = (static_cast<uint32_t>(b.major) << 20) |
+                       (static_cast<uint32_t>(b.minor) & 0xfffff);
+  const uint64_t where = positional ? b.sector : opcode;
+  std::memcpy(key + 1, &dev, sizeof(dev));
+  std::memcpy(key + 5, &where, sizeof(where));
+  return std::string(key, sizeof(key));
 }
 
 bool Positional(const BlockFields& b, uint32_t opcode) {
