@@ -175,18 +175,23 @@ absl::StatusOr<size_t> RawEventReader::Poll(const std::function<void(const Trace
     ++done;
   }
   if (done > 0) {
-    std::vector<unsigned char> rest;
-    std::vector<Held> keep;
+    // The events still held move to the front of held_ and into the spare
+    // arena, which becomes the arena: both keep their capacity, so a steady
+    // load stops allocating (a fresh vector per poll regrew to a round's
+    // events every time).
+    spare_arena_.clear();
+    size_t kept = 0;
     for (size_t i = done; i < held_.size(); ++i) {
       Held h = held_[i];
-      const size_t at = rest.size();
-      rest.insert(rest.end(), arena_.begin() + static_cast<std::ptrdiff_t>(h.offset),
-                  arena_.begin() + static_cast<std::ptrdiff_t>(h.offset + h.size));
+      const size_t at = spare_arena_.size();
+      spare_arena_.insert(spare_arena_.end(),
+                          arena_.begin() + static_cast<std::ptrdiff_t>(h.offset),
+                          arena_.begin() + static_cast<std::ptrdiff_t>(h.offset + h.size));
       h.offset = at;
-      keep.push_back(h);
+      held_[kept++] = h;
     }
-    arena_.swap(rest);
-    held_.swap(keep);
+    held_.resize(kept);
+    arena_.swap(spare_arena_);
   }
   return bytes;
 }

@@ -93,6 +93,7 @@ class RawEventReader {
   std::unordered_map<int, EventInfo> events_by_id_;
   std::vector<unsigned char> page_;
   std::vector<unsigned char> arena_;
+  std::vector<unsigned char> spare_arena_;  // the next arena_, reused
   std::vector<Held> held_;  // events not handed out yet
   std::string payload_;
   TypedEvent typed_;  // the hot events' fields, for the record handed out
