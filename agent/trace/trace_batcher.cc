@@ -27,14 +27,15 @@ size_t TraceBatcher::Drain(std::deque<CompletionEvent>* completions,
   // Each column sized once (growing eight columns by doubling was a tenth
   // of the raw agent's main thread).
   const int want = static_cast<int>(std::min(max_completions, completions->size()));
-  for (auto* column : {c->mutable_device_index(), c->mutable_cpu_class_index(), c->mutable_opcode(),
-                       c->mutable_flags()}) {
-    column->Reserve(column->size() + want);
-  }
-  c->mutable_path()->Reserve(c->path_size() + want);
-  for (auto* column : {c->mutable_bytes(), c->mutable_wait_ns(), c->mutable_issue_ns()}) {
-    column->Reserve(column->size() + want);
-  }
+  auto reserve = [want](auto* column) { column->Reserve(column->size() + want); };
+  reserve(c->mutable_device_index());
+  reserve(c->mutable_cpu_class_index());
+  reserve(c->mutable_opcode());
+  reserve(c->mutable_bytes());
+  reserve(c->mutable_wait_ns());
+  reserve(c->mutable_path());
+  reserve(c->mutable_flags());
+  reserve(c->mutable_issue_ns());
   size_t n = 0;
   while (n < max_completions && !completions->empty()) {
     const CompletionEvent& e = completions->front();

@@ -302,8 +302,8 @@ void BpfCapture::ToggleWakes(absl::Time now) {
 }
 
 absl::Status BpfCapture::Take(CaptureOutput* out, absl::Duration timeout) {
-  ToggleWakes(absl::Now());
   const absl::Time now = absl::Now();
+  ToggleWakes(now);
   const absl::Time until = std::min({now + timeout, next_read_, next_toggle_});
   if (ring_ != nullptr) {
     sink_ = out;
