@@ -43,6 +43,13 @@
 # with the mean of the windows without it on either side; it prints every
 # window, then the mean difference per request with its standard error over
 # the pairs, and their median (robust to a burst of other work in a window).
+# Then the same adjusted for the disk's interrupts per second (its PCI
+# device's MSI lines in /proc/interrupts), a covariate the agent does not
+# cause: on this VM it explains most of the load's own window-to-window
+# swing (the host's completion pattern). The slope comes from the windows
+# without an agent; the line also says how far the agent moved the
+# covariate, and what that shift alone would add through the slope (a shift
+# beyond its noise makes the adjusted figure suspect: use the raw one).
 # With OTHER_AGENT (`--toggle BUILD RATE PAIRS MODE OTHER_AGENT`, another
 # build's spintune-agent binary), the windows with an agent alternate between
 # BUILD's (A) and OTHER_AGENT (B), and each is summed up apart: two builds'
@@ -96,6 +103,22 @@ kthread_ticks() {
   cat /proc/[0-9]*/stat 2>/dev/null | awk '{sub(/^.*\) /, ""); if ($2 == 2) t += $12 + $13} END {print t + 0}'
 }
 now() { date +%s.%N; }
+# The disk's interrupt lines (its PCI device's MSI vectors), for toggle mode's
+# covariate; empty where the disk has none (then no adjustment is made).
+disk_irq_lines() {
+  local d; d=$(readlink -f "/sys/block/$1/device" 2>/dev/null) || return 0
+  for _ in 1 2 3 4; do
+    [ -d "$d/msi_irqs" ] && { ls "$d/msi_irqs" | tr '\n' ' '; return 0; }
+    d=$(dirname "$d")
+  done
+}
+# Interrupts of those lines so far, over every CPU.
+disk_irqs() {
+  awk -v lines=" $irq_lines " -v n="$(nproc)" '
+    { irq = $1; sub(/:$/, "", irq) }
+    index(lines, " " irq " ") { for (i = 2; i <= n + 1; i++) t += $i }
+    END { print t + 0 }' /proc/interrupts
+}
 
 # run_load [AGENT_PID]: runs the load; prints "requests_per_s machine_cpu attributed_cpu agent_cpu"
 # (CPU-seconds per second).
@@ -222,7 +245,8 @@ if [ -n "$TOGGLE" ]; then
   printf "live capture cost, toggle mode: one load at %s requests/s on %s (4 threads of 4 KiB O_DIRECT I/O);\n" \
     "$RATE" "$disk"
   printf "the agent (--capture %s) on in alternate %d s windows, seconds 4-11 of each measured\n" "$MODES" "$win"
-  printf "%6s %5s %8s %8s\n" window agent "CPU %" "agent %"
+  irq_lines=$(disk_irq_lines "$disk")
+  printf "%6s %5s %8s %8s %10s\n" window agent "CPU %" "agent %" "disk IRQ/s"
   : >"$OUT/windows"
   for w in $(seq "$windows"); do
     w0=$(now)
@@ -232,17 +256,19 @@ if [ -n "$TOGGLE" ]; then
     if [ "$on" = 1 ] && [ -n "$TOGGLE_OTHER" ] && [ $((w % 4)) = 0 ]; then bin=$TOGGLE_OTHER; on=2; fi
     [ "$on" != 0 ] && start_agent "$bin" "$MODES" "$OUT/agent-toggle.log"
     sleep_until "$(echo "$w0 + 4" | bc -l)"
-    m0=$(busy_ticks); t0=$(now); a0=0
+    m0=$(busy_ticks); t0=$(now); a0=0; q0=$(disk_irqs)
     [ "$on" != 0 ] && a0=$(proc_ticks "$agent_pid")
     sleep_until "$(echo "$w0 + 11" | bc -l)"
-    m1=$(busy_ticks); t1=$(now); a1=0
+    m1=$(busy_ticks); t1=$(now); a1=0; q1=$(disk_irqs)
     [ "$on" != 0 ] && a1=$(proc_ticks "$agent_pid")
     if [ "$on" != 0 ]; then kill -INT "$agent_pid"; wait "$agent_pid" || true; agent_pid=; fi
     span=$(echo "$HZ * ($t1 - $t0)" | bc -l)
     busy=$(echo "($m1 - $m0) / $span" | bc -l); agent=$(echo "($a1 - $a0) / $span" | bc -l)
-    echo "$w $on $busy $agent" >>"$OUT/windows"
-    printf "%6d %5s %8.1f %8s\n" "$w" "$(case $on in 0) echo off;; 1) echo A;; 2) echo B;; esac)" \
-      "$(echo "$busy * 100" | bc -l)" "$([ "$on" != 0 ] && printf "%.1f" "$(echo "$agent * 100" | bc -l)" || echo -)"
+    irqs=$(echo "($q1 - $q0) * $HZ / $span" | bc -l)
+    echo "$w $on $busy $agent $irqs" >>"$OUT/windows"
+    printf "%6d %5s %8.1f %8s %10.0f\n" "$w" "$(case $on in 0) echo off;; 1) echo A;; 2) echo B;; esac)" \
+      "$(echo "$busy * 100" | bc -l)" "$([ "$on" != 0 ] && printf "%.1f" "$(echo "$agent * 100" | bc -l)" || echo -)" \
+      "$irqs"
     sleep_until "$(echo "$w0 + $win" | bc -l)"
   done
   wait "$load_pid"
@@ -250,20 +276,39 @@ if [ -n "$TOGGLE" ]; then
   [ -n "$TOGGLE_OTHER" ] && printf "A: %s\nB: %s\n" "$BUILD/agent/spintune-agent" "$TOGGLE_OTHER"
   for who in 1 2; do
     awk -v rps="$rps" -v who="$who" -v name="$([ -n "$TOGGLE_OTHER" ] && { [ "$who" = 1 ] && echo "A: " || echo "B: "; })" '
-      { state[$1] = $2; busy[$1] = $3; agent[$1] = $4; n = $1 }
+      # Mean, standard error and median of the pairs in d[1..k].
+      function summary(d, k,    i, j, s, ss, t, mean, med) {
+        for (i = 1; i <= k; i++) { s += d[i]; ss += d[i] * d[i] }
+        mean = s / k
+        # The median too: a burst of other work in one window moves the mean, not it.
+        for (i = 1; i <= k; i++) for (j = i + 1; j <= k; j++) if (d[j] < d[i]) { t = d[i]; d[i] = d[j]; d[j] = t }
+        med = k % 2 ? d[(k + 1) / 2] : (d[k / 2] + d[k / 2 + 1]) / 2
+        return sprintf("mean %+.2f us (standard error %.2f), median %+.2f us", mean,
+                       k > 1 ? sqrt((ss - k * mean * mean) / (k - 1) / k) : 0, med)
+      }
+      { state[$1] = $2; busy[$1] = $3; agent[$1] = $4; irq[$1] = $5; n = $1 }
       END {
+        # The slope of busy CPU on disk IRQs/s, over the windows without an agent.
+        for (w = 1; w <= n; w += 2) { m++; mx += irq[w]; my += busy[w] }
+        mx /= m; my /= m
+        for (w = 1; w <= n; w += 2) { sxy += (irq[w] - mx) * (busy[w] - my); sxx += (irq[w] - mx) ^ 2 }
+        b = sxx > 0 ? sxy / sxx : 0
         for (w = 2; w < n; w += 2) {
           if (state[w] != who) continue
-          d = (busy[w] - (busy[w - 1] + busy[w + 1]) / 2) / rps * 1e6
-          k++; s += d; ss += d * d; ag += agent[w] / rps * 1e6; ds[k] = d
+          k++
+          raw[k] = (busy[w] - (busy[w - 1] + busy[w + 1]) / 2) / rps * 1e6
+          dirq = irq[w] - (irq[w - 1] + irq[w + 1]) / 2
+          adj[k] = raw[k] - b * dirq / rps * 1e6
+          shift += dirq / rps; shift2 += (dirq / rps) ^ 2; ag += agent[w] / rps * 1e6
         }
         if (k == 0) exit
-        mean = s / k; se = k > 1 ? sqrt((ss - k * mean * mean) / (k - 1) / k) : 0
-        # The median too: a burst of other work in one window moves the mean, not it.
-        for (i = 1; i <= k; i++) for (j = i + 1; j <= k; j++) if (ds[j] < ds[i]) { t = ds[i]; ds[i] = ds[j]; ds[j] = t }
-        median = k % 2 ? ds[(k + 1) / 2] : (ds[k / 2] + ds[k / 2 + 1]) / 2
-        printf "%s%d pairs at %d requests/s: whole machine (less the tuner) per traced request: mean %+.2f us (standard error %.2f), median %+.2f us; agent process %.2f us\n",
-          name, k, rps, mean, se, median, ag / k
+        printf "%s%d pairs at %d requests/s: whole machine (less the tuner) per traced request: %s; agent process %.2f us\n",
+          name, k, rps, summary(raw, k), ag / k
+        shift /= k
+        shift_se = k > 1 ? sqrt((shift2 - k * shift * shift) / (k - 1) / k) : 0
+        if (sxx > 0)
+          printf "%s  adjusted for the disk'"'"'s IRQs: %s (slope %.1f us of CPU per IRQ over the %d windows without an agent; the agent moved the disk'"'"'s IRQs by %+.4f per request, standard error %.4f: %+.2f us through the slope)\n",
+            name, summary(adj, k), b * 1e6, m, shift, shift_se, b * shift * 1e6
       }' "$OUT/windows"
   done
   exit 0
