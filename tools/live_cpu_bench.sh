@@ -44,12 +44,12 @@
 # window, then the mean difference per request with its standard error over
 # the pairs, and their median (robust to a burst of other work in a window).
 # Then the same adjusted for the disk's interrupts per second (its PCI
-# device's MSI lines in /proc/interrupts), a covariate the agent does not
-# cause: on this VM it explains most of the load's own window-to-window
-# swing (the host's completion pattern). The slope comes from the windows
-# without an agent; the line also says how far the agent moved the
-# covariate, and what that shift alone would add through the slope (a shift
-# beyond its noise makes the adjusted figure suspect: use the raw one).
+# device's MSI lines in /proc/interrupts): on this VM they explain most of
+# the load's own window-to-window swing (the host's completion pattern).
+# The slope comes from the windows without an agent. The adjustment holds
+# only if the agent does not move the covariate itself, so the line also
+# says how far it moved, with its standard error, and what that shift alone
+# adds through the slope (a shift beyond its noise: read the raw line).
 # With OTHER_AGENT (`--toggle BUILD RATE PAIRS MODE OTHER_AGENT`, another
 # build's spintune-agent binary), the windows with an agent alternate between
 # BUILD's (A) and OTHER_AGENT (B), and each is summed up apart: two builds'
