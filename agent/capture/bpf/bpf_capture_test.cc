@@ -45,6 +45,22 @@ std::string WhyNotHere(bool with_raw, std::string* disk) {
   return disk->empty() ? "no block disk behind /var/tmp" : "";
 }
 
+// A capture's completions and its dispatch histograms, summed over outputs.
+struct OutputSums {
+  LatencyHistogram wake, handler;
+  uint64_t completions = 0;
+  // Returns the wakes `out` added.
+  uint64_t Add(const CaptureOutput& out) {
+    const uint64_t wakes_before = wake.total_count();
+    completions += out.CompletionCount();
+    for (const auto& d : out.dispatch_histograms) {
+      for (const auto& [index, n] : d.wake.buckets) wake.AddToBucket(index, n);
+      for (const auto& [index, n] : d.handler.buckets) handler.AddToBucket(index, n);
+    }
+    return wake.total_count() - wakes_before;
+  }
+};
+
 #define SKIP_UNLESS_HERE(with_raw, disk)                                \
   do {                                                                  \
     const std::string why = WhyNotHere(with_raw, disk);                 \
@@ -148,10 +164,10 @@ TEST(BpfCaptureTest, WakeLatenciesAreTheCorrelators) {
   ASSERT_TRUE((*bpf)->Take(&bpf_out, absl::ZeroDuration()).ok());
   ASSERT_TRUE((*raw)->Take(&raw_out, absl::Milliseconds(100)).ok());
 
-  LatencyHistogram bpf_wake, raw_wake;
-  for (const auto& d : bpf_out.dispatch_histograms) {
-    for (const auto& [index, n] : d.wake.buckets) bpf_wake.AddToBucket(index, n);
-  }
+  OutputSums bpf_sums;
+  bpf_sums.Add(bpf_out);
+  const LatencyHistogram& bpf_wake = bpf_sums.wake;
+  LatencyHistogram raw_wake;
   for (const auto& d : raw_out.dispatches) {
     if (d.wake_ns) raw_wake.Record(*d.wake_ns);
   }
@@ -196,33 +212,17 @@ TEST(BpfCaptureTest, WakeWindowsSampleTheWakes) {
     ASSERT_TRUE((*all)->Take(&before, absl::ZeroDuration()).ok());
     ASSERT_TRUE((*some)->Take(&before, absl::ZeroDuration()).ok());
   }
-  struct Sums {
-    LatencyHistogram wake, handler;
-    uint64_t completions = 0;
-    void Add(const CaptureOutput& out) {
-      completions += out.CompletionCount();
-      for (const auto& d : out.dispatch_histograms) {
-        for (const auto& [index, n] : d.wake.buckets) wake.AddToBucket(index, n);
-        for (const auto& [index, n] : d.handler.buckets) handler.AddToBucket(index, n);
-      }
-    }
-  };
   // Over the run, and over the reads in which `some` saw at least half of
   // `all`'s wakes (its windows; the reads that straddle a window's edge
   // fall either way).
-  Sums all_run, some_run, all_in, some_in;
+  OutputSums all_run, some_run, all_in, some_in;
   auto take_both = [&]() -> absl::Status {
     CaptureOutput s, a;
     // The windows turn in Take: the agent calls it all along.
     absl::Status status = (*some)->Take(&s, absl::ZeroDuration());
     if (status.ok()) status = (*all)->Take(&a, absl::ZeroDuration());
-    Sums s_read, a_read;
-    s_read.Add(s);
-    a_read.Add(a);
-    some_run.Add(s);
-    all_run.Add(a);
-    if (a_read.wake.total_count() > 0 &&
-        2 * s_read.wake.total_count() >= a_read.wake.total_count()) {
+    const uint64_t some_wakes = some_run.Add(s), all_wakes = all_run.Add(a);
+    if (all_wakes > 0 && 2 * some_wakes >= all_wakes) {
       some_in.Add(s);
       all_in.Add(a);
     }
