@@ -6,11 +6,12 @@
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_format.h"
 #include "agent/io_load.h"
+#include "common/process_setup.h"
 #include "common/signal_waiter.h"
 #include "common/version.h"
 
 int main(int argc, char** argv) {
-  spintune::BlockShutdownSignals();  // before any thread starts
+  spintune::SetUpProcess();  // before any thread starts
   spintune::IoLoadOptions o;
   double seconds = 5;
   uint64_t file_mb = 64;

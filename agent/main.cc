@@ -20,6 +20,7 @@
 #include "common/cli_checks.h"
 #include "common/file_util.h"
 #include "common/logging.h"
+#include "common/process_setup.h"
 #include "common/signal_waiter.h"
 #include "common/version.h"
 #include "policy/outcome_report.h"
@@ -87,7 +88,7 @@ int ListBoards(const std::string& format) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  spintune::BlockShutdownSignals();  // before any thread starts
+  spintune::SetUpProcess();  // before any thread starts
   Flags f;
   CLI::App app{"spintune-agent: measure a board's command completion times and stream them "
                "to spintune-tuner; apply the policy tables it pushes back."};

@@ -28,6 +28,7 @@
 #include "agent/policy_sink.h"
 #include "models/latency_histogram.h"
 #include "common/logging.h"
+#include "common/process_setup.h"
 #include "common/signal_waiter.h"
 #include "common/version.h"
 #include "nlohmann/json.hpp"
@@ -63,7 +64,7 @@ class HistogramSimSource : public spintune::SampleSource {
 }  // namespace
 
 int main(int argc, char** argv) {
-  spintune::BlockShutdownSignals();
+  spintune::SetUpProcess();  // before any thread starts
   std::string tuner = "127.0.0.1:50051";
   int agents = 10;
   uint64_t samples = 20000;

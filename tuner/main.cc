@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/cli_checks.h"
 #include "common/logging.h"
+#include "common/process_setup.h"
 #include "common/signal_waiter.h"
 #include "proto/channel_security.h"
 #include "common/version.h"
@@ -68,7 +69,7 @@ int main(int argc, char** argv) {
   // arenas that never shrink. A fixed threshold returns them to the system,
   // so the tuner's memory follows --max-queued-mb.
   mallopt(M_MMAP_THRESHOLD, 256 * 1024);
-  spintune::BlockShutdownSignals();  // before any thread starts
+  spintune::SetUpProcess();  // before any thread starts
   // Server reflection (grpc.reflection.v1alpha) on every server built here,
   // so grpcurl and other generic clients can list and call the services.
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();

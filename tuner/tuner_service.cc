@@ -1,9 +1,11 @@
 #include "tuner/tuner_service.h"
 
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <vector>
 
+#include <google/protobuf/arena.h>
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/wire_format_lite.h>
 
@@ -191,6 +193,46 @@ absl::string_view BatchBytes(absl::string_view bytes) {
   return bytes.substr(at);
 }
 
+// The arena a read is parsed into: its first block is this thread's, kept
+// from read to read, so a batch's messages (per key a KeyHistogram, its
+// HistogramDelta and two packed arrays) cost no malloc and free each. A
+// message larger than the block takes further blocks, freed with the arena.
+// A second arena on the thread while one lives (a reaction run inside
+// another) allocates its own blocks.
+class ReadArena {
+ public:
+  ReadArena() : owner_(!block_.in_use), arena_(Options(owner_)) {
+    if (owner_) block_.in_use = true;
+  }
+  ~ReadArena() {
+    if (owner_) block_.in_use = false;  // (the arena is done with it before it is reused)
+  }
+  ReadArena(const ReadArena&) = delete;
+  ReadArena& operator=(const ReadArena&) = delete;
+  google::protobuf::Arena* get() { return &arena_; }
+
+ private:
+  static constexpr size_t kBlockBytes = 256 << 10;  // a 64-key batch needs about 100 KiB
+  struct Block {
+    std::unique_ptr<char[]> bytes;
+    bool in_use = false;
+  };
+  static google::protobuf::ArenaOptions Options(bool owner) {
+    google::protobuf::ArenaOptions o;
+    if (owner) {
+      if (!block_.bytes) block_.bytes = std::make_unique<char[]>(kBlockBytes);
+      o.initial_block = block_.bytes.get();
+      o.initial_block_size = kBlockBytes;
+    }
+    return o;
+  }
+  static thread_local Block block_;
+
+  const bool owner_;
+  google::protobuf::Arena arena_;
+};
+thread_local ReadArena::Block ReadArena::block_;
+
 // Reads raw messages (the Session method is registered raw): a batch is
 // fingerprinted by the bytes the agent sent, not by serializing it again
 // (TunerCore::OnBatch).
@@ -219,63 +261,17 @@ class SessionReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, gr
       return;
     }
     const absl::string_view bytes = ReceivedBytes();
-    // (Its buffers and the parsed message are released by ReleaseRead.)
-    const bool parsed = request_.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()));
-    if (!parsed) {
-      ReleaseRead(bytes.size());
-      state_->ReadDone(true);
-      return state_->Fail(absl::InvalidArgumentError("an agent message that does not parse"));
-    }
-    auto state = state_;
-    auto done = [state] { state->JobDone(); };
-    switch (request_.msg_case()) {
-      case v1::AgentMessage::kHello:
-        if (seen_hello_) {
-          state_->ReadDone(true);
-          return state_->Fail(absl::FailedPreconditionError("second hello"));
-        }
-        seen_hello_ = true;
-        if (!bound_target_.empty() && request_.hello().agent_id() != bound_target_) {
-          core_->CountRefusedCall(/*authenticated=*/true);
-          Logger().warn("refused {}: token '{}' reporting as '{}'", peer_, token_name_,
-                        Printable(request_.hello().agent_id()));
-          state_->ReadDone(true);
-          return state_->Fail(absl::PermissionDeniedError(
-              absl::StrCat("token '", token_name_, "' is for target '", bound_target_,
-                           "', not '", Printable(request_.hello().agent_id()), "'")));
-        }
-        state_->JobStarted();
-        hello_ = request_.hello();  // batches are decoded against it here
-        core_->OnHello(state_, std::move(*request_.mutable_hello()), done);
-        break;
-      case v1::AgentMessage::kBatch:
-      case v1::AgentMessage::kApplied:
-      case v1::AgentMessage::kDrain:
-      case v1::AgentMessage::kKnobsDeclared:
-      case v1::AgentMessage::kKnobTrial:
-      case v1::AgentMessage::kKnobApplied:
-        if (!seen_hello_) {
-          state_->ReadDone(true);
-          return state_->Fail(absl::FailedPreconditionError("the first message must be hello"));
-        }
-        state_->JobStarted();
-        if (request_.has_batch()) {
-          // Decoded from the read buffer in place.
-          core_->OnBatch(state_, hello_, request_.batch(), BatchBytes(bytes), done);
-        } else if (request_.has_applied()) {
-          core_->OnApplied(state_, std::move(*request_.mutable_applied()), done);
-        } else if (request_.has_drain()) {
-          core_->OnDrain(state_, done);
-        } else {
-          core_->OnKnobMessage(state_, std::move(request_), done);
-        }
-        break;
-      default:
-        state_->ReadDone(true);
-        return state_->Fail(absl::InvalidArgumentError("empty agent message"));
+    absl::Status refused;
+    {
+      ReadArena arena;
+      auto* request = google::protobuf::Arena::CreateMessage<v1::AgentMessage>(arena.get());
+      refused = request->ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))
+                    ? Dispatch(*request, bytes)
+                    : absl::InvalidArgumentError("an agent message that does not parse");
     }
     ReleaseRead(bytes.size());
     state_->ReadDone(true);
+    if (!refused.ok()) return state_->Fail(refused);
     state_->MaybeRead();
   }
 
@@ -293,6 +289,51 @@ class SessionReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, gr
   }
 
  private:
+  // Hands a parsed message (`bytes`: as received) to the core; an error
+  // refuses the stream.
+  absl::Status Dispatch(v1::AgentMessage& request, absl::string_view bytes) {
+    auto state = state_;
+    auto done = [state] { state->JobDone(); };
+    switch (request.msg_case()) {
+      case v1::AgentMessage::kHello:
+        if (seen_hello_) return absl::FailedPreconditionError("second hello");
+        seen_hello_ = true;
+        if (!bound_target_.empty() && request.hello().agent_id() != bound_target_) {
+          core_->CountRefusedCall(/*authenticated=*/true);
+          Logger().warn("refused {}: token '{}' reporting as '{}'", peer_, token_name_,
+                        Printable(request.hello().agent_id()));
+          return absl::PermissionDeniedError(
+              absl::StrCat("token '", token_name_, "' is for target '", bound_target_,
+                           "', not '", Printable(request.hello().agent_id()), "'"));
+        }
+        state_->JobStarted();
+        hello_ = request.hello();  // batches are decoded against it here
+        core_->OnHello(state_, hello_, done);
+        return absl::OkStatus();
+      case v1::AgentMessage::kBatch:
+      case v1::AgentMessage::kApplied:
+      case v1::AgentMessage::kDrain:
+      case v1::AgentMessage::kKnobsDeclared:
+      case v1::AgentMessage::kKnobTrial:
+      case v1::AgentMessage::kKnobApplied:
+        if (!seen_hello_) return absl::FailedPreconditionError("the first message must be hello");
+        state_->JobStarted();
+        if (request.has_batch()) {
+          // Decoded from the read buffer in place.
+          core_->OnBatch(state_, hello_, request.batch(), BatchBytes(bytes), done);
+        } else if (request.has_applied()) {
+          core_->OnApplied(state_, request.applied(), done);
+        } else if (request.has_drain()) {
+          core_->OnDrain(state_, done);
+        } else {
+          core_->OnKnobMessage(state_, request, done);
+        }
+        return absl::OkStatus();
+      default:
+        return absl::InvalidArgumentError("empty agent message");
+    }
+  }
+
   // Messages up to this size keep their buffers for the stream's next read.
   static constexpr size_t kKeptReadBytes = 256 << 10;
 
@@ -312,18 +353,16 @@ class SessionReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, gr
     return bytes_;
   }
 
-  // Drops the read's bytes and its parsed message. A large message's
-  // buffers are freed, not kept: kept, each stream would hold two copies
-  // of the largest message it ever sent (docs/reliability.md's bound).
+  // Drops the read's bytes. A large message's copy is freed, not kept:
+  // kept, each stream would hold a copy of the largest message it ever sent
+  // (docs/reliability.md's bound).
   void ReleaseRead(size_t size) {
     slice_ = grpc::Slice();
     read_.Clear();
     if (size > kKeptReadBytes) {
       std::string().swap(bytes_);
-      v1::AgentMessage().Swap(&request_);
     } else {
       bytes_.clear();
-      request_.Clear();
     }
   }
 
@@ -334,7 +373,6 @@ class SessionReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, gr
   grpc::ByteBuffer read_;       // the read in flight
   grpc::Slice slice_;           // its one slice, when it has one
   std::string bytes_;           // else its bytes copied, contiguous
-  v1::AgentMessage request_;    // parsed from those bytes
   std::shared_ptr<SessionState> state_;
   bool seen_hello_ = false;  // reactions run one at a time per stream
   v1::Hello hello_;
