@@ -46,6 +46,7 @@ const std::vector<double>& QuantileGrid() {
 
 std::vector<double> GridQuantiles(const LatencyHistogram& histogram) {
   std::vector<double> q;
+  q.reserve(QuantileGrid().size());
   for (double p : QuantileGrid()) q.push_back(histogram.QuantileNs(p));
   return q;
 }

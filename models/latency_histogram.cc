@@ -6,23 +6,6 @@
 
 namespace spintune {
 
-uint64_t LatencyHistogram::BucketLowerNs(int index) {
-  assert(index >= 0 && index < kBucketCount);
-  if (index < kLinearBuckets) return static_cast<uint64_t>(index);
-  const int rel = index - kLinearBuckets;
-  const int exponent = 8 + rel / kSubBucketsPerOctave;
-  const uint64_t mantissa = kSubBucketsPerOctave + rel % kSubBucketsPerOctave;
-  return mantissa << (exponent - 7);
-}
-
-uint64_t LatencyHistogram::BucketUpperNs(int index) {
-  assert(index >= 0 && index < kBucketCount);
-  if (index < kLinearBuckets) return static_cast<uint64_t>(index);
-  const int rel = index - kLinearBuckets;
-  const int exponent = 8 + rel / kSubBucketsPerOctave;
-  return BucketLowerNs(index) + (uint64_t{1} << (exponent - 7)) - 1;
-}
-
 double LatencyHistogram::BucketMidNs(int index) {
   return 0.5 * (static_cast<double>(BucketLowerNs(index)) +
                 static_cast<double>(BucketUpperNs(index)));

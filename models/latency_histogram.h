@@ -17,6 +17,7 @@
 #ifndef SPINTUNE_MODELS_LATENCY_HISTOGRAM_H_
 #define SPINTUNE_MODELS_LATENCY_HISTOGRAM_H_
 
+#include <cassert>
 #include <cstddef>
 #include <cstdint>
 #include <utility>
@@ -43,9 +44,21 @@ class LatencyHistogram {
     return shift * kSubBucketsPerOctave + static_cast<int>(v >> shift);
   }
   // Smallest and largest value (inclusive) that map to bucket `index`.
-  // REQUIRES: 0 <= index < kBucketCount.
-  static uint64_t BucketLowerNs(int index);
-  static uint64_t BucketUpperNs(int index);
+  // REQUIRES: 0 <= index < kBucketCount. (Inline: checking a histogram
+  // delta's sum takes both bounds of every bucket.)
+  static uint64_t BucketLowerNs(int index) {
+    assert(index >= 0 && index < kBucketCount);
+    if (index < kLinearBuckets) return static_cast<uint64_t>(index);
+    const int rel = index - kLinearBuckets;
+    const uint64_t mantissa = kSubBucketsPerOctave + rel % kSubBucketsPerOctave;
+    return mantissa << (1 + rel / kSubBucketsPerOctave);  // exponent 8 + rel / 128, less 7
+  }
+  static uint64_t BucketUpperNs(int index) {
+    assert(index >= 0 && index < kBucketCount);
+    if (index < kLinearBuckets) return static_cast<uint64_t>(index);
+    const int rel = index - kLinearBuckets;
+    return BucketLowerNs(index) + (uint64_t{1} << (1 + rel / kSubBucketsPerOctave)) - 1;
+  }
   // Midpoint of the bucket: the value that stands for its samples.
   static double BucketMidNs(int index);
 
