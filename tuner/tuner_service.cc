@@ -205,7 +205,9 @@ class ReadArena {
     if (owner_) block_.in_use = true;
   }
   ~ReadArena() {
-    if (owner_) block_.in_use = false;  // (the arena is done with it before it is reused)
+    // arena_ is destroyed right after this, on this thread: no other
+    // ReadArena here can take the block before it is done with it.
+    if (owner_) block_.in_use = false;
   }
   ReadArena(const ReadArena&) = delete;
   ReadArena& operator=(const ReadArena&) = delete;
