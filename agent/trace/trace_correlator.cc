@@ -744,9 +744,11 @@ bool TraceCorrelator::Process(const TraceRecord& r) {
         ok = OnIrqExit(r);
         break;
       case TypedEvent::Kind::kWaking:
+        ++stats_.sched_events;
         OnWaking(r);
         break;
       case TypedEvent::Kind::kSwitch:
+        ++stats_.sched_events;
         OnSwitch(r);
         break;
     }

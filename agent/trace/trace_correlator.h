@@ -110,6 +110,7 @@ struct CorrelatorStats {
   uint64_t retried = 0;         // MMC requests re-issued before their done
   uint64_t malformed_payloads = 0;
   uint64_t other_events = 0;    // events the correlator does not use
+  uint64_t sched_events = 0;    // sched_waking and sched_switch records
   uint64_t last_ts_ns = 0;      // timestamp of the last record processed
 };
 
