@@ -1,53 +1,47 @@
 #include "models/cross_board_model.h"
 
 #include <algorithm>
+#include <cassert>
 #include <cmath>
+#include <iterator>
 
 #include "absl/strings/str_cat.h"
+#include "models/inverse_clock_sums.h"
 
 namespace spintune {
-namespace {
-
-// Weighted least squares for y = a + c * (1 / f) with one column of y per
-// output; returns the 2 x m coefficients. With one distinct clock the slope
-// is fixed at 0 and a is the weighted mean.
-Eigen::Matrix<double, 2, Eigen::Dynamic> FitInverseClock(const Eigen::VectorXd& inv_f,
-                                                        const Eigen::VectorXd& weight,
-                                                        const Eigen::MatrixXd& y) {
-  const Eigen::Index k = inv_f.size();
-  Eigen::Matrix<double, 2, Eigen::Dynamic> coef(2, y.cols());
-  const bool one_clock = (inv_f.array() - inv_f(0)).abs().maxCoeff() <= 1e-12 * inv_f(0);
-  const Eigen::VectorXd sw = weight.array().sqrt();
-  if (one_clock) {
-    const double wsum = weight.sum();
-    coef.row(0) = (weight.transpose() * y) / wsum;
-    coef.row(1).setZero();
-    return coef;
-  }
-  Eigen::MatrixXd design(k, 2);
-  design.col(0).setOnes();
-  design.col(1) = inv_f;
-  const Eigen::MatrixXd a = sw.asDiagonal() * design;
-  const Eigen::MatrixXd b = sw.asDiagonal() * y;
-  coef = a.colPivHouseholderQr().solve(b);
-  return coef;
-}
-
-}  // namespace
 
 const std::vector<double>& QuantileGrid() {
   static const std::vector<double> kGrid = [] {
     std::vector<double> g;
-    for (int i = 0; i < 100; ++i) g.push_back((i + 0.5) / 100.0);
+    for (int i = 0; i < kQuantileGridPoints; ++i) g.push_back((i + 0.5) / kQuantileGridPoints);
     return g;
   }();
   return kGrid;
 }
 
+std::array<uint16_t, kQuantileGridPoints> GridQuantileBuckets(const LatencyHistogram& histogram) {
+  static_assert(LatencyHistogram::kBucketCount <= 65536, "bucket indices fit 16 bits");
+  std::array<uint16_t, kQuantileGridPoints> out{};
+  const uint64_t n = histogram.total_count();
+  if (n == 0) return out;
+  // QuantileNs' nearest rank at every grid point; the ranks only grow.
+  const auto& buckets = histogram.buckets();
+  auto bucket = buckets.begin();
+  uint64_t seen = bucket->second;
+  for (int i = 0; i < kQuantileGridPoints; ++i) {
+    const uint64_t rank = std::max<uint64_t>(
+        1, static_cast<uint64_t>(std::ceil(QuantileGrid()[i] * static_cast<double>(n))));
+    while (seen < rank && std::next(bucket) != buckets.end()) seen += (++bucket)->second;
+    out[i] = static_cast<uint16_t>(bucket->first);
+  }
+  return out;
+}
+
 std::vector<double> GridQuantiles(const LatencyHistogram& histogram) {
-  std::vector<double> q;
-  q.reserve(QuantileGrid().size());
-  for (double p : QuantileGrid()) q.push_back(histogram.QuantileNs(p));
+  std::vector<double> q(kQuantileGridPoints, 0.0);
+  if (histogram.empty()) return q;
+  const auto buckets = GridQuantileBuckets(histogram);
+  for (int i = 0; i < kQuantileGridPoints; ++i) q[i] = LatencyHistogram::BucketMidNs(buckets[i]);
   return q;
 }
 
@@ -61,20 +55,23 @@ WaitDistribution DistributionFromQuantiles(std::vector<double> quantiles_ns,
 
 absl::StatusOr<CrossBoardModel> CrossBoardModel::Fit(const std::vector<BoardObservation>& boards) {
   if (boards.empty()) return absl::InvalidArgumentError("no boards to fit on");
-  const size_t m = QuantileGrid().size();
-  Eigen::VectorXd inv_f(boards.size()), w(boards.size());
-  Eigen::MatrixXd y(boards.size(), m);
+  InverseClockSums sums(kQuantileGridPoints);
   for (size_t b = 0; b < boards.size(); ++b) {
-    if (!(boards[b].cpu_khz > 0) || boards[b].quantiles_ns.size() != m || !(boards[b].weight > 0)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("board ", b, ": needs cpu_khz > 0, weight > 0 and ", m, " quantiles"));
+    if (!(boards[b].cpu_khz > 0) || boards[b].quantiles_ns.size() != kQuantileGridPoints ||
+        !(boards[b].weight > 0)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "board ", b, ": needs cpu_khz > 0, weight > 0 and ", kQuantileGridPoints, " quantiles"));
     }
-    inv_f(b) = 1e6 / boards[b].cpu_khz;  // ns per cycle
-    w(b) = boards[b].weight;
-    for (size_t p = 0; p < m; ++p) y(b, p) = boards[b].quantiles_ns[p];
+    sums.Add(boards[b].cpu_khz, boards[b].weight,
+             Eigen::Map<const Eigen::VectorXd>(boards[b].quantiles_ns.data(), kQuantileGridPoints));
   }
+  return FromSums(sums);
+}
+
+CrossBoardModel CrossBoardModel::FromSums(const InverseClockSums& sums) {
+  assert(sums.outputs() == kQuantileGridPoints);
   CrossBoardModel model;
-  model.coef_ = FitInverseClock(inv_f, w, y);
+  model.coef_ = sums.Solve();
   return model;
 }
 
@@ -88,21 +85,29 @@ std::vector<double> CrossBoardModel::PredictQuantiles(double cpu_khz) const {
   return q;
 }
 
-absl::StatusOr<PlatformCosts> PredictCosts(const std::vector<CostObservation>& boards,
-                                           double cpu_khz) {
-  if (boards.empty()) return absl::InvalidArgumentError("no boards to predict costs from");
-  Eigen::VectorXd inv_f(boards.size()), w = Eigen::VectorXd::Ones(boards.size());
-  Eigen::MatrixXd y(boards.size(), 5);
-  for (size_t b = 0; b < boards.size(); ++b) {
-    if (!(boards[b].cpu_khz > 0)) return absl::InvalidArgumentError("cpu_khz must be > 0");
-    inv_f(b) = 1e6 / boards[b].cpu_khz;
-    const PlatformCosts& c = boards[b].costs;
-    y.row(b) << c.irq_cpu_ns, c.irq_wake_ns, c.poll_read_ns, c.timer_cpu_ns, c.timer_wake_ns;
-  }
-  const auto coef = FitInverseClock(inv_f, w, y);
+Eigen::VectorXd CostOutputs(const PlatformCosts& c) {
+  Eigen::VectorXd y(5);
+  y << c.irq_cpu_ns, c.irq_wake_ns, c.poll_read_ns, c.timer_cpu_ns, c.timer_wake_ns;
+  return y;
+}
+
+PlatformCosts CostsFromSums(const InverseClockSums& sums, double cpu_khz) {
+  assert(sums.outputs() == 5);
+  const auto coef = sums.Solve();
   const double x = 1e6 / cpu_khz;
   auto at = [&](int i) { return std::max(0.0, coef(0, i) + coef(1, i) * x); };
   return PlatformCosts{at(0), at(1), at(2), at(3), at(4)};
+}
+
+absl::StatusOr<PlatformCosts> PredictCosts(const std::vector<CostObservation>& boards,
+                                           double cpu_khz) {
+  if (boards.empty()) return absl::InvalidArgumentError("no boards to predict costs from");
+  InverseClockSums sums(5);
+  for (const auto& b : boards) {
+    if (!(b.cpu_khz > 0)) return absl::InvalidArgumentError("cpu_khz must be > 0");
+    sums.Add(b.cpu_khz, 1.0, CostOutputs(b.costs));
+  }
+  return CostsFromSums(sums, cpu_khz);
 }
 
 }  // namespace spintune

@@ -1,5 +1,7 @@
 #include "models/cross_board_model.h"
 
+#include <random>
+
 #include "gtest/gtest.h"
 
 namespace spintune {
@@ -53,6 +55,23 @@ TEST(CrossBoardModel, RejectsBadInput) {
   EXPECT_FALSE(CrossBoardModel::Fit({}).ok());
   EXPECT_FALSE(CrossBoardModel::Fit({{0, Quantiles(1), 1}}).ok());
   EXPECT_FALSE(CrossBoardModel::Fit({{1000, {1, 2, 3}, 1}}).ok());
+}
+
+// The one-pass grid quantiles are LatencyHistogram::QuantileNs at every
+// grid point, for small and skewed histograms as well.
+TEST(CrossBoardModel, GridQuantilesAreTheHistogramsQuantiles) {
+  std::mt19937_64 rng(5);
+  std::lognormal_distribution<double> ns(std::log(200e3), 1.0);
+  for (int samples : {1, 2, 7, 99, 100, 101, 5000}) {
+    LatencyHistogram h;
+    for (int i = 0; i < samples; ++i) h.Record(static_cast<uint64_t>(ns(rng)), 1 + i % 3);
+    const std::vector<double> q = GridQuantiles(h);
+    ASSERT_EQ(q.size(), QuantileGrid().size());
+    for (size_t i = 0; i < q.size(); ++i) {
+      EXPECT_EQ(q[i], h.QuantileNs(QuantileGrid()[i])) << samples << " samples, point " << i;
+    }
+  }
+  EXPECT_EQ(GridQuantiles(LatencyHistogram()), std::vector<double>(kQuantileGridPoints, 0.0));
 }
 
 }  // namespace

@@ -8,6 +8,9 @@
 // turned into a synthetic histogram; the new board's own declared platform
 // costs are used when it declared them, otherwise costs predicted from the
 // other boards. The table is then fitted as usual (BuildPolicyTable).
+// PredictPolicyTable reads all of `others` for one prediction; the tuner
+// keeps them as policy/cold_start_evidence.h (the same prediction, O(the
+// target's keys) each).
 //
 // Pure function; thread-safe.
 #ifndef SPINTUNE_POLICY_COLD_START_H_

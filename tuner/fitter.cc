@@ -31,7 +31,10 @@ absl::StatusOr<std::unique_ptr<Fitter>> Fitter::Create(FitterOptions options,
 
 Fitter::Fitter(FitterOptions options, std::unique_ptr<Store> store,
                std::function<void(FitResult)> deliver)
-    : options_(std::move(options)), store_(std::move(store)), deliver_(std::move(deliver)) {
+    : options_(std::move(options)),
+      store_(std::move(store)),
+      deliver_(std::move(deliver)),
+      evidence_(options_.fit) {
   thread_ = std::thread([this] { Loop(); });
 }
 
@@ -251,28 +254,27 @@ FitResult Fitter::RunRefit(const Request& r) {
 }
 
 absl::Status Fitter::LoadEvidence() {
+  const absl::Time start = absl::Now();
+  if (start < next_list_at_) return absl::OkStatus();
   SPINTUNE_ASSIGN_OR_RETURN(auto targets, store_->ListTargets());
   const absl::Time now = absl::Now();
+  next_list_at_ = now + 10 * (now - start);
   for (const auto& t : targets) {
-    if (t.total_samples == 0) continue;
-    auto it = cache_.find(t.id);
-    if (it != cache_.end() && (it->second.total_samples == t.total_samples ||
+    const int64_t id = t.id;
+    const uint64_t total_samples = t.total_samples;
+    if (total_samples == 0) continue;
+    auto it = cache_.find(id);
+    if (it != cache_.end() && (it->second.total_samples == total_samples ||
                                now - it->second.loaded_at < options_.evidence_ttl)) {
       continue;
     }
-    SPINTUNE_ASSIGN_OR_RETURN(auto record, store_->LoadTarget(t.id));
-    SPINTUNE_ASSIGN_OR_RETURN(auto keys, store_->LoadKeys(t.id));
-    SPINTUNE_ASSIGN_OR_RETURN(auto dispatch, store_->LoadDispatch(t.id));
+    SPINTUNE_ASSIGN_OR_RETURN(auto record, store_->LoadTarget(id));
+    SPINTUNE_ASSIGN_OR_RETURN(auto keys, store_->LoadKeys(id));
+    SPINTUNE_ASSIGN_OR_RETURN(auto dispatch, store_->LoadDispatch(id));
     FitInputs in = BuildFitInputs(record, std::move(keys), dispatch);
-    BoardEvidence e{std::move(in.cpu_classes), std::move(in.devices), std::move(in.keys)};
-    if (it == cache_.end()) {
-      it = cache_.emplace(t.id, Cached{0, now, evidence_.size()}).first;
-      evidence_.push_back(std::move(e));
-    } else {
-      evidence_[it->second.index] = std::move(e);
-    }
-    it->second.total_samples = t.total_samples;
-    it->second.loaded_at = now;
+    evidence_.Set(id, BoardEvidence{std::move(in.cpu_classes), std::move(in.devices),
+                                    std::move(in.keys)});
+    cache_[id] = Cached{total_samples, now};
   }
   return absl::OkStatus();
 }
@@ -331,14 +333,7 @@ FitResult Fitter::RunPredict(const Request& r) {
   // Only other targets with samples are evidence: the requester had none at
   // its hello, but under load its first batches may be stored before this
   // runs, and a "prediction" from its own samples is not one.
-  const std::vector<BoardEvidence>* others = &evidence_;
-  std::vector<BoardEvidence> without_self;
-  if (auto self = cache_.find(r.target_id); self != cache_.end()) {
-    without_self = evidence_;
-    without_self.erase(without_self.begin() + static_cast<std::ptrdiff_t>(self->second.index));
-    others = &without_self;
-  }
-  auto table = PredictPolicyTable(*others, BuildFitInputs(r.record, {}, {}), options_.fit);
+  auto table = evidence_.Predict(BuildFitInputs(r.record, {}, {}), r.target_id);
   if (!table.ok()) {
     Logger().info("target={} board={}: no predicted table ({})", r.target_id, r.record.board,
                   table.status().message());
@@ -351,7 +346,7 @@ FitResult Fitter::RunPredict(const Request& r) {
     return out;
   }
   Logger().info("target={} board={} predicted policy version={} entries={} from {} boards",
-                r.target_id, r.record.board, *version, table->entries.size(), evidence_.size());
+                r.target_id, r.record.board, *version, table->entries.size(), evidence_.boards());
   out.predicted = true;
   out.stored = std::move(*table);
   return out;
