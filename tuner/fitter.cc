@@ -253,6 +253,10 @@ FitResult Fitter::RunRefit(const Request& r) {
   return out;
 }
 
+// Loading a target's evidence takes about a millisecond: a fleet's worth
+// is loaded over many predictions, each from what is loaded so far.
+constexpr absl::Duration kLoadBudget = absl::Milliseconds(50);
+
 absl::Status Fitter::LoadEvidence() {
   const absl::Time start = absl::Now();
   if (start < next_list_at_) return absl::OkStatus();
@@ -267,6 +271,11 @@ absl::Status Fitter::LoadEvidence() {
     if (it != cache_.end() && (it->second.total_samples == total_samples ||
                                now - it->second.loaded_at < options_.evidence_ttl)) {
       continue;
+    }
+    if (absl::Now() - now > kLoadBudget) {
+      // The rest at the next prediction (the list is read again for it).
+      next_list_at_ = absl::InfinitePast();
+      break;
     }
     SPINTUNE_ASSIGN_OR_RETURN(auto record, store_->LoadTarget(id));
     SPINTUNE_ASSIGN_OR_RETURN(auto keys, store_->LoadKeys(id));

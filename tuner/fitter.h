@@ -25,7 +25,10 @@
 // samples and reloaded when its sample count changed, at most once per
 // TunerOptions::evidence_ttl. The list of targets with samples is read again
 // for a prediction unless the last read is younger than ten times what it
-// took (a tenth of the fitter's time at most, in a fleet).
+// took (a tenth of the fitter's time at most, in a fleet). A prediction
+// loads targets for at most 50 ms and predicts from what is loaded: in a
+// fleet whose agents all arrive at once the first tables come from part of
+// the fleet, and none waits for all of it to load.
 //
 // Thread-safety: Predict(), Refit() and Sync() from any thread; `deliver`
 // runs on the fitter's thread.
