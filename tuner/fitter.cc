@@ -264,11 +264,9 @@ absl::Status Fitter::LoadEvidence() {
   const absl::Time now = absl::Now();
   next_list_at_ = now + 10 * (now - start);
   for (const auto& t : targets) {
-    const int64_t id = t.id;
-    const uint64_t total_samples = t.total_samples;
-    if (total_samples == 0) continue;
-    auto it = cache_.find(id);
-    if (it != cache_.end() && (it->second.total_samples == total_samples ||
+    if (t.total_samples == 0) continue;
+    auto it = cache_.find(t.id);
+    if (it != cache_.end() && (it->second.total_samples == t.total_samples ||
                                now - it->second.loaded_at < options_.evidence_ttl)) {
       continue;
     }
@@ -277,13 +275,13 @@ absl::Status Fitter::LoadEvidence() {
       next_list_at_ = absl::InfinitePast();
       break;
     }
-    SPINTUNE_ASSIGN_OR_RETURN(auto record, store_->LoadTarget(id));
-    SPINTUNE_ASSIGN_OR_RETURN(auto keys, store_->LoadKeys(id));
-    SPINTUNE_ASSIGN_OR_RETURN(auto dispatch, store_->LoadDispatch(id));
+    SPINTUNE_ASSIGN_OR_RETURN(auto record, store_->LoadTarget(t.id));
+    SPINTUNE_ASSIGN_OR_RETURN(auto keys, store_->LoadKeys(t.id));
+    SPINTUNE_ASSIGN_OR_RETURN(auto dispatch, store_->LoadDispatch(t.id));
     FitInputs in = BuildFitInputs(record, std::move(keys), dispatch);
-    evidence_.Set(id, BoardEvidence{std::move(in.cpu_classes), std::move(in.devices),
-                                    std::move(in.keys)});
-    cache_[id] = Cached{total_samples, now};
+    evidence_.Set(t.id, BoardEvidence{std::move(in.cpu_classes), std::move(in.devices),
+                                      std::move(in.keys)});
+    cache_[t.id] = Cached{t.total_samples, now};
   }
   return absl::OkStatus();
 }

@@ -19,6 +19,15 @@
 namespace spintune {
 namespace {
 
+// A SQLite file of this process's own, not there yet.
+std::string FreshDbPath(const std::string& name) {
+  const std::string path = ::testing::TempDir() + "/fitter_" + name + "_" +
+                           std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
+                           "_" + std::to_string(getpid()) + ".db";
+  std::remove(path.c_str());
+  return path;
+}
+
 TargetRecord Board() {
   TargetRecord r;
   r.agent_id = "leased-board";
@@ -71,10 +80,7 @@ TEST(Fitter, AVerificationWaitsForTheLeaseAnotherTunerHolds) {
 // key's wait trials it for such an agent and not for one that did not say
 // (0: an agent from before the field) or said 2.
 TEST(Fitter, TrialsOnlyForAgentsWhoseDriversReadFormat3) {
-  const std::string path = ::testing::TempDir() + "/fitter_trials_" +
-                           std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
-                           "_" + std::to_string(getpid()) + ".db";
-  std::remove(path.c_str());
+  const std::string path = FreshDbPath("trials");
   auto store = Store::Open(path);
   ASSERT_TRUE(store.ok()) << store.status();
   // Completions of 5 us; blocking costs 20 us of CPU and 30 us of latency,
@@ -142,10 +148,7 @@ TEST(Fitter, TrialsOnlyForAgentsWhoseDriversReadFormat3) {
 // requester's own first batches, stored before the prediction ran, are not
 // in it (policy/cold_start_evidence.h leaves it out).
 TEST(Fitter, AColdStartPredictionLeavesOutTheRequestersOwnSamples) {
-  const std::string path = ::testing::TempDir() + "/fitter_predict_" +
-                           std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
-                           "_" + std::to_string(getpid()) + ".db";
-  std::remove(path.c_str());
+  const std::string path = FreshDbPath("predict");
   auto store = Store::Open(path);
   ASSERT_TRUE(store.ok()) << store.status();
   auto board = [](const std::string& agent, uint64_t khz) {
