@@ -28,6 +28,18 @@ std::string FreshDbPath(const std::string& name) {
   return path;
 }
 
+// A target's first batch: 1,000 completions of `completion_ns` for `key`.
+BatchDelta FirstBatch(const PolicyKey& key, uint64_t completion_ns) {
+  BatchDelta b;
+  b.seq = 1;
+  KeyEvidence k;
+  k.key = key;
+  k.histogram.Record(completion_ns, 1000);
+  b.keys.push_back(k);
+  b.completion_samples = 1000;
+  return b;
+}
+
 TargetRecord Board() {
   TargetRecord r;
   r.agent_id = "leased-board";
@@ -97,14 +109,7 @@ TEST(Fitter, TrialsOnlyForAgentsWhoseDriversReadFormat3) {
     r.max_blob_format = format;
     auto id = (*store)->UpsertTarget(r);
     ASSERT_TRUE(id.ok()) << id.status();
-    BatchDelta b;
-    b.seq = 1;
-    KeyEvidence k;
-    k.key = {"little", "mmc0", 17, 10};
-    k.histogram.Record(5'000, 1000);
-    b.keys.push_back(k);
-    b.completion_samples = 1000;
-    ASSERT_TRUE((*store)->IngestBatch(*id, b).ok());
+    ASSERT_TRUE((*store)->IngestBatch(*id, FirstBatch({"little", "mmc0", 17, 10}, 5'000)).ok());
     format_of[*id] = format;
   }
   absl::Mutex mu;
@@ -164,14 +169,7 @@ TEST(Fitter, AColdStartPredictionLeavesOutTheRequestersOwnSamples) {
   auto store_board = [&](const TargetRecord& r, uint64_t completion_ns) -> int64_t {
     auto id = (*store)->UpsertTarget(r);
     EXPECT_TRUE(id.ok()) << id.status();
-    BatchDelta b;
-    b.seq = 1;
-    KeyEvidence k;
-    k.key = {"cpu", "mmc0", 18, 12};
-    k.histogram.Record(completion_ns, 1000);
-    b.keys.push_back(k);
-    b.completion_samples = 1000;
-    EXPECT_TRUE((*store)->IngestBatch(*id, b).ok());
+    EXPECT_TRUE((*store)->IngestBatch(*id, FirstBatch({"cpu", "mmc0", 18, 12}, completion_ns)).ok());
     return *id;
   };
   store_board(board("known-50", 50'000), 700'000);
