@@ -14,6 +14,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
 #include "agent/batch_spool.h"
+#include "agent/capture/histogram_batch.h"
 #include "agent/knobs/knob_controller.h"
 #include "common/file_util.h"
 #include "common/logging.h"
@@ -196,6 +197,7 @@ absl::StatusOr<bool> Agent::Impl::Produce() {
     batch->clear_dispatches();
     batch->clear_dispatch_histograms();
   }
+  if (options_.histogram_bytes) PackBuckets(batch);
   if (*got == 0 && !HasMeasurements(*batch)) {
     if (source_->exhausted()) source_done_ = true;
     return false;
@@ -571,6 +573,22 @@ absl::StatusOr<Agent::Impl::SessionEnd> Agent::Impl::RunSession() {
       return absl::FailedPreconditionError(
           absl::StrCat("tuner refused the session: ", s.error_message()));
     }
+    return SessionEnd::kBroken;
+  }
+  if (options_.histogram_bytes && !first.hello_ack().accepts_bucket_bytes()) {
+    // It would refuse every histogram delta (and its seq with it).
+    Logger().error("tuner {} does not read histogram deltas as bytes (HistogramDelta.buckets: "
+                   "a tuner older than this agent): nothing sent; upgrade it, or run the agent "
+                   "with --histogram-wire arrays",
+                   tuner());
+    ctx.TryCancel();
+    stream->Finish();
+    // As with a tuner that defers every batch: back off in full and keep
+    // trying (it may be upgraded, or the next tuner of a list reads them).
+    absl::MutexLock lock(&mu_);
+    session_established_ = true;
+    deferred_ = true;
+    acked_at_session_start_ = stats_.batches_acked;
     return SessionEnd::kBroken;
   }
   reconnect_ = false;

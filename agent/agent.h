@@ -87,6 +87,14 @@ struct AgentOptions {
   // false: they are dropped here and the declared costs stand (a platform
   // the driver measured itself, with no tracer slowing its wake-ups).
   bool send_dispatch = true;
+  // Send histogram deltas as HistogramDelta.buckets (agent/capture/
+  // histogram_batch.h: half the bytes, and the tuner stages them without
+  // decoding and re-encoding) instead of bucket_index/bucket_count. A
+  // tuner whose HelloAck does not accept them (older than this field) is
+  // sent no batch: the agent logs an error, ends the session and tries
+  // again (the next tuner of a list) after a backoff, as when a tuner
+  // defers every batch (never giving up on that account).
+  bool histogram_bytes = false;
 };
 
 struct AgentStats {

@@ -49,6 +49,7 @@ struct Flags {
   std::vector<std::string> outcomes;
   std::string capture = "auto";
   std::string irq_costs = "trace";
+  std::string histogram_wire = "arrays";
   uint32_t capture_samples = 0;
   std::string wake_windows = "1s/10s";
   bool probe = false;
@@ -150,6 +151,12 @@ int main(int argc, char** argv) {
                  "(--platform's; measured times are not sent: for a platform file the driver "
                  "measured with no tracer attached)")
       ->check(CLI::IsMember({"trace", "platform"}))
+      ->capture_default_str();
+  app.add_option("--histogram-wire", f.histogram_wire,
+                 "How histogram deltas (bpf capture) go on the wire: arrays (every tuner reads "
+                 "them) or bytes (half the bytes, and less of the tuner's CPU per batch; only "
+                 "to tuners that say they read them: the agent sends nothing to an older one)")
+      ->check(CLI::IsMember({"arrays", "bytes"}))
       ->capture_default_str();
   app.add_option("--capture-samples", f.capture_samples,
                  "tracefs with bpf: send every Nth completion as an individual sample (for "
@@ -339,6 +346,7 @@ int main(int argc, char** argv) {
   }
   options.bounds.max_spin_ns = f.max_spin_ns;
   options.send_dispatch = f.irq_costs == "trace";
+  options.histogram_bytes = f.histogram_wire == "bytes";
   if (!f.allow_strategies.empty()) {
     auto allowed = spintune::ParseStrategyList(f.allow_strategies);
     if (!allowed.ok()) {

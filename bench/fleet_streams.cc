@@ -18,6 +18,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "agent/capture/histogram_batch.h"
 #include "common/status_macros.h"
 #include "models/latency_histogram.h"
 #include "spintune/v1/spintune.grpc.pb.h"
@@ -290,8 +291,11 @@ absl::StatusOr<FleetResult> RunFleetStreams(const FleetOptions& o) {
     SPINTUNE_ASSIGN_OR_RETURN(auto channel, MakeChannel(o.tuner, o.security, args));
     stubs.push_back(std::make_unique<SessionStub>(channel));
   }
-  const BatchBytes batch(o.raw_samples > 0 ? RawTemplate(o.raw_samples, 7)
-                                           : HistogramTemplate(o.keys, o.samples_per_key, 7));
+  v1::SampleBatch batch_template = o.raw_samples > 0
+                                      ? RawTemplate(o.raw_samples, 7)
+                                      : HistogramTemplate(o.keys, o.samples_per_key, 7);
+  if (o.histogram_bytes) PackBuckets(&batch_template);
+  const BatchBytes batch(batch_template);
   const uint64_t samples = o.raw_samples > 0
                                ? o.raw_samples
                                : static_cast<uint64_t>(o.keys) * o.samples_per_key;

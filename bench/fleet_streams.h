@@ -31,6 +31,9 @@ struct FleetOptions {
   // > 0: batches of this many raw completion samples (sample columns, as
   // sim, csv and replay agents send) instead of histogram deltas.
   uint32_t raw_samples = 0;
+  // Histogram deltas as HistogramDelta.buckets instead of the arrays
+  // (agent/capture/histogram_batch.h PackBuckets).
+  bool histogram_bytes = false;
   // > 0: a stream skips its turn while this many of its batches are
   // unacknowledged (an agent's window); with a short `interval` the fleet
   // then sends as fast as the tuner acknowledges.

@@ -80,6 +80,7 @@ int main(int argc, char** argv) {
   double interval_s = 1;
   bool fleet_mode = false;
   bool fleet_raw = false;
+  std::string histogram_wire = "arrays";
   size_t window = 0;
   int channels = 32;
   double duration_s = 20;
@@ -119,6 +120,11 @@ int main(int argc, char** argv) {
   app.add_option("--samples-per-key", samples_per_key,
                  "--histograms: completions per key and interval")
       ->check(CLI::Range(1, 1000000))
+      ->capture_default_str();
+  app.add_option("--histogram-wire", histogram_wire,
+                 "--histograms, --fleet: histogram deltas as arrays or bytes "
+                 "(HistogramDelta.buckets, as spintune-agent --histogram-wire bytes sends them)")
+      ->check(CLI::IsMember({"arrays", "bytes"}))
       ->capture_default_str();
   app.add_flag("--fleet", fleet_mode,
                "Raw Session streams (gRPC callback API over --channels connections) instead of "
@@ -163,6 +169,7 @@ int main(int argc, char** argv) {
     fo.keys = keys;
     fo.samples_per_key = samples_per_key;
     fo.raw_samples = fleet_raw ? static_cast<uint32_t>(batch_size) : 0;
+    fo.histogram_bytes = histogram_wire == "bytes";
     fo.max_unacked = window;
     fo.interval = absl::Seconds(interval_s);
     fo.duration = absl::Seconds(duration_s);
@@ -220,6 +227,7 @@ int main(int argc, char** argv) {
     o.security = security;
     o.give_up_after = absl::Seconds(give_up_s);
     o.drain_timeout = absl::Seconds(60);
+    o.histogram_bytes = histogram_wire == "bytes";
     if (histograms) {
       // One batch per interval, each agent starting at its own phase.
       o.samples_per_second = static_cast<double>(keys) * samples_per_key / interval_s;

@@ -10,7 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "storage/histogram_codec.h"
-#include "storage/varint.h"
+#include "models/varint.h"
 
 namespace spintune {
 namespace {

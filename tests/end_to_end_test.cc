@@ -1,19 +1,28 @@
 // The whole loop over loopback: a real tuner (gRPC + SQLite file), a real
 // agent on a simulated board, the file sink, and the offline `spintune tune`
 // on the very samples the agent sent.
+#include <grpcpp/grpcpp.h>
+
+#include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <thread>
+#include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "agent/agent.h"
+#include "agent/capture/histogram_batch.h"
 #include "agent/policy_sink.h"
+#include "agent/sample_source.h"
 #include "cli/commands.h"
 #include "common/file_util.h"
 #include "gtest/gtest.h"
 #include "policy/policy_blob.h"
 #include "policy/policy_json.h"
 #include "policy/policy_proto.h"
+#include "spintune/v1/spintune.grpc.pb.h"
 #include "storage/store.h"
 #include "tests/testing/temp_dir.h"
 #include "tuner/tuner_server.h"
@@ -328,6 +337,153 @@ TEST(EndToEnd, AgentResendsAcrossATunerRestart) {
   EXPECT_EQ(stats.tuner_total_samples, 20000u);
   EXPECT_EQ(stored(), 20000u);
   (*restarted)->Shutdown(absl::Seconds(2));
+}
+
+// A board whose capture aggregates in the kernel: `batches` batches of
+// histogram deltas of four keys (what the BPF capture sends), then the end.
+class HistogramBoard final : public SampleSource {
+ public:
+  explicit HistogramBoard(int batches) : batches_(batches) {
+    auto sim = MakeSampleSource("sim:microwatt-100mhz", 7);
+    EXPECT_TRUE(sim.ok());
+    if (sim.ok()) (*sim)->Describe(&hello_);
+  }
+  void Describe(v1::Hello* hello) const override { *hello = hello_; }
+  absl::StatusOr<size_t> Fill(size_t, v1::SampleBatch* batch) override {
+    if (made_ == batches_) return 0;
+    std::vector<KeyHistogramDelta> keys;
+    for (uint32_t k = 0; k < 4; ++k) {
+      LatencyHistogram h;
+      KeyHistogramDelta d;
+      d.device = hello_.devices(0).name();
+      d.opcode = 17 + k;
+      d.size_class = 12;
+      for (int i = 0; i < 200; ++i) {
+        const uint64_t ns = 20000 + 131 * static_cast<uint64_t>((i * 7919 + made_ * 31 + k) % 1000);
+        h.Record(ns);
+        d.wait.sum_ns += ns;
+      }
+      for (int i = 0; i < 20; ++i) h.Record(900000);  // a bucket's count above 15
+      d.wait.sum_ns += 20 * 900000;
+      d.wait.buckets = h.buckets();
+      d.wait.count = h.total_count();
+      d.irq_path = d.wait.count;
+      keys.push_back(std::move(d));
+    }
+    ++made_;
+    uint64_t dropped = 0;
+    return AppendHistograms(keys, {}, {{hello_.devices(0).name(), 0}}, batch, &dropped);
+  }
+  bool exhausted() const override { return made_ == batches_; }
+
+ private:
+  v1::Hello hello_;
+  int batches_;
+  int made_ = 0;
+};
+
+AgentOptions HistogramAgentOptions(const std::string& address, const std::string& agent_id,
+                                   bool bytes) {
+  AgentOptions options;
+  options.tuner_address = address;
+  options.agent_id = agent_id;
+  options.give_up_after = absl::Seconds(20);
+  options.drain_timeout = absl::Seconds(10);
+  options.histogram_bytes = bytes;
+  return options;
+}
+
+// --histogram-wire bytes: the tuner stores what the same deltas as arrays
+// give, key for key.
+TEST(EndToEnd, HistogramDeltasAsBytesAreStoredAsTheArraysAre) {
+  testing::TempDir dir;
+  auto tuner = StartTuner(dir.File("tuner.db"));
+  ASSERT_NE(tuner, nullptr);
+  for (const bool bytes : {false, true}) {
+    auto sink = MakePolicySink("none", {"mmc0"});
+    ASSERT_TRUE(sink.ok());
+    Agent agent(HistogramAgentOptions(tuner->address(), bytes ? "bytes" : "arrays", bytes),
+                std::make_unique<HistogramBoard>(5), std::move(*sink));
+    ASSERT_TRUE(agent.Run().ok());
+    EXPECT_EQ(agent.stats().batches_acked, 5u);
+    EXPECT_EQ(agent.stats().batches_rejected, 0u);
+  }
+  tuner->Shutdown(absl::Seconds(5));
+  auto store = Store::Open(dir.File("tuner.db"));
+  ASSERT_TRUE(store.ok()) << store.status();
+  std::map<std::string, std::vector<KeyEvidence>> keys;
+  for (const char* id : {"arrays", "bytes"}) {
+    auto target = (*store)->FindTarget(id);
+    ASSERT_TRUE(target.ok() && target->has_value()) << id;
+    EXPECT_EQ((*target)->total_samples, 5u * 4 * 220) << id;
+    auto loaded = (*store)->LoadKeys((*target)->id);
+    ASSERT_TRUE(loaded.ok()) << loaded.status();
+    keys[id] = std::move(*loaded);
+  }
+  ASSERT_EQ(keys["bytes"].size(), 4u);
+  ASSERT_EQ(keys["arrays"].size(), 4u);
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(keys["bytes"][i].key, keys["arrays"][i].key);
+    EXPECT_EQ(keys["bytes"][i].histogram, keys["arrays"][i].histogram) << i;
+    EXPECT_EQ(keys["bytes"][i].histogram.total_count(), 5u * 220);
+  }
+}
+
+// A tuner from before HistogramDelta.buckets: it answers the Hello without
+// accepts_bucket_bytes and would refuse such deltas. It counts what comes.
+class OldTuner final : public v1::Tuner::Service {
+ public:
+  grpc::Status Session(grpc::ServerContext*,
+                       grpc::ServerReaderWriter<v1::TunerMessage, v1::AgentMessage>* stream)
+      override {
+    v1::AgentMessage in;
+    if (!stream->Read(&in) || !in.has_hello()) return grpc::Status::OK;
+    ++hellos;
+    v1::TunerMessage out;
+    out.mutable_hello_ack()->set_last_durable_seq(0);
+    stream->Write(out);
+    while (stream->Read(&in)) {
+      if (in.has_batch()) ++batches;
+    }
+    return grpc::Status::OK;
+  }
+  std::atomic<int> hellos{0};
+  std::atomic<int> batches{0};
+};
+
+// --histogram-wire bytes sends nothing to a tuner that does not read them,
+// and backs off between its tries; with arrays the same tuner gets batches.
+TEST(EndToEnd, BytesAreNeverSentToATunerThatDoesNotReadThem) {
+  for (const bool bytes : {true, false}) {
+    OldTuner old;
+    int port = 0;
+    grpc::ServerBuilder builder;
+    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+    builder.RegisterService(&old);
+    std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+    ASSERT_NE(server, nullptr);
+    auto sink = MakePolicySink("none", {"mmc0"});
+    ASSERT_TRUE(sink.ok());
+    AgentOptions options = HistogramAgentOptions(absl::StrCat("127.0.0.1:", port), "old", bytes);
+    options.drain_timeout = absl::Seconds(1);
+    Agent agent(options, std::make_unique<HistogramBoard>(3), std::move(*sink));
+    std::thread run([&] { agent.Run().IgnoreError(); });
+    const absl::Time start = absl::Now();
+    while (absl::Now() - start < absl::Milliseconds(1500) && old.batches == 0) {
+      absl::SleepFor(absl::Milliseconds(10));
+    }
+    if (bytes) {
+      EXPECT_EQ(old.batches, 0);
+      EXPECT_GE(old.hellos, 1);
+      // 100 ms, then doubling: about four tries in 1.5 s, not one per round trip.
+      EXPECT_LE(old.hellos, 6);
+    } else {
+      EXPECT_GT(old.batches, 0);
+    }
+    agent.Stop();
+    server->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(2)));
+    run.join();
+  }
 }
 
 }  // namespace

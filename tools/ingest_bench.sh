@@ -12,7 +12,8 @@
 #   tools/ingest_bench.sh BUILD --fleet [AGENTS...]
 #     AGENTS streams (default 1000 3000 10000), each a Hello then one
 #     histogram batch (64 keys x 100 completions) per second for
-#     $FLEET_SECONDS (default 10) seconds.
+#     $FLEET_SECONDS (default 10) seconds; $FLEET_WIRE arrays|bytes sets the
+#     load generator's --histogram-wire (unset: its default, arrays).
 #
 # Besides the load generator's figures (samples/s, batches/s, ack latency
 # from a batch written to its ack; for streams also the batches left
@@ -130,7 +131,10 @@ case "${2:-}" in
     streams_header
     fleet=("${@:3}")
     [ ${#fleet[@]} -gt 0 ] || fleet=(1000 3000 10000)
-    for n in "${fleet[@]}"; do run_streams 0 --agents "$n" --duration "${FLEET_SECONDS:-10}"; done
+    for n in "${fleet[@]}"; do
+      run_streams 0 --agents "$n" --duration "${FLEET_SECONDS:-10}" \
+        ${FLEET_WIRE:+--histogram-wire "$FLEET_WIRE"}
+    done
     ;;
   *)
     printf "%6s %6s %10s %8s %12s %10s %10s %10s %10s %8s %8s %13s\n" agents batch samples \

@@ -7,6 +7,7 @@
 #include <set>
 #include <tuple>
 
+#include "absl/base/optimization.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/functional/function_ref.h"
 #include "absl/strings/str_cat.h"
@@ -46,54 +47,104 @@ absl::Status CheckName(const std::string& name, absl::string_view field, size_t 
   return absl::OkStatus();
 }
 
+// The bounds of a histogram delta's sum the buckets allow: the sums of each
+// bucket's count times its lower and upper bound. Counts of at most 15 (most
+// buckets of a second's delta) add up in 64 bits, in registers: at most
+// 4,608 buckets x 15 x 2^43 ns < 2^60.
+class SumBounds {
+ public:
+  void Add(int bucket, uint64_t count) {
+    const uint64_t low = LatencyHistogram::BucketLowerNs(bucket);
+    const uint64_t high = LatencyHistogram::BucketUpperNs(bucket);
+    if (count <= 15) {
+      small_low_ns_ += low * count;
+      small_high_ns_ += high * count;
+    } else {
+      low_ns_ += static_cast<unsigned __int128>(low) * count;
+      high_ns_ += static_cast<unsigned __int128>(high) * count;
+    }
+  }
+  unsigned __int128 low_ns() const { return low_ns_ + small_low_ns_; }
+  unsigned __int128 high_ns() const { return high_ns_ + small_high_ns_; }
+
+ private:
+  uint64_t small_low_ns_ = 0, small_high_ns_ = 0;
+  unsigned __int128 low_ns_ = 0, high_ns_ = 0;
+};
+
 // Checks a HistogramDelta and adds it to `into`, or, with `encoded`,
 // encodes it there for staging instead (storage/histogram_codec.h); returns
 // its count. `field` names it in errors. On an error `into` or `encoded`
-// holds part of it.
+// holds part of it. Either form of the buckets (docs/protocol.md): the
+// arrays, or `buckets` in the staging encoding, appended to `encoded` as
+// they came once checked.
 absl::StatusOr<uint64_t> AddHistogramDelta(const v1::HistogramDelta& h,
                                            absl::FunctionRef<std::string()> field,
                                            LatencyHistogram* into, std::string* encoded = nullptr) {
-  const int n = h.bucket_index_size();
-  if (h.bucket_count_size() != n) {
-    return Invalid(field(), "bucket_index and bucket_count differ in length");
-  }
-  if (n > LatencyHistogram::kBucketCount) return Invalid(field(), "more buckets than the layout has");
-  std::optional<HistogramEncoder> encoder;
-  if (encoded != nullptr) {
-    encoder.emplace(encoded);
-  } else {
-    into->Reserve(into->buckets().size() + static_cast<size_t>(n));
-  }
-  uint64_t index = 0;
   uint64_t count = 0;
-  unsigned __int128 low_ns = 0, high_ns = 0;  // bounds of the sum the buckets allow
-  for (int i = 0; i < n; ++i) {
-    const uint64_t step = h.bucket_index(i);
-    if (i > 0 && step == 0) {
-      return Invalid(absl::StrCat(field(), ".bucket_index[", i, "]"), "indexes must increase");
+  SumBounds bounds;
+  auto bad_count = [&](absl::string_view where, int i) {
+    return Invalid(absl::StrCat(field(), where, "[", i, "]"),
+                   absl::StrCat("must be 1..", kMaxHistogramCount));
+  };
+  const int n = h.bucket_index_size();
+  if (!h.buckets().empty()) {
+    if (n != 0 || h.bucket_count_size() != 0) {
+      return Invalid(field(), "buckets and bucket_index/bucket_count are exclusive");
     }
-    index += step;
-    if (index >= static_cast<uint64_t>(LatencyHistogram::kBucketCount)) {
-      return Invalid(absl::StrCat(field(), ".bucket_index[", i, "]"), "beyond the last bucket");
+    if (h.buckets()[0] != '\x02') {
+      return Invalid(field() + ".buckets", "must start with the version byte 2");
     }
-    const uint64_t c = h.bucket_count(i);
-    if (c == 0 || c > kMaxHistogramCount) {
-      return Invalid(absl::StrCat(field(), ".bucket_count[", i, "]"),
-                     absl::StrCat("must be 1..", kMaxHistogramCount));
+    HistogramReader reader(h.buckets());
+    if (encoded == nullptr) into->Reserve(into->buckets().size() + h.buckets().size());
+    int b = 0;
+    uint64_t c = 0;
+    for (int i = 0; reader.Next(&b, &c); ++i) {
+      if (ABSL_PREDICT_FALSE(c > kMaxHistogramCount)) return bad_count(".buckets", i);
+      count += c;
+      bounds.Add(b, c);
+      if (encoded == nullptr) into->AddToBucket(b, c);
     }
-    count += c;
-    const int b = static_cast<int>(index);
-    low_ns += static_cast<unsigned __int128>(LatencyHistogram::BucketLowerNs(b)) * c;
-    high_ns += static_cast<unsigned __int128>(LatencyHistogram::BucketUpperNs(b)) * c;
-    if (encoder) {
-      encoder->Add(b, c);
+    if (!reader.status().ok()) return Invalid(field() + ".buckets", reader.status().message());
+    if (encoded != nullptr) encoded->append(h.buckets());
+  } else {
+    if (h.bucket_count_size() != n) {
+      return Invalid(field(), "bucket_index and bucket_count differ in length");
+    }
+    if (n > LatencyHistogram::kBucketCount) {
+      return Invalid(field(), "more buckets than the layout has");
+    }
+    std::optional<HistogramEncoder> encoder;
+    if (encoded != nullptr) {
+      encoder.emplace(encoded);
     } else {
-      into->AddToBucket(b, c);
+      into->Reserve(into->buckets().size() + static_cast<size_t>(n));
+    }
+    uint64_t index = 0;
+    for (int i = 0; i < n; ++i) {
+      const uint64_t step = h.bucket_index(i);
+      if (i > 0 && step == 0) {
+        return Invalid(absl::StrCat(field(), ".bucket_index[", i, "]"), "indexes must increase");
+      }
+      index += step;
+      if (index >= static_cast<uint64_t>(LatencyHistogram::kBucketCount)) {
+        return Invalid(absl::StrCat(field(), ".bucket_index[", i, "]"), "beyond the last bucket");
+      }
+      const uint64_t c = h.bucket_count(i);
+      if (c == 0 || c > kMaxHistogramCount) return bad_count(".bucket_count", i);
+      const int b = static_cast<int>(index);
+      count += c;
+      bounds.Add(b, c);
+      if (encoder) {
+        encoder->Add(b, c);
+      } else {
+        into->AddToBucket(b, c);
+      }
     }
   }
-  if (count != h.count()) return Invalid(field() + ".count", "differs from the sum of bucket_count");
+  if (count != h.count()) return Invalid(field() + ".count", "differs from the sum of the buckets");
   if (count > kMaxHistogramCount) return Invalid(field() + ".count", "too many samples");
-  if (h.sum_ns() < low_ns || h.sum_ns() > high_ns) {
+  if (h.sum_ns() < bounds.low_ns() || h.sum_ns() > bounds.high_ns()) {
     return Invalid(field() + ".sum_ns", "outside what the buckets allow");
   }
   return count;
@@ -490,7 +541,8 @@ absl::StatusOr<StagedBatch> DecodeBatchForStaging(const v1::SampleBatch& batch,
     EncodedKeyHistograms encoded;
     size_t buckets = 0;  // about a byte each (storage/histogram_codec.h)
     for (const auto& h : batch.histograms()) {
-      buckets += 2 + static_cast<size_t>(h.wait().bucket_index_size());
+      buckets += 2 + static_cast<size_t>(h.wait().bucket_index_size()) +
+                 h.wait().buckets().size();
     }
     encoded.bytes.reserve(buckets + buckets / 4);
     encoded.ends.reserve(static_cast<size_t>(batch.histograms_size()));

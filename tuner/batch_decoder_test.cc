@@ -4,7 +4,10 @@
 // naming its field.
 #include "tuner/batch_decoder.h"
 
+#include <functional>
 #include <map>
+#include <string>
+#include <vector>
 
 #include "agent/capture/histogram_batch.h"
 #include "gtest/gtest.h"
@@ -252,6 +255,121 @@ TEST(HistogramBatchTest, StagingEncodesWhatDecodingGives) {
   }
   EXPECT_EQ(DecodeBatchForStaging(mixed, hello)->staged,
             EncodeBatchDelta(*DecodeBatch(mixed, hello)));
+}
+
+// HistogramDelta.buckets (what `spintune-agent --histogram-wire bytes`
+// sends): the same buckets as the arrays decode into the same evidence and
+// stage into the same bytes, in a smaller message.
+TEST(HistogramBatchTest, BucketsAsBytesDecodeAndStageAsTheArraysDo) {
+  const v1::Hello hello = TwoDeviceHello();
+  v1::SampleBatch arrays;
+  arrays.set_seq(4);
+  for (uint32_t opcode = 0; opcode < 3; ++opcode) {
+    v1::KeyHistogram* h = arrays.add_histograms();
+    h->set_device_index(opcode % 2);
+    h->set_opcode(opcode);
+    h->set_size_class(12);
+    std::vector<uint64_t> waits = {90, 255, 256, 4000, 4001, 123456789};
+    for (int i = 0; i < 40; ++i) waits.push_back(50000 + 997 * i * (opcode + 1));
+    for (int i = 0; i < 30; ++i) waits.push_back(777777);  // a count above 15
+    h->set_irq_path(waits.size());
+    BucketCountsToProto(CountsOf(waits), h->mutable_wait());
+  }
+  auto* d = arrays.add_dispatch_histograms();
+  d->set_device_index(1);
+  BucketCountsToProto(CountsOf({1000, 1100, 1100}), d->mutable_handler());
+  BucketCountsToProto(CountsOf({20000}), d->mutable_wake());
+  v1::SampleBatch bytes = arrays;
+  PackBuckets(&bytes);
+  ASSERT_EQ(bytes.histograms(0).wait().bucket_index_size(), 0);
+  ASSERT_FALSE(bytes.histograms(0).wait().buckets().empty());
+  ASSERT_FALSE(bytes.dispatch_histograms(0).handler().buckets().empty());
+  EXPECT_LT(bytes.ByteSizeLong(), arrays.ByteSizeLong() * 3 / 4);
+
+  auto want = DecodeBatch(arrays, hello);
+  auto got = DecodeBatch(bytes, hello);
+  ASSERT_TRUE(want.ok()) << want.status();
+  ASSERT_TRUE(got.ok()) << got.status();
+  ASSERT_EQ(got->keys.size(), want->keys.size());
+  for (size_t i = 0; i < want->keys.size(); ++i) {
+    EXPECT_EQ(got->keys[i].key, want->keys[i].key);
+    EXPECT_EQ(got->keys[i].histogram, want->keys[i].histogram) << i;
+    EXPECT_EQ(got->keys[i].irq_path, want->keys[i].irq_path);
+  }
+  EXPECT_EQ(got->completion_samples, want->completion_samples);
+  ASSERT_EQ(got->dispatch.size(), 1u);
+  EXPECT_EQ(got->dispatch[0].handler, want->dispatch[0].handler);
+  EXPECT_EQ(got->dispatch[0].wake, want->dispatch[0].wake);
+  EXPECT_EQ(got->dispatch_samples, want->dispatch_samples);
+  auto staged_arrays = DecodeBatchForStaging(arrays, hello);
+  auto staged_bytes = DecodeBatchForStaging(bytes, hello);
+  ASSERT_TRUE(staged_arrays.ok()) << staged_arrays.status();
+  ASSERT_TRUE(staged_bytes.ok()) << staged_bytes.status();
+  EXPECT_EQ(staged_bytes->staged, staged_arrays->staged);
+  EXPECT_EQ(staged_bytes->delta.completion_samples, want->completion_samples);
+}
+
+TEST(HistogramBatchTest, MalformedBucketBytesAreRefusedNamingTheField) {
+  const v1::Hello hello = TwoDeviceHello();
+  auto base = [] {
+    v1::SampleBatch b;
+    b.set_seq(1);
+    v1::KeyHistogram* h = b.add_histograms();
+    h->set_device_index(0);
+    h->set_opcode(1);
+    h->set_size_class(13);
+    BucketCountsToProto(CountsOf({1000, 2000, 2000}), h->mutable_wait());
+    auto* d = b.add_dispatch_histograms();
+    BucketCountsToProto(CountsOf({1000}), d->mutable_handler());
+    PackBuckets(&b);
+    return b;
+  };
+  ASSERT_TRUE(DecodeBatch(base(), hello).ok());
+  auto wait = [](v1::SampleBatch* b) { return b->mutable_histograms(0)->mutable_wait(); };
+  // An escaped bucket: a byte 0, then the gap and the count as varints.
+  auto escaped = [](uint64_t gap, uint64_t count) {
+    std::string out(1, '\0');
+    for (uint64_t v : {gap, count}) {
+      while (v >= 0x80) {
+        out.push_back(static_cast<char>((v & 0x7F) | 0x80));
+        v >>= 7;
+      }
+      out.push_back(static_cast<char>(v));
+    }
+    return out;
+  };
+  const std::vector<std::pair<std::function<void(v1::SampleBatch*)>, std::string>> cases = {
+      {[&](v1::SampleBatch* b) { wait(b)->add_bucket_index(1); }, "histograms[0].wait"},
+      {[&](v1::SampleBatch* b) { (*wait(b)->mutable_buckets())[0] = '\x01'; },
+       "histograms[0].wait.buckets"},
+      {[&](v1::SampleBatch* b) { wait(b)->mutable_buckets()->push_back('\0'); },
+       "histograms[0].wait.buckets"},  // truncated
+      {[&](v1::SampleBatch* b) { *wait(b)->mutable_buckets() += escaped(5000, 1); },
+       "histograms[0].wait.buckets"},  // beyond the last bucket
+      {[&](v1::SampleBatch* b) { *wait(b)->mutable_buckets() += escaped(1, 0); },
+       "histograms[0].wait.buckets"},  // a count of 0
+      {[&](v1::SampleBatch* b) {
+         *wait(b)->mutable_buckets() += escaped(1, kMaxHistogramCount + 1);
+       },
+       "histograms[0].wait.buckets[2]"},
+      {[&](v1::SampleBatch* b) { *wait(b)->mutable_buckets() += escaped(1, 1); },
+       "histograms[0].wait.count"},  // a sample more than `count` says
+      {[&](v1::SampleBatch* b) { wait(b)->set_sum_ns(1); }, "histograms[0].wait.sum_ns"},
+      {[](v1::SampleBatch* b) {
+         b->mutable_dispatch_histograms(0)->mutable_handler()->mutable_buckets()->push_back('\0');
+       },
+       "dispatch_histograms[0].handler.buckets"},
+  };
+  for (const auto& [mutate, field] : cases) {
+    v1::SampleBatch b = base();
+    mutate(&b);
+    auto d = DecodeBatch(b, hello);
+    ASSERT_FALSE(d.ok()) << field;
+    EXPECT_EQ(d.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_EQ(std::string(d.status().message()).rfind(field + ":", 0), 0u)
+        << d.status().message() << " (expected " << field << ")";
+    EXPECT_EQ(DecodeBatchForStaging(b, hello).status(), d.status());
+  }
 }
 
 // Outcomes of the two arms of an A/B trial (issue 12): one entry per key,

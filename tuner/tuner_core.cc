@@ -321,6 +321,7 @@ void TunerCore::OnHello(std::shared_ptr<SessionHandle> session, v1::Hello hello,
     ack.mutable_hello_ack()->set_last_durable_seq(*durable);
     const uint64_t current = latest->has_value() ? (*latest)->version : 0;
     ack.mutable_hello_ack()->set_current_policy_version(current);
+    ack.mutable_hello_ack()->set_accepts_bucket_bytes(true);  // tuner/batch_decoder.cc
     session->Send(std::move(ack));
     Logger().info("session agent={} board={} target={} last_durable_seq={} policy_version={} "
                   "applied={}",

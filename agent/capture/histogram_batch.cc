@@ -1,5 +1,7 @@
 #include "agent/capture/histogram_batch.h"
 
+#include "models/histogram_encoding.h"
+
 namespace spintune {
 
 void BucketCountsToProto(const BucketCounts& b, v1::HistogramDelta* out) {
@@ -11,6 +13,35 @@ void BucketCountsToProto(const BucketCounts& b, v1::HistogramDelta* out) {
   }
   out->set_count(b.count);
   out->set_sum_ns(b.sum_ns);
+}
+
+namespace {
+
+void PackDelta(v1::HistogramDelta* h) {
+  if (h->bucket_index_size() == 0) return;
+  std::string* bytes = h->mutable_buckets();
+  bytes->clear();
+  {
+    HistogramEncoder encoder(bytes);
+    int index = -1;
+    for (int i = 0; i < h->bucket_index_size(); ++i) {
+      index = i == 0 ? static_cast<int>(h->bucket_index(0))
+                     : index + static_cast<int>(h->bucket_index(i));
+      encoder.Add(index, h->bucket_count(i));
+    }
+  }
+  h->clear_bucket_index();
+  h->clear_bucket_count();
+}
+
+}  // namespace
+
+void PackBuckets(v1::SampleBatch* batch) {
+  for (auto& k : *batch->mutable_histograms()) PackDelta(k.mutable_wait());
+  for (auto& d : *batch->mutable_dispatch_histograms()) {
+    PackDelta(d.mutable_handler());
+    PackDelta(d.mutable_wake());
+  }
 }
 
 uint64_t AppendHistograms(const std::vector<KeyHistogramDelta>& keys,

@@ -1,6 +1,7 @@
-// LEB128 varints for storage/'s byte encodings. Internal to storage/.
-#ifndef SPINTUNE_STORAGE_VARINT_H_
-#define SPINTUNE_STORAGE_VARINT_H_
+// LEB128 varints for the byte encodings of models/histogram_encoding.h and
+// storage/ (histogram and delta blobs).
+#ifndef SPINTUNE_MODELS_VARINT_H_
+#define SPINTUNE_MODELS_VARINT_H_
 
 #include <cstdint>
 #include <string>
@@ -45,4 +46,4 @@ inline bool GetVarint(absl::string_view* in, uint64_t* v) {
 
 }  // namespace spintune
 
-#endif  // SPINTUNE_STORAGE_VARINT_H_
+#endif  // SPINTUNE_MODELS_VARINT_H_
