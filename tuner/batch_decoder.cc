@@ -49,8 +49,8 @@ absl::Status CheckName(const std::string& name, absl::string_view field, size_t 
 
 // The bounds of a histogram delta's sum the buckets allow: the sums of each
 // bucket's count times its lower and upper bound. Counts of at most 15 (most
-// buckets of a second's delta) add up in 64 bits, in registers: at most
-// 4,608 buckets x 15 x 2^43 ns < 2^60.
+// buckets of a second's delta) add up in 64 bits, without 128-bit products:
+// at most 4,608 buckets x 15 x 2^43 ns < 2^60.
 class SumBounds {
  public:
   void Add(int bucket, uint64_t count) {

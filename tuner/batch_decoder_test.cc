@@ -45,6 +45,30 @@ BucketCounts CountsOf(const std::vector<uint64_t>& waits) {
   return b;
 }
 
+// A well-formed batch: one key's delta of three waits.
+v1::SampleBatch OneKeyBatch() {
+  v1::SampleBatch b;
+  b.set_seq(1);
+  v1::KeyHistogram* h = b.add_histograms();
+  h->set_device_index(0);
+  h->set_opcode(1);
+  h->set_size_class(13);
+  BucketCountsToProto(CountsOf({1000, 2000, 2000}), h->mutable_wait());
+  return b;
+}
+
+// `b` is refused as InvalidArgument naming `field` first, by decoding and
+// by staging (which encodes the batch as it checks it) alike.
+void ExpectRefusedNaming(const v1::SampleBatch& b, const v1::Hello& hello,
+                         const std::string& field) {
+  auto d = DecodeBatch(b, hello);
+  ASSERT_FALSE(d.ok()) << field;
+  EXPECT_EQ(d.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(std::string(d.status().message()).rfind(field + ":", 0), 0u)
+      << d.status().message() << " (expected " << field << ")";
+  EXPECT_EQ(DecodeBatchForStaging(b, hello).status(), d.status());
+}
+
 TEST(HistogramBatchTest, DecodesLikeTheSameSamplesAsColumns) {
   const v1::Hello hello = TwoDeviceHello();
   const std::vector<uint64_t> waits = {90, 255, 256, 4000, 4001, 4002, 100000, 123456789, 4000};
@@ -135,16 +159,7 @@ TEST(HistogramBatchTest, DispatchColumnsGiveTheHistogramsOfTheirSamples) {
 
 TEST(HistogramBatchTest, MalformedDeltasAreRefusedNamingTheField) {
   const v1::Hello hello = TwoDeviceHello();
-  auto base = [] {
-    v1::SampleBatch b;
-    b.set_seq(1);
-    v1::KeyHistogram* h = b.add_histograms();
-    h->set_device_index(0);
-    h->set_opcode(1);
-    h->set_size_class(13);
-    BucketCountsToProto(CountsOf({1000, 2000, 2000}), h->mutable_wait());
-    return b;
-  };
+  auto base = OneKeyBatch;
   ASSERT_TRUE(DecodeBatch(base(), hello).ok());
   const std::vector<std::pair<std::function<void(v1::SampleBatch*)>, std::string>> cases = {
       {[](v1::SampleBatch* b) { b->mutable_histograms(0)->set_device_index(2); },
@@ -179,13 +194,7 @@ TEST(HistogramBatchTest, MalformedDeltasAreRefusedNamingTheField) {
   for (const auto& [mutate, field] : cases) {
     v1::SampleBatch b = base();
     mutate(&b);
-    auto d = DecodeBatch(b, hello);
-    ASSERT_FALSE(d.ok()) << field;
-    EXPECT_EQ(d.status().code(), absl::StatusCode::kInvalidArgument);
-    EXPECT_EQ(std::string(d.status().message()).rfind(field + ":", 0), 0u)
-        << d.status().message() << " (expected " << field << ")";
-    // Staging encodes this batch as it checks it: the same refusal.
-    EXPECT_EQ(DecodeBatchForStaging(b, hello).status(), d.status());
+    ExpectRefusedNaming(b, hello, field);
   }
 }
 
@@ -312,13 +321,7 @@ TEST(HistogramBatchTest, BucketsAsBytesDecodeAndStageAsTheArraysDo) {
 TEST(HistogramBatchTest, MalformedBucketBytesAreRefusedNamingTheField) {
   const v1::Hello hello = TwoDeviceHello();
   auto base = [] {
-    v1::SampleBatch b;
-    b.set_seq(1);
-    v1::KeyHistogram* h = b.add_histograms();
-    h->set_device_index(0);
-    h->set_opcode(1);
-    h->set_size_class(13);
-    BucketCountsToProto(CountsOf({1000, 2000, 2000}), h->mutable_wait());
+    v1::SampleBatch b = OneKeyBatch();
     auto* d = b.add_dispatch_histograms();
     BucketCountsToProto(CountsOf({1000}), d->mutable_handler());
     PackBuckets(&b);
@@ -363,12 +366,7 @@ TEST(HistogramBatchTest, MalformedBucketBytesAreRefusedNamingTheField) {
   for (const auto& [mutate, field] : cases) {
     v1::SampleBatch b = base();
     mutate(&b);
-    auto d = DecodeBatch(b, hello);
-    ASSERT_FALSE(d.ok()) << field;
-    EXPECT_EQ(d.status().code(), absl::StatusCode::kInvalidArgument);
-    EXPECT_EQ(std::string(d.status().message()).rfind(field + ":", 0), 0u)
-        << d.status().message() << " (expected " << field << ")";
-    EXPECT_EQ(DecodeBatchForStaging(b, hello).status(), d.status());
+    ExpectRefusedNaming(b, hello, field);
   }
 }
 
