@@ -31,8 +31,9 @@ OUT=$BUILD/ingest-bench
 
 # tuner_figures: sets hwm_kib, cpu_ticks and fit_ticks of the running tuner,
 # and thread_ticks: its CPU ticks per thread kind ("NAME=TICKS ...": the
-# ingest worker, the fitter, the compactor, and "grpc" for the rest: gRPC's
-# threads, which receive, decode and encode batches).
+# ingest worker, its sender (ack writes, next reads), the fitter, the
+# compactor, and "grpc" for the rest: gRPC's threads, which receive, decode
+# and encode batches).
 tuner_figures() {
   hwm_kib=$(awk '/VmHWM/ {print $2}' "/proc/$tuner_pid/status")
   # utime + stime: fields 14 and 15 (the names in field 2 have no spaces).
@@ -40,7 +41,7 @@ tuner_figures() {
   fit_ticks=$(cat /proc/"$tuner_pid"/task/*/stat |
     awk '$2 == "(fitter)" {t += $14 + $15} END {print t + 0}')
   thread_ticks=$(cat /proc/"$tuner_pid"/task/*/stat | awk '
-    {k = $2 ~ /^\((ingest|fitter|compactor)\)$/ ? substr($2, 2, length($2) - 2) : "grpc"
+    {k = $2 ~ /^\((ingest|sender|fitter|compactor)\)$/ ? substr($2, 2, length($2) - 2) : "grpc"
      t[k] += $14 + $15}
     END {for (k in t) printf "%s=%d ", k, t[k]}')
 }
@@ -71,7 +72,7 @@ else:
     # CPU per acknowledged batch (us): per tuner thread kind, and the load
     # generator's (the whole run, Hellos included, for both).
     per = lambda s: f'{s / max(1, r["batches_acked"]) * 1e6:>8.1f}'
-    print(" " + " ".join(per(threads.get(k, 0)) for k in ("grpc", "ingest", "compactor", "fitter")),
+    print(" " + " ".join(per(threads.get(k, 0)) for k in ("grpc", "ingest", "sender", "compactor", "fitter")),
           per(float(sys.argv[8])))
 PY
 }
@@ -111,10 +112,10 @@ run_streams() {  # PIN(0|1) LOADGEN_FLAG...
 }
 
 streams_header() {
-  printf "%6s %8s %8s %8s %10s %12s %10s %10s %10s %8s %8s %8s %13s %8s %7s %8s %8s %8s %8s %8s\n" \
+  printf "%6s %8s %8s %8s %10s %12s %10s %10s %10s %8s %8s %8s %13s %8s %7s %8s %8s %8s %8s %8s %8s\n" \
     streams "hello s" batches seconds batches/s samples/s "ack p50 ms" "ack p99 ms" \
     "tuner MiB" "KiB/str" "tuner s" "fits s" "ingest/cpu-s" unacked refused "grpc us" \
-    "ingest us" "compact" "fits us" "loadgen"
+    "ingest us" "sender" "compact" "fits us" "loadgen"
 }
 
 case "${2:-}" in

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -21,6 +22,12 @@ class SessionHandle {
   // Queues a message for the agent. Thread-safe, non-blocking; dropped when
   // the stream is gone.
   virtual void Send(v1::TunerMessage message) = 0;
+  // Queues a message as Send() does but may leave starting its write to a
+  // later Flush() (the core's one ingest worker queues its acks; another
+  // thread starts the writes). Thread-safe. Default: Send().
+  virtual void Queue(v1::TunerMessage message) { Send(std::move(message)); }
+  // Starts writing what Queue() left queued. Thread-safe. Default: nothing.
+  virtual void Flush() {}
   // Ends the stream with `status` after queued messages are written.
   virtual void Fail(absl::Status status) = 0;
   // False once the stream is finishing or gone: its batches can no longer be

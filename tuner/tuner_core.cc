@@ -121,6 +121,7 @@ TunerCore::TunerCore(TunerOptions options, std::unique_ptr<Store> store,
       fitter_(std::move(fitter)),
       compactor_(std::move(compactor)) {
   experiments_ = std::make_unique<ExperimentRunner>(store_.get(), ExperimentRunnerOptions{});
+  sender_ = std::thread([this] { SenderLoop(); });
   worker_ = std::thread([this] { WorkerLoop(); });
 }
 
@@ -130,6 +131,13 @@ void TunerCore::Stop() {
   compactor_.reset();
   queue_.Stop();
   if (worker_.joinable()) worker_.join();
+  // After the worker, which hands it work; it finishes what it was handed.
+  {
+    absl::MutexLock lock(&sender_mu_);
+    sender_stop_ = true;
+    sender_cv_.Signal();
+  }
+  if (sender_.joinable()) sender_.join();
   // Only after the worker, which calls it (destroying it first raced with
   // a refit or verification being asked for). Results it delivers meanwhile
   // land in the stopped queue and are dropped with the rest.
@@ -174,13 +182,43 @@ void TunerCore::WorkerLoop() {
     }
     if (unit.front().is_batch()) {
       IngestGroup(unit);
+      HandOff(unit);
     } else {
       unit.front().run();
-    }
-    for (auto& job : unit) {
-      if (job.done) job.done();
+      for (auto& job : unit) {
+        if (job.done) job.done();
+      }
     }
     ResumeReaders();
+  }
+}
+
+void TunerCore::HandOff(std::vector<TunerJob>& unit) {
+  SenderWork work;
+  work.flush.reserve(unit.size());
+  work.done.reserve(unit.size());
+  for (auto& job : unit) {
+    if (job.session) work.flush.push_back(std::move(job.session));
+    if (job.done) work.done.push_back(std::move(job.done));
+  }
+  absl::MutexLock lock(&sender_mu_);
+  sender_work_.push_back(std::move(work));
+  sender_cv_.Signal();
+}
+
+void TunerCore::SenderLoop() {
+  pthread_setname_np(pthread_self(), "sender");
+  while (true) {
+    SenderWork work;
+    {
+      absl::MutexLock lock(&sender_mu_);
+      while (!sender_stop_ && sender_work_.empty()) sender_cv_.Wait(&sender_mu_);
+      if (sender_work_.empty()) return;  // stopped, and everything handed over is done
+      work = std::move(sender_work_.front());
+      sender_work_.pop_front();
+    }
+    for (auto& session : work.flush) session->Flush();
+    for (auto& done : work.done) done();
   }
 }
 
@@ -497,7 +535,7 @@ void TunerCore::IngestGroup(std::vector<TunerJob>& jobs) {
         v1::TunerMessage ack;
         ack.mutable_batch_ack()->set_seq(seq);
         ack.mutable_batch_ack()->set_duplicate(!stored);
-        session.Send(std::move(ack));
+        session.Queue(std::move(ack));  // written by SenderLoop (HandOff)
         {
           absl::MutexLock lock(&mu_);
           ObserveIngestLatency(absl::Now() - job.received);

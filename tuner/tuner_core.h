@@ -1,6 +1,10 @@
 // TunerCore: everything the tuner does between the wire and SQLite, on one
 // worker thread. gRPC reactions post work here and never block; the worker
-// validates, persists, refits and answers through SessionHandle::Send().
+// validates, persists, refits and answers through SessionHandle::Send(). A
+// batch's acknowledgement is only queued by the worker (Queue()); a sender
+// thread then starts the stream's write and its next read (gRPC runs both
+// inline on the calling thread), so the one thread every batch passes
+// through does not.
 //
 // Exactly-once: a target's batches are stored strictly in seq order (the
 // store takes seq only as its last durable seq + 1); a resent seq is
@@ -39,10 +43,11 @@
 //
 // Thread-safety: all public methods are thread-safe and non-blocking
 // (except Create() and the destructor, which stops the worker; work still
-// queued then is dropped unacknowledged, so agents resend it). Inside, two
+// queued then is dropped unacknowledged, so agents resend it). Inside, three
 // absl::Mutex: mu_ guards the counters, admit_mu_ the streams waiting to
-// read or to say hello. Neither is held while the other is taken, nor while
-// a session is resumed or failed. Members say which lock guards them
+// read or to say hello, sender_mu_ what the worker handed to the sender
+// thread. None is held while another is taken, nor while a session is
+// resumed, failed, flushed or told its job is done. Members say which lock guards them
 // (ABSL_GUARDED_BY, checked by clang's -Wthread-safety:
 // cmake/ThreadSafetyCheck.cmake); the rest is the worker thread's alone.
 #ifndef SPINTUNE_TUNER_TUNER_CORE_H_
@@ -51,6 +56,7 @@
 #include <array>
 #include <limits>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -218,6 +224,13 @@ class TunerCore {
   void Post(std::shared_ptr<SessionHandle> session, std::function<void()> run,
             std::function<void()> done = nullptr);
   void WorkerLoop();
+  // Starts the writes the worker queued and runs the jobs' `done` (which
+  // starts their streams' next reads): gRPC's write and read calls run
+  // inline on the calling thread, a quarter of the worker's time when it did
+  // them itself, and the worker is the one thread every batch goes through.
+  void SenderLoop();
+  // Hands a unit's sessions and `done` callbacks to SenderLoop (worker).
+  void HandOff(std::vector<TunerJob>& unit);
   // Checks, stores in one transaction and answers a group of batches.
   void IngestGroup(std::vector<TunerJob>& jobs);
   // Refuses (retry) a batch whose seq is beyond `durable` + 1, and what
@@ -281,6 +294,16 @@ class TunerCore {
 
   std::unique_ptr<Fitter> fitter_;        // posts results to queue_
   std::unique_ptr<Compactor> compactor_;  // folds staged batches (tuner/compactor.h)
+  // What the worker handed to SenderLoop, in order.
+  struct SenderWork {
+    std::vector<std::shared_ptr<SessionHandle>> flush;
+    std::vector<std::function<void()>> done;
+  };
+  absl::Mutex sender_mu_;
+  absl::CondVar sender_cv_;
+  std::deque<SenderWork> sender_work_ ABSL_GUARDED_BY(sender_mu_);
+  bool sender_stop_ ABSL_GUARDED_BY(sender_mu_) = false;
+  std::thread sender_;  // started before the worker, stopped after it
   std::thread worker_;              // last: started after everything above
 };
 

@@ -49,6 +49,11 @@ class SessionState final : public SessionHandle,
       : reactor_(reactor), core_(core), request_(request) {}
 
   void Send(v1::TunerMessage message) override {
+    Queue(std::move(message));
+    Pump();
+  }
+
+  void Queue(v1::TunerMessage message) override {
     bool overflow = false;
     {
       absl::MutexLock lock(&mu_);
@@ -64,10 +69,10 @@ class SessionState final : public SessionHandle,
     if (overflow) {
       Fail(absl::ResourceExhaustedError(
           "the agent does not read what the tuner sends (64 MiB queued); closing"));
-      return;
     }
-    Pump();
   }
+
+  void Flush() override { Pump(); }
 
   void Fail(absl::Status status) override {
     {
