@@ -44,29 +44,45 @@ void HistogramEncoder::Flush() {
   used_ = 0;
 }
 
-HistogramReader::Step HistogramReader::SlowStep(const char* pos, const char* end, int version,
-                                                int64_t index) {
-  absl::string_view rest(pos, static_cast<size_t>(end - pos));
+HistogramReader::HistogramReader(absl::string_view bytes)
+    : pos_(bytes.data()), end_(bytes.data() + bytes.size()) {
+  if (pos_ == end_) return;
+  if (*pos_ != '\x01' && *pos_ != '\x02') {
+    Fail(absl::StrCat("unknown version ", static_cast<int>(static_cast<uint8_t>(*pos_))));
+    return;
+  }
+  version_ = *pos_++;
+}
+
+bool HistogramReader::Fail(absl::string_view why) {
+  status_ = absl::DataLossError(why);
+  pos_ = end_;
+  return false;
+}
+
+bool HistogramReader::NextSlow(int* index, uint64_t* count) {
+  if (pos_ == end_) return false;
+  absl::string_view rest(pos_, static_cast<size_t>(end_ - pos_));
   uint64_t gap = 0, n = 0;
   // Version 2: a byte (gap - 1) << 4 | count, or 0 and the varints.
-  const uint8_t pair = version == 2 ? static_cast<uint8_t>(rest[0]) : 0;
-  if (version == 2) rest.remove_prefix(1);
+  const uint8_t pair = version_ == 2 ? static_cast<uint8_t>(rest[0]) : 0;
+  if (version_ == 2) rest.remove_prefix(1);
   if (pair != 0) {
     gap = (pair >> 4) + 1;
     n = pair & 0x0F;
   } else if (!GetVarint(&rest, &gap) || !GetVarint(&rest, &n)) {
-    return {pos, index, 0, "truncated"};
+    return Fail("truncated");
   }
   if (gap == 0 || gap > LatencyHistogram::kBucketCount ||
-      index + static_cast<int64_t>(gap) >= LatencyHistogram::kBucketCount) {
-    return {pos, index, 0, "bucket out of range"};
+      index_ + static_cast<int64_t>(gap) >= LatencyHistogram::kBucketCount) {
+    return Fail("bucket out of range");
   }
-  if (n == 0) return {pos, index, 0, "count of 0"};
-  return {rest.data(), index + static_cast<int64_t>(gap), n, nullptr};
-}
-
-absl::Status HistogramReader::Error(const char* why, int bad_version) {
-  return absl::DataLossError(bad_version >= 0 ? absl::StrCat(why, " ", bad_version) : why);
+  if (n == 0) return Fail("count of 0");
+  pos_ = rest.data();
+  index_ += static_cast<int64_t>(gap);
+  *index = static_cast<int>(index_);
+  *count = n;
+  return true;
 }
 
 }  // namespace spintune

@@ -51,75 +51,45 @@ class HistogramEncoder {
 // Reads an encoding (either version) bucket by bucket, without a
 // LatencyHistogram: what DecodeHistogram does, for callers that check or
 // sum the buckets as they go (the tuner's check of an agent's
-// HistogramDelta.buckets). `bytes` must outlive the reader. Inline, and no
-// pointer to the reader leaves it, so its state stays in registers in the
-// caller's loop.
+// HistogramDelta.buckets). `bytes` must outlive the reader.
 class HistogramReader {
  public:
   // Empty bytes: no buckets.
-  explicit HistogramReader(absl::string_view bytes)
-      : pos_(bytes.data()), end_(bytes.data() + bytes.size()) {
-    if (pos_ == end_) return;
-    if (*pos_ == '\x01' || *pos_ == '\x02') {
-      version_ = *pos_++;
-    } else {
-      bad_version_ = static_cast<uint8_t>(*pos_);
-      error_ = "unknown version";
-      pos_ = end_;
-    }
-  }
+  explicit HistogramReader(absl::string_view bytes);
   // The next bucket in increasing index order: true and its index (<
   // kBucketCount) and count (>= 1); false at the end or on malformed bytes
   // (then status() says why: unknown version, truncated varint, a gap of 0,
   // a bucket beyond the last, a count of 0).
   bool Next(int* index, uint64_t* count) {
-    if (pos_ == end_) return false;
-    // A version 2 byte of a small gap and count (most buckets).
-    const uint8_t pair = static_cast<uint8_t>(*pos_);
-    if (version_ == 2 && (pair & 0x0F) != 0 &&
-        index_ + (pair >> 4) + 1 < LatencyHistogram::kBucketCount) {
-      ++pos_;
-      index_ += (pair >> 4) + 1;
-      *index = static_cast<int>(index_);
-      *count = pair & 0x0F;
-      return true;
+    // Inline: a version 2 byte of a small gap and count (most buckets).
+    if (version_ == 2 && pos_ != end_ && (*pos_ & 0x0F) != 0) {
+      const uint8_t pair = static_cast<uint8_t>(*pos_);
+      const int64_t next = index_ + (pair >> 4) + 1;
+      if (next < LatencyHistogram::kBucketCount) {
+        ++pos_;
+        index_ = next;
+        *index = static_cast<int>(next);
+        *count = pair & 0x0F;
+        return true;
+      }
     }
-    const Step step = SlowStep(pos_, end_, version_, index_);
-    if (step.error != nullptr) {
-      error_ = step.error;
-      pos_ = end_;
-      return false;
-    }
-    pos_ = step.pos;
-    index_ = step.index;
-    *index = static_cast<int>(index_);
-    *count = step.count;
-    return true;
+    return NextSlow(index, count);
   }
   // OK until Next() met malformed bytes.
-  absl::Status status() const {
-    return error_ == nullptr ? absl::OkStatus() : Error(error_, bad_version_);
-  }
+  const absl::Status& status() const { return status_; }
   // The version byte read (1 or 2; 0: empty or unknown).
   int version() const { return version_; }
 
  private:
-  struct Step {
-    const char* pos;
-    int64_t index;
-    uint64_t count;
-    const char* error;  // null: a bucket
-  };
   // A bucket of either version in full (varints, every check).
-  static Step SlowStep(const char* pos, const char* end, int version, int64_t index);
-  static absl::Status Error(const char* why, int bad_version);
+  bool NextSlow(int* index, uint64_t* count);
+  bool Fail(absl::string_view why);
 
   const char* pos_;
   const char* end_;
   int version_ = 0;
   int64_t index_ = -1;
-  const char* error_ = nullptr;
-  int bad_version_ = -1;  // the unknown version byte
+  absl::Status status_;
 };
 
 }  // namespace spintune

@@ -47,31 +47,6 @@ absl::Status CheckName(const std::string& name, absl::string_view field, size_t 
   return absl::OkStatus();
 }
 
-// The bounds of a histogram delta's sum the buckets allow: the sums of each
-// bucket's count times its lower and upper bound. Counts of at most 15 (most
-// buckets of a second's delta) add up in 64 bits, without 128-bit products:
-// at most 4,608 buckets x 15 x 2^43 ns < 2^60.
-class SumBounds {
- public:
-  void Add(int bucket, uint64_t count) {
-    const uint64_t low = LatencyHistogram::BucketLowerNs(bucket);
-    const uint64_t high = LatencyHistogram::BucketUpperNs(bucket);
-    if (count <= 15) {
-      small_low_ns_ += low * count;
-      small_high_ns_ += high * count;
-    } else {
-      low_ns_ += static_cast<unsigned __int128>(low) * count;
-      high_ns_ += static_cast<unsigned __int128>(high) * count;
-    }
-  }
-  unsigned __int128 low_ns() const { return low_ns_ + small_low_ns_; }
-  unsigned __int128 high_ns() const { return high_ns_ + small_high_ns_; }
-
- private:
-  uint64_t small_low_ns_ = 0, small_high_ns_ = 0;
-  unsigned __int128 low_ns_ = 0, high_ns_ = 0;
-};
-
 // Checks a HistogramDelta and adds it to `into`, or, with `encoded`,
 // encodes it there for staging instead (storage/histogram_codec.h); returns
 // its count. `field` names it in errors. On an error `into` or `encoded`
@@ -82,7 +57,13 @@ absl::StatusOr<uint64_t> AddHistogramDelta(const v1::HistogramDelta& h,
                                            absl::FunctionRef<std::string()> field,
                                            LatencyHistogram* into, std::string* encoded = nullptr) {
   uint64_t count = 0;
-  SumBounds bounds;
+  unsigned __int128 low_ns = 0, high_ns = 0;  // bounds of the sum the buckets allow
+  // Bucket `b` with `c` (1..kMaxHistogramCount) samples.
+  auto add = [&](int b, uint64_t c) {
+    count += c;
+    low_ns += static_cast<unsigned __int128>(LatencyHistogram::BucketLowerNs(b)) * c;
+    high_ns += static_cast<unsigned __int128>(LatencyHistogram::BucketUpperNs(b)) * c;
+  };
   auto bad_count = [&](absl::string_view where, int i) {
     return Invalid(absl::StrCat(field(), where, "[", i, "]"),
                    absl::StrCat("must be 1..", kMaxHistogramCount));
@@ -101,8 +82,7 @@ absl::StatusOr<uint64_t> AddHistogramDelta(const v1::HistogramDelta& h,
     uint64_t c = 0;
     for (int i = 0; reader.Next(&b, &c); ++i) {
       if (ABSL_PREDICT_FALSE(c > kMaxHistogramCount)) return bad_count(".buckets", i);
-      count += c;
-      bounds.Add(b, c);
+      add(b, c);
       if (encoded == nullptr) into->AddToBucket(b, c);
     }
     if (!reader.status().ok()) return Invalid(field() + ".buckets", reader.status().message());
@@ -133,8 +113,7 @@ absl::StatusOr<uint64_t> AddHistogramDelta(const v1::HistogramDelta& h,
       const uint64_t c = h.bucket_count(i);
       if (c == 0 || c > kMaxHistogramCount) return bad_count(".bucket_count", i);
       const int b = static_cast<int>(index);
-      count += c;
-      bounds.Add(b, c);
+      add(b, c);
       if (encoder) {
         encoder->Add(b, c);
       } else {
@@ -144,7 +123,7 @@ absl::StatusOr<uint64_t> AddHistogramDelta(const v1::HistogramDelta& h,
   }
   if (count != h.count()) return Invalid(field() + ".count", "differs from the sum of the buckets");
   if (count > kMaxHistogramCount) return Invalid(field() + ".count", "too many samples");
-  if (h.sum_ns() < bounds.low_ns() || h.sum_ns() > bounds.high_ns()) {
+  if (h.sum_ns() < low_ns || h.sum_ns() > high_ns) {
     return Invalid(field() + ".sum_ns", "outside what the buckets allow");
   }
   return count;

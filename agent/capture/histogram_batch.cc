@@ -23,10 +23,9 @@ void PackDelta(v1::HistogramDelta* h) {
   bytes->clear();
   {
     HistogramEncoder encoder(bytes);
-    int index = -1;
+    int index = 0;  // the first entry is an index, the others distances
     for (int i = 0; i < h->bucket_index_size(); ++i) {
-      index = i == 0 ? static_cast<int>(h->bucket_index(0))
-                     : index + static_cast<int>(h->bucket_index(i));
+      index += static_cast<int>(h->bucket_index(i));
       encoder.Add(index, h->bucket_count(i));
     }
   }
