@@ -25,6 +25,11 @@ absl::StatusOr<Statement*> SqlDb::Cached(absl::string_view sql) {
   return it->second.get();
 }
 
+absl::Status SqlDb::RunCached(absl::string_view sql) {
+  SPINTUNE_ASSIGN_OR_RETURN(Statement * stmt, Cached(sql));
+  return stmt->Run();
+}
+
 void SqlDb::ResetCached() {
   for (auto& [sql, stmt] : cached_) stmt->Reset();
 }

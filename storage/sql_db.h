@@ -72,6 +72,9 @@ class SqlDb {
   // batch. The pointer stays valid until the SqlDb is destroyed; the caller
   // must not hold it across another call with the same `sql`.
   absl::StatusOr<Statement*> Cached(absl::string_view sql);
+  // Cached(sql)->Run(): for a statement without parameters or rows run
+  // often (transaction control), which Exec() would parse every time.
+  absl::Status RunCached(absl::string_view sql);
   // Resets every cached statement (SQLite: a stepped, unreset one holds a
   // read snapshot that keeps the write-ahead log from being checkpointed).
   void ResetCached();

@@ -256,12 +256,12 @@ int SqliteDb::Changes() const { return sqlite3_changes(db_); }
 
 absl::Status SqliteDb::Begin() {
   if (absl::Status room = EnsureRoom(); !room.ok()) return room;
-  return Exec("BEGIN IMMEDIATE");
+  return RunCached("BEGIN IMMEDIATE");
 }
 
 absl::Status SqliteDb::BeginDeferredSync() {
   // Set outside the transaction: the pager takes it when one begins.
-  SPINTUNE_RETURN_IF_ERROR(Exec("PRAGMA synchronous=NORMAL"));
+  SPINTUNE_RETURN_IF_ERROR(RunCached("PRAGMA synchronous=NORMAL"));
   deferred_sync_ = true;
   absl::Status s = Begin();
   if (!s.ok()) RestoreSync();
@@ -271,11 +271,11 @@ absl::Status SqliteDb::BeginDeferredSync() {
 void SqliteDb::RestoreSync() {
   if (!deferred_sync_) return;
   deferred_sync_ = false;
-  Exec("PRAGMA synchronous=FULL").IgnoreError();
+  RunCached("PRAGMA synchronous=FULL").IgnoreError();
 }
 
 absl::Status SqliteDb::Commit() {
-  absl::Status s = Exec("COMMIT");
+  absl::Status s = RunCached("COMMIT");
   if (s.ok()) RestoreSync();
   return s;
 }

@@ -159,8 +159,9 @@ absl::StatusOr<uint64_t> Store::ForEachStagedDelta(
     int64_t target_id, const std::function<void(uint64_t, const BatchDelta&)>& fold,
     uint64_t* last_seq) {
   SPINTUNE_ASSIGN_OR_RETURN(
-      auto q, db_->Prepare("SELECT seq, \"window\", delta FROM pending_deltas WHERE target_id = ?1 "
-                           "ORDER BY seq"));
+      auto q, db_->Cached("SELECT seq, \"window\", delta FROM pending_deltas WHERE target_id = ?1 "
+                          "ORDER BY seq"));
+  absl::Cleanup done = [q] { q->Reset(); };
   q->Bind(1, target_id);
   uint64_t n = 0;
   while (true) {
@@ -291,8 +292,9 @@ absl::StatusOr<std::vector<int64_t>> Store::TargetsToCompact(uint64_t min_batche
 absl::StatusOr<std::vector<PolicyKey>> Store::ListKeys(int64_t target_id) {
   absl::MutexLock lock(&mu_);
   SPINTUNE_ASSIGN_OR_RETURN(
-      auto q, db_->Prepare("SELECT cpu_class, device, opcode, size_class FROM keys "
-                           "WHERE target_id = ?1"));
+      auto q, db_->Cached("SELECT cpu_class, device, opcode, size_class FROM keys "
+                          "WHERE target_id = ?1"));
+  absl::Cleanup done = [q] { q->Reset(); };  // (the first batch of every session runs it)
   q->Bind(1, target_id);
   std::vector<PolicyKey> out;
   while (true) {

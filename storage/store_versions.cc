@@ -1,5 +1,6 @@
 // Store: policy versions, pins (rollbacks), verifications and held keys
 // (storage/store.h).
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "policy/policy_json.h"
@@ -105,11 +106,12 @@ absl::StatusOr<std::optional<PolicyTable>> Store::LoadPolicy(int64_t target_id,
                                                              uint64_t version) {
   absl::MutexLock lock(&mu_);
   SPINTUNE_ASSIGN_OR_RETURN(
-      auto q, db_->Prepare(version == 0
-                               ? "SELECT table_json FROM policy_versions WHERE target_id = ?1 "
-                                 "ORDER BY version DESC LIMIT 1"
-                               : "SELECT table_json FROM policy_versions WHERE target_id = ?1 "
-                                 "AND version = ?2"));
+      auto q, db_->Cached(version == 0
+                              ? "SELECT table_json FROM policy_versions WHERE target_id = ?1 "
+                                "ORDER BY version DESC LIMIT 1"
+                              : "SELECT table_json FROM policy_versions WHERE target_id = ?1 "
+                                "AND version = ?2"));
+  absl::Cleanup done = [q] { q->Reset(); };  // (every Hello runs it)
   q->Bind(1, target_id);
   if (version != 0) q->Bind(2, I(version));
   SPINTUNE_ASSIGN_OR_RETURN(bool row, q->Step());

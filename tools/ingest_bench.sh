@@ -36,6 +36,9 @@ OUT=$BUILD/ingest-bench
 # and encode batches).
 tuner_figures() {
   hwm_kib=$(awk '/VmHWM/ {print $2}' "/proc/$tuner_pid/status")
+  # Bytes the tuner passed to write(2)/pwrite(2): its SQLite file, WAL and
+  # logs (gRPC's socket writes are sendmsg(2), not counted here).
+  wchar=$(awk '/^wchar/ {print $2}' "/proc/$tuner_pid/io")
   # utime + stime: fields 14 and 15 (the names in field 2 have no spaces).
   cpu_ticks=$(awk '{print $14 + $15}' "/proc/$tuner_pid/stat")
   fit_ticks=$(cat /proc/"$tuner_pid"/task/*/stat |
@@ -50,7 +53,7 @@ tuner_figures() {
 # the tuner's figures.
 report() {
   python3 - "$1" "$2" "$hwm_kib" "$cpu_ticks" "$fit_ticks" "$(getconf CLK_TCK)" \
-    "${thread_ticks:-}" "${loadgen_cpu_s:-0}" <<'PY'
+    "${thread_ticks:-}" "${loadgen_cpu_s:-0}" "${wchar:-0}" <<'PY'
 import json, sys
 kind, r = sys.argv[1], json.loads(sys.argv[2])
 threads = {k: int(v) / int(sys.argv[6]) for k, v in (t.split("=") for t in sys.argv[7].split())}
@@ -73,7 +76,7 @@ else:
     # generator's (the whole run, Hellos included, for both).
     per = lambda s: f'{s / max(1, r["batches_acked"]) * 1e6:>8.1f}'
     print(" " + " ".join(per(threads.get(k, 0)) for k in ("grpc", "ingest", "sender", "compactor", "fitter")),
-          per(float(sys.argv[8])))
+          per(float(sys.argv[8])), f'{int(sys.argv[9]) / max(1, r["batches_acked"]) / 1024:>8.1f}')
 PY
 }
 
@@ -112,10 +115,10 @@ run_streams() {  # PIN(0|1) LOADGEN_FLAG...
 }
 
 streams_header() {
-  printf "%6s %8s %8s %8s %10s %12s %10s %10s %10s %8s %8s %8s %13s %8s %7s %8s %8s %8s %8s %8s %8s\n" \
+  printf "%6s %8s %8s %8s %10s %12s %10s %10s %10s %8s %8s %8s %13s %8s %7s %8s %8s %8s %8s %8s %8s %8s\n" \
     streams "hello s" batches seconds batches/s samples/s "ack p50 ms" "ack p99 ms" \
     "tuner MiB" "KiB/str" "tuner s" "fits s" "ingest/cpu-s" unacked refused "grpc us" \
-    "ingest us" "sender" "compact" "fits us" "loadgen"
+    "ingest us" "sender" "compact" "fits us" "loadgen" "KiB/b"
 }
 
 case "${2:-}" in
