@@ -24,6 +24,10 @@
 # second of the rest (receiving, decoding, storing, compacting): the ingest
 # rate one core running only that would sustain. The load generator shares
 # the machine (except with --one-core) and is in none of the tuner's figures.
+# Stream rows end with the CPU per acknowledged batch of each tuner thread
+# kind and of the load generator, and "KiB/b": what the tuner passed to
+# write(2)/pwrite(2) per acknowledged batch (/proc/PID/io wchar: SQLite's
+# WAL, its checkpoints into the database file, the log).
 set -euo pipefail
 BUILD=${1:-build}
 OUT=$BUILD/ingest-bench
