@@ -14,6 +14,10 @@
 #     histogram batch (64 keys x 100 completions) per second for
 #     $FLEET_SECONDS (default 10) seconds; $FLEET_WIRE arrays|bytes sets the
 #     load generator's --histogram-wire (unset: its default, arrays).
+#   tools/ingest_bench.sh BUILD --null-fleet API [AGENTS...]
+#     The --fleet load against spintune-null-tuner --api API (callback or
+#     async) instead of the tuner: a Session server that only acknowledges,
+#     so the row is gRPC's own cost on both sides (no decoding or storage).
 #
 # Besides the load generator's figures (samples/s, batches/s, ack latency
 # from a batch written to its ack; for streams also the batches left
@@ -95,10 +99,25 @@ run() {  # AGENTS SAMPLES_PER_AGENT BATCH
   report agents "$json"
 }
 
+# start_null_tuner API: spintune-null-tuner in place of the tuner (sets
+# tuner_pid and addr as start_tuner does).
+start_null_tuner() {
+  "$BUILD/bench/spintune-null-tuner" --listen 127.0.0.1:0 --api "$1" \
+    >"$OUT/tuner.out" 2>"$OUT/tuner.log" &
+  tuner_pid=$!
+  for _ in $(seq 100); do
+    grep -q "listening on" "$OUT/tuner.out" 2>/dev/null && break
+    kill -0 "$tuner_pid" 2>/dev/null || { cat "$OUT/tuner.log"; exit 1; }
+    sleep 0.1
+  done
+  addr=$(awk '/listening on/ {print $NF}' "$OUT/tuner.out")
+}
+
 run_streams() {  # PIN(0|1) LOADGEN_FLAG...
   local pin=$1; shift
   rm -rf "$OUT"; mkdir -p "$OUT"
-  start_tuner "$BUILD" "$OUT"
+  if [ -n "${NULL_API:-}" ]; then start_null_tuner "$NULL_API"
+  else start_tuner "$BUILD" "$OUT" ${TUNER_FLAGS:-}; fi
   local -a loadgen=("$BUILD/bench/spintune-loadgen")
   if [ "$pin" = 1 ]; then
     taskset -a -p -c 0 "$tuner_pid" >/dev/null  # every thread, and those it starts
@@ -133,6 +152,16 @@ case "${2:-}" in
     for b in "${batches[@]}"; do
       run_streams 1 --raw --batch-size "$b" --agents 50 --channels 8 --interval 0.01 --window 16 \
         --duration 10
+    done
+    ;;
+  --null-fleet)
+    NULL_API=${3:?--null-fleet needs an API: callback or async}
+    streams_header
+    fleet=("${@:4}")
+    [ ${#fleet[@]} -gt 0 ] || fleet=(1000 3000 10000)
+    for n in "${fleet[@]}"; do
+      run_streams 0 --agents "$n" --duration "${FLEET_SECONDS:-10}" \
+        ${FLEET_WIRE:+--histogram-wire "$FLEET_WIRE"}
     done
     ;;
   --fleet)
