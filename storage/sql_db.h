@@ -23,6 +23,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "storage/write_gate.h"
 
 namespace spintune {
 
@@ -133,6 +134,14 @@ class SqlDb {
   // far as readers allow, waiting for no one (a passive checkpoint).
   // PostgreSQL: nothing.
   virtual absl::Status Checkpoint() { return absl::OkStatus(); }
+  // SQLite: this connection's write transactions (Begin() to Commit() or
+  // Rollback()) take turns with the other connections of this process
+  // handed the same gate, as `priority` (storage/write_gate.h). PostgreSQL:
+  // nothing (its writers wait on row locks in order).
+  virtual void SetWriteGate(std::shared_ptr<WriteGate> gate, WritePriority priority) {
+    (void)gate;
+    (void)priority;
+  }
 
  private:
   // Destroyed after the derived class closed the connection (SQLite:

@@ -208,7 +208,10 @@ absl::Status SqliteDb::EnsureRoom() {
   return absl::OkStatus();
 }
 
-SqliteDb::~SqliteDb() { sqlite3_close_v2(db_); }
+SqliteDb::~SqliteDb() {
+  LeaveGate();
+  sqlite3_close_v2(db_);
+}
 
 absl::Status SqliteDb::Error(absl::string_view context, int rc) const {
   const std::string msg =
@@ -255,8 +258,20 @@ absl::StatusOr<std::unique_ptr<Statement>> SqliteDb::Prepare(absl::string_view s
 int SqliteDb::Changes() const { return sqlite3_changes(db_); }
 
 absl::Status SqliteDb::Begin() {
-  if (absl::Status room = EnsureRoom(); !room.ok()) return room;
-  return RunCached("BEGIN IMMEDIATE");
+  if (gate_ && !in_gate_) {
+    gate_->Enter(gate_priority_);
+    in_gate_ = true;
+  }
+  absl::Status s = EnsureRoom();
+  if (s.ok()) s = RunCached("BEGIN IMMEDIATE");
+  if (!s.ok()) LeaveGate();
+  return s;
+}
+
+void SqliteDb::LeaveGate() {
+  if (!in_gate_) return;
+  in_gate_ = false;
+  gate_->Leave();
 }
 
 absl::Status SqliteDb::BeginDeferredSync() {
@@ -276,13 +291,17 @@ void SqliteDb::RestoreSync() {
 
 absl::Status SqliteDb::Commit() {
   absl::Status s = RunCached("COMMIT");
-  if (s.ok()) RestoreSync();
+  if (s.ok()) {
+    RestoreSync();
+    LeaveGate();  // (a failed commit is still open: its Rollback() leaves)
+  }
   return s;
 }
 
 void SqliteDb::Rollback() {
   Exec("ROLLBACK").IgnoreError();
   RestoreSync();
+  LeaveGate();
 }
 
 absl::StatusOr<bool> SqliteDb::HasTable(absl::string_view table) {

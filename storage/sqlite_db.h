@@ -81,6 +81,10 @@ class SqliteDb : public SqlDb {
   absl::StatusOr<bool> IsEmpty() override;
   absl::StatusOr<int64_t> DataVersion() override;
   absl::Status CheckIntegrity() override;
+  void SetWriteGate(std::shared_ptr<WriteGate> gate, WritePriority priority) override {
+    gate_ = std::move(gate);
+    gate_priority_ = priority;
+  }
   void SetCommitCheckpoints(bool on) override;
   absl::Status Checkpoint() override;
 
@@ -102,11 +106,16 @@ class SqliteDb : public SqlDb {
   void KeepReserve();
   // Back to synchronous=FULL after a BeginDeferredSync() transaction.
   void RestoreSync();
+  // Leaves the write gate if this connection is inside it.
+  void LeaveGate();
   sqlite3* db_;
   bool deferred_sync_ = false;
   std::string path_;
   uint64_t reserve_bytes_;
   mutable bool full_ = false;
+  std::shared_ptr<WriteGate> gate_;  // null: none (SetWriteGate)
+  WritePriority gate_priority_ = WritePriority::kBackground;
+  bool in_gate_ = false;  // between Begin() and the end of its transaction
 };
 
 }  // namespace spintune

@@ -84,6 +84,7 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& db_spec,
   }
   if (mode != OpenMode::kReadOnly) SPINTUNE_RETURN_IF_ERROR(MigrateToLatest(db.get()));
   db->SetCommitCheckpoints(options.commit_checkpoints);
+  if (options.write_gate) db->SetWriteGate(options.write_gate, options.write_priority);
   return std::unique_ptr<Store>(new Store(std::move(db), options));
 }
 

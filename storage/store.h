@@ -214,6 +214,12 @@ struct StoreOptions {
   // of a pruned seq is taken at its word (a duplicate), so this bounds only
   // how long conflicts and refusals are recognised (storage/SCHEMA.md).
   absl::Duration ledger_retention = absl::Hours(24 * 7);
+  // SQLite: this store's write transactions take turns, as
+  // `write_priority`, with those of the process's other stores handed the
+  // same gate (storage/write_gate.h: the tuner's ingest worker urgent, its
+  // compactor and fitter background); null: SQLite's lock alone.
+  std::shared_ptr<WriteGate> write_gate = nullptr;
+  WritePriority write_priority = WritePriority::kBackground;
 };
 
 // What one Store::PruneLedger() call did.

@@ -10,6 +10,10 @@ absl::StatusOr<std::unique_ptr<Compactor>> Compactor::Create(
     CompactorOptions options, std::function<void(const absl::Status&)> on_error) {
   StoreOptions store_options = options.store;
   store_options.reserve_bytes = 0;  // the tuner's own connection keeps it
+  // Checkpoints run between compactions (Loop), not inside a commit: a
+  // commit's checkpoint would hold the write gate (storage/write_gate.h)
+  // the ingest worker waits at.
+  store_options.commit_checkpoints = false;
   SPINTUNE_ASSIGN_OR_RETURN(auto store, Store::Open(options.db_path, store_options));
   return std::unique_ptr<Compactor>(
       new Compactor(std::move(options), std::move(store), std::move(on_error)));

@@ -85,13 +85,18 @@ absl::StatusOr<std::unique_ptr<TunerCore>> TunerCore::Create(const TunerOptions&
   // The worker's commits never checkpoint the write-ahead log (copy it into
   // the database file, with reads and syncs of their own): the compactor's
   // thread does (tuner/compactor.h).
-  StoreOptions ingest_store = options.store;
+  // Its write transactions go before the compactor's and the fitter's
+  // whenever both wait (storage/write_gate.h).
+  StoreOptions shared_store = options.store;
+  shared_store.write_gate = std::make_shared<WriteGate>();
+  StoreOptions ingest_store = shared_store;
   ingest_store.commit_checkpoints = false;
+  ingest_store.write_priority = WritePriority::kUrgent;
   SPINTUNE_ASSIGN_OR_RETURN(auto store, Store::Open(options.db_path, ingest_store));
   // The fitter starts before the core exists: its results reach the core
   // through this slot (set below, cleared when the core stops the fitter).
   auto slot = std::make_shared<std::atomic<TunerCore*>>(nullptr);
-  FitterOptions fo{options.db_path, options.store,        options.fit,
+  FitterOptions fo{options.db_path, shared_store,         options.fit,
                    options.change,  options.evidence_ttl, options.verify,
                    options.max_fit_cpu_share};
   SPINTUNE_ASSIGN_OR_RETURN(auto fitter, Fitter::Create(fo, [slot](FitResult r) {
@@ -100,7 +105,7 @@ absl::StatusOr<std::unique_ptr<TunerCore>> TunerCore::Create(const TunerOptions&
   auto errors = std::make_shared<std::atomic<TunerCore*>>(nullptr);
   CompactorOptions co;
   co.db_path = options.db_path;
-  co.store = options.store;
+  co.store = shared_store;
   SPINTUNE_ASSIGN_OR_RETURN(auto compactor, Compactor::Create(co, [errors](const absl::Status& s) {
                               Logger().error("compacting staged batches failed: {}", s.ToString());
                               if (TunerCore* core = errors->load()) {

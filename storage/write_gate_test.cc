@@ -1,0 +1,176 @@
+#include "storage/write_gate.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "gtest/gtest.h"
+#include "storage/store.h"
+
+namespace spintune {
+namespace {
+
+constexpr WritePriority kUrgent = WritePriority::kUrgent;
+constexpr WritePriority kBackground = WritePriority::kBackground;
+
+// Writers started on threads; each enters, records its name, leaves.
+class Writers {
+ public:
+  explicit Writers(WriteGate* gate) : gate_(gate) {}
+  ~Writers() { Join(); }
+  void Start(std::string name, WritePriority priority) {
+    threads_.emplace_back([this, name, priority] {
+      gate_->Enter(priority);
+      {
+        absl::MutexLock lock(&mu_);
+        order_.push_back(name);
+      }
+      gate_->Leave();
+    });
+  }
+  // Waits until `urgent` and `background` writers wait at the gate.
+  void AwaitWaiting(int urgent, int background) {
+    const absl::Time deadline = absl::Now() + absl::Seconds(10);
+    while ((gate_->waiting(kUrgent) != urgent || gate_->waiting(kBackground) != background) &&
+           absl::Now() < deadline) {
+      absl::SleepFor(absl::Milliseconds(1));
+    }
+    ASSERT_EQ(gate_->waiting(kUrgent), urgent);
+    ASSERT_EQ(gate_->waiting(kBackground), background);
+  }
+  std::vector<std::string> Join() {
+    for (auto& t : threads_) t.join();
+    threads_.clear();
+    absl::MutexLock lock(&mu_);
+    return order_;
+  }
+
+ private:
+  WriteGate* gate_;
+  std::vector<std::thread> threads_;
+  absl::Mutex mu_;
+  std::vector<std::string> order_;
+};
+
+TEST(WriteGate, AWriterEntersAtOnceWhenNobodyIsInside) {
+  WriteGate gate;
+  for (int i = 0; i < 3; ++i) {
+    gate.Enter(i % 2 ? kBackground : kUrgent);
+    EXPECT_TRUE(gate.held());
+    gate.Leave();
+    EXPECT_FALSE(gate.held());
+  }
+  EXPECT_EQ(gate.counts().urgent, 2u);
+  EXPECT_EQ(gate.counts().background, 1u);
+  EXPECT_EQ(gate.counts().urgent_waited, 0u);
+}
+
+// The compactor's case: after a background transaction, a waiting ingest
+// worker goes before the next background one, whichever asked first.
+TEST(WriteGate, AfterABackgroundWriterAWaitingUrgentOneGoesFirst) {
+  WriteGate gate;
+  gate.Enter(kBackground);
+  Writers writers(&gate);
+  writers.Start("background", kBackground);
+  writers.AwaitWaiting(0, 1);
+  writers.Start("urgent", kUrgent);
+  writers.AwaitWaiting(1, 1);
+  gate.Leave();
+  EXPECT_EQ(writers.Join(), (std::vector<std::string>{"urgent", "background"}));
+  EXPECT_EQ(gate.counts().urgent_waited, 1u);
+}
+
+// Under continuous ingest background writers still get every other turn.
+TEST(WriteGate, AfterAnUrgentWriterAWaitingBackgroundOneGoesFirst) {
+  WriteGate gate;
+  gate.Enter(kUrgent);
+  Writers writers(&gate);
+  writers.Start("urgent", kUrgent);
+  writers.AwaitWaiting(1, 0);
+  writers.Start("background", kBackground);
+  writers.AwaitWaiting(1, 1);
+  gate.Leave();
+  EXPECT_EQ(writers.Join(), (std::vector<std::string>{"background", "urgent"}));
+}
+
+// Only one writer is ever inside, whatever the mix.
+TEST(WriteGate, OneWriterInsideAtATime) {
+  WriteGate gate;
+  std::atomic<int> inside{0};
+  std::atomic<int> most{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 500; ++i) {
+        gate.Enter(t % 2 ? kBackground : kUrgent);
+        const int now = ++inside;
+        int seen = most.load();
+        while (now > seen && !most.compare_exchange_weak(seen, now)) {
+        }
+        --inside;
+        gate.Leave();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(most.load(), 1);
+  EXPECT_EQ(gate.counts().urgent + gate.counts().background, 2000u);
+}
+
+// A gated SQLite store is inside the gate from Begin() to the end of its
+// transaction: it leaves after a commit, after a rollback (a refused
+// batch), and when Begin() itself fails.
+TEST(WriteGate, ASqliteStoreLeavesTheGateHoweverItsTransactionEnds) {
+  const std::string path =
+      ::testing::TempDir() + "/gate-" + std::to_string(getpid()) + ".db";
+  auto gate = std::make_shared<WriteGate>();
+  StoreOptions options;
+  options.write_gate = gate;
+  options.write_priority = kUrgent;
+  auto store = Store::Open(path, options);
+  ASSERT_TRUE(store.ok()) << store.status();
+  TargetRecord board;
+  board.agent_id = "agent-1";
+  board.board = "board";
+  board.cpu_classes = {{"cpu", 1'000'000, {1000, 2000, 30, 400, 5000}, 600}};
+  board.devices = {{"mmc0", "litex-mmc", "card", {}}};
+  auto id = (*store)->UpsertTarget(board);
+  ASSERT_TRUE(id.ok()) << id.status();
+  EXPECT_FALSE(gate->held());
+  BatchDelta batch;
+  batch.seq = 1;
+  KeyEvidence k;
+  k.key = {"cpu", "mmc0", 17, 10};
+  k.histogram.Record(50'000, 4);
+  batch.keys.push_back(k);
+  batch.completion_samples = 4;
+  ASSERT_TRUE((*store)->IngestBatch(*id, batch).ok());
+  EXPECT_FALSE(gate->held()) << "after a commit";
+  // A batch for a target that does not exist: the transaction rolls back.
+  EXPECT_FALSE((*store)->IngestBatch(*id + 100, batch).ok());
+  EXPECT_FALSE(gate->held()) << "after a rollback";
+  // A read-only connection's Begin() fails (SQLite refuses the write
+  // lock): it leaves the gate too.
+  StoreOptions background = options;
+  background.write_priority = kBackground;
+  auto reader = Store::Open(path, background, OpenMode::kReadOnly);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  EXPECT_FALSE((*reader)->UpsertTarget(board).ok());
+  EXPECT_FALSE(gate->held()) << "after a failed Begin()";
+  // And a second store on the gate enters it at once.
+  auto other = Store::Open(path, background);
+  ASSERT_TRUE(other.ok()) << other.status();
+  EXPECT_EQ(*(*other)->Compact(*id), 1u);
+  EXPECT_FALSE(gate->held());
+  EXPECT_EQ(gate->counts().urgent_waited, 0u);
+  std::remove(path.c_str());
+}
+
+}  // namespace
+}  // namespace spintune
