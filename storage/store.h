@@ -280,9 +280,11 @@ class Store {
                                           int64_t from_target = 0);
   // Ingest stages each batch's delta as one row (cheap per batch); Compact()
   // folds a target's staged deltas into its per-key and per-window
-  // histograms and dispatch stats in one transaction, many batches at once.
-  // Every read includes staged deltas, so compaction only changes how the
-  // evidence is stored. Returns the batches folded.
+  // histograms and dispatch stats in one transaction, many batches at once,
+  // committed without a sync of its own (lost to a power cut it is undone
+  // whole; the next synced commit makes it durable). Every read includes
+  // staged deltas, so compaction only changes how the evidence is stored.
+  // Returns the batches folded.
   absl::StatusOr<uint64_t> Compact(int64_t target_id);
   // Targets with at least `min_batches` staged deltas, or with one staged
   // longer ago than `max_age`.
@@ -428,6 +430,14 @@ class Store {
   absl::StatusOr<uint64_t> ForEachStagedDelta(
       int64_t target_id, const std::function<void(uint64_t, const BatchDelta&)>& fold,
       uint64_t* last_seq = nullptr) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Compaction in two steps: FoldStaged() sums a target's staged deltas
+  // (reads only: outside a transaction it reads one snapshot), WriteFold()
+  // writes the sums and deletes the rows summed (inside a write
+  // transaction). CompactLocked() is both, inside the caller's transaction.
+  struct StagedFold;
+  absl::Status FoldStaged(int64_t target_id, StagedFold* fold) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status WriteFold(int64_t target_id, const StagedFold& fold)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status CompactLocked(int64_t target_id, uint64_t* folded)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status MergeDispatch(int64_t target_id, const DispatchRecord& delta)

@@ -176,43 +176,61 @@ absl::StatusOr<uint64_t> Store::ForEachStagedDelta(
   return n;
 }
 
-absl::Status Store::CompactLocked(int64_t target_id, uint64_t* folded) {
-  // Everything staged, summed per key, per (key, window), per dispatch
-  // record, per outcome and per timer, then written once each.
+// Everything staged, summed per key, per (key, window), per dispatch
+// record, per outcome and per timer, to be written once each.
+struct Store::StagedFold {
+  uint64_t folded = 0;  // staged rows summed
+  uint64_t first_seq = 0;
+  uint64_t last_seq = 0;
   std::map<PolicyKey, KeyEvidence> keys;
   std::map<std::pair<PolicyKey, uint64_t>, LatencyHistogram> windows;
   std::map<std::pair<std::string, std::string>, DispatchRecord> dispatch;
   std::map<OutcomeId, OutcomeRecord> outcomes;
   std::map<std::string, LatencyHistogram> timers;
-  uint64_t last_seq = 0;
-  auto fold = [&](uint64_t window, const BatchDelta& delta) {
+};
+
+absl::Status Store::FoldStaged(int64_t target_id, StagedFold* f) {
+  *f = StagedFold();
+  auto fold = [f](uint64_t window, const BatchDelta& delta) {
+    if (f->first_seq == 0) f->first_seq = delta.seq;
     for (const auto& k : delta.keys) {
-      KeyEvidence& e = keys[k.key];
+      KeyEvidence& e = f->keys[k.key];
       e.key = k.key;
       AddEvidence(k, &e);
-      windows[{k.key, window}].Merge(k.histogram);
+      f->windows[{k.key, window}].Merge(k.histogram);
     }
     for (const auto& d : delta.dispatch) {
-      DispatchRecord& r = dispatch[{d.cpu_class, d.device}];
+      DispatchRecord& r = f->dispatch[{d.cpu_class, d.device}];
       r.cpu_class = d.cpu_class;
       r.device = d.device;
       r.handler.Merge(d.handler);
       r.wake.Merge(d.wake);
     }
-    MergeOutcomes(window, delta, &outcomes);
-    for (const auto& t : delta.timers) timers[t.cpu_class].Merge(t.oversleep);
+    MergeOutcomes(window, delta, &f->outcomes);
+    for (const auto& t : delta.timers) f->timers[t.cpu_class].Merge(t.oversleep);
   };
-  SPINTUNE_ASSIGN_OR_RETURN(*folded, ForEachStagedDelta(target_id, fold, &last_seq));
-  if (*folded == 0) return absl::OkStatus();
+  SPINTUNE_ASSIGN_OR_RETURN(f->folded, ForEachStagedDelta(target_id, fold, &f->last_seq));
+  return absl::OkStatus();
+}
+
+absl::Status Store::CompactLocked(int64_t target_id, uint64_t* folded) {
+  StagedFold f;
+  SPINTUNE_RETURN_IF_ERROR(FoldStaged(target_id, &f));
+  *folded = f.folded;
+  return WriteFold(target_id, f);
+}
+
+absl::Status Store::WriteFold(int64_t target_id, const StagedFold& f) {
+  if (f.folded == 0) return absl::OkStatus();
   std::map<PolicyKey, int64_t> key_ids;
-  for (const auto& [key, e] : keys) {
+  for (const auto& [key, e] : f.keys) {
     SPINTUNE_ASSIGN_OR_RETURN(key_ids[key], MergeKey(target_id, e));
   }
-  for (const auto& [kw, h] : windows) {
+  for (const auto& [kw, h] : f.windows) {
     SPINTUNE_RETURN_IF_ERROR(MergeWindow(key_ids.at(kw.first), kw.second, h));
   }
-  for (const auto& [cd, d] : dispatch) SPINTUNE_RETURN_IF_ERROR(MergeDispatch(target_id, d));
-  for (const auto& [id, o] : outcomes) {
+  for (const auto& [cd, d] : f.dispatch) SPINTUNE_RETURN_IF_ERROR(MergeDispatch(target_id, d));
+  for (const auto& [id, o] : f.outcomes) {
     // (CASE, not the two-argument MIN/MAX, which PostgreSQL lacks.)
     SPINTUNE_ASSIGN_OR_RETURN(
         auto put,
@@ -237,7 +255,7 @@ absl::Status Store::CompactLocked(int64_t target_id, uint64_t* folded) {
     put->Bind(14, I(o.first_window)).Bind(15, I(o.last_window));
     SPINTUNE_RETURN_IF_ERROR(put->Run());
   }
-  for (const auto& [cpu_class, h] : timers) {
+  for (const auto& [cpu_class, h] : f.timers) {
     SPINTUNE_ASSIGN_OR_RETURN(
         auto find, db_->Cached("SELECT buckets FROM timer_oversleep WHERE target_id = ?1 AND "
                                "cpu_class = ?2"));
@@ -257,20 +275,42 @@ absl::Status Store::CompactLocked(int64_t target_id, uint64_t* folded) {
   }
   SPINTUNE_ASSIGN_OR_RETURN(
       auto drop, db_->Cached("DELETE FROM pending_deltas WHERE target_id = ?1 AND seq <= ?2"));
-  drop->Bind(1, target_id).Bind(2, I(last_seq));
+  drop->Bind(1, target_id).Bind(2, I(f.last_seq));
   return drop->Run();
 }
 
 absl::StatusOr<uint64_t> Store::Compact(int64_t target_id) {
   absl::MutexLock lock(&mu_);
-  Transaction tx(db_.get());
+  // The staged rows are read and summed before the write transaction (in a
+  // snapshot of their own, ended when the read is: reading and decoding
+  // them is about a third of a compaction, and other writers wait while one
+  // holds the write turn).
+  StagedFold f;
+  SPINTUNE_RETURN_IF_ERROR(FoldStaged(target_id, &f));
+  if (f.folded == 0) return 0;
+  // Committed without a sync of its own: a compaction lost to a power cut
+  // is undone whole (its staged rows are still there, folded again later),
+  // and the next synced commit (every ingest commit is) makes it durable.
+  // A sync here held the write turn the ingest worker waits for (up to
+  // 100 compactions a second in a fleet's compaction wave).
+  Transaction tx(db_.get(), CommitSync::kDeferred);
   absl::Cleanup reset = [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS { db_->ResetCached(); };
   SPINTUNE_RETURN_IF_ERROR(tx.Begin());
-  uint64_t folded = 0;
-  SPINTUNE_RETURN_IF_ERROR(CompactLocked(target_id, &folded));
+  // Still all there? A target's rows are staged once each, in seq order,
+  // and only compaction deletes them: if another compaction (drift
+  // detection's, another tuner's) folded some meanwhile, sum again inside.
+  SPINTUNE_ASSIGN_OR_RETURN(
+      auto count, db_->Cached("SELECT COUNT(*) FROM pending_deltas WHERE target_id = ?1 AND "
+                              "seq >= ?2 AND seq <= ?3"));
+  count->Bind(1, target_id).Bind(2, I(f.first_seq)).Bind(3, I(f.last_seq));
+  SPINTUNE_ASSIGN_OR_RETURN(bool row, count->Step());
+  const bool intact = row && U(count->ColumnInt(0)) == f.folded;
+  count->Reset();
+  if (!intact) SPINTUNE_RETURN_IF_ERROR(FoldStaged(target_id, &f));
+  SPINTUNE_RETURN_IF_ERROR(WriteFold(target_id, f));
   db_->ResetCached();
   SPINTUNE_RETURN_IF_ERROR(tx.Commit());
-  return folded;
+  return f.folded;
 }
 
 absl::StatusOr<std::vector<int64_t>> Store::TargetsToCompact(uint64_t min_batches,

@@ -1,5 +1,9 @@
 #include "storage/write_gate.h"
 
+#include <algorithm>
+
+#include "absl/time/clock.h"
+
 namespace spintune {
 
 bool WriteGate::MayEnter(WritePriority priority) const {
@@ -19,6 +23,7 @@ void WriteGate::Enter(WritePriority priority) {
     ++counts_.background;
   }
   if (!MayEnter(priority)) {
+    const absl::Time asked = absl::Now();
     if (urgent) ++counts_.urgent_waited;
     int& waiting = urgent ? urgent_waiting_ : background_waiting_;
     ++waiting;
@@ -30,14 +35,23 @@ void WriteGate::Enter(WritePriority priority) {
         +[](Args* a) ABSL_NO_THREAD_SAFETY_ANALYSIS { return a->gate->MayEnter(a->priority); },
         &args));
     --waiting;
+    if (urgent) counts_.urgent_wait_seconds += absl::ToDoubleSeconds(absl::Now() - asked);
   }
   held_ = true;
   last_ = priority;
+  entered_ = absl::Now();
 }
 
 void WriteGate::Leave() {
   absl::MutexLock lock(&mu_);
   held_ = false;
+  const double held = absl::ToDoubleSeconds(absl::Now() - entered_);
+  if (last_ == WritePriority::kUrgent) {
+    counts_.urgent_held_seconds += held;
+  } else {
+    counts_.background_held_seconds += held;
+    counts_.longest_background_seconds = std::max(counts_.longest_background_seconds, held);
+  }
 }
 
 WriteGate::Counts WriteGate::counts() const {

@@ -32,6 +32,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 
 namespace spintune {
 
@@ -44,11 +45,17 @@ class WriteGate {
   // REQUIRES: the caller's Enter() returned and it has not left since.
   void Leave() ABSL_LOCKS_EXCLUDED(mu_);
 
-  // Transactions entered per kind so far, and those that had to wait.
+  // Transactions entered per kind so far, those urgent ones that had to
+  // wait and how long they waited in all, how long each kind held the gate
+  // in all, and the longest one background transaction held it.
   struct Counts {
     uint64_t urgent = 0;
     uint64_t background = 0;
     uint64_t urgent_waited = 0;
+    double urgent_wait_seconds = 0;
+    double urgent_held_seconds = 0;
+    double background_held_seconds = 0;
+    double longest_background_seconds = 0;
   };
   Counts counts() const ABSL_LOCKS_EXCLUDED(mu_);
   // Observers (tests): whether a writer is inside, writers of a kind waiting.
@@ -65,6 +72,7 @@ class WriteGate {
   WritePriority last_ ABSL_GUARDED_BY(mu_) = WritePriority::kBackground;
   int urgent_waiting_ ABSL_GUARDED_BY(mu_) = 0;
   int background_waiting_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::Time entered_ ABSL_GUARDED_BY(mu_);  // when the writer inside entered
   Counts counts_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -172,5 +172,59 @@ TEST(WriteGate, ASqliteStoreLeavesTheGateHoweverItsTransactionEnds) {
   std::remove(path.c_str());
 }
 
+// Store::Compact sums the staged rows before it takes the write turn. If
+// another compaction folds them meanwhile (here a second store without the
+// gate, while the first waits at it), the first sums again inside its
+// transaction: nothing is counted twice.
+TEST(WriteGate, ACompactionWhoseRowsWereFoldedMeanwhileSumsThemAgain) {
+  const std::string path =
+      ::testing::TempDir() + "/gate-refold-" + std::to_string(getpid()) + ".db";
+  auto gate = std::make_shared<WriteGate>();
+  StoreOptions gated;
+  gated.write_gate = gate;
+  auto first = Store::Open(path, gated);
+  auto second = Store::Open(path);  // no gate: SQLite's lock only
+  ASSERT_TRUE(first.ok() && second.ok());
+  TargetRecord board;
+  board.agent_id = "agent-1";
+  board.board = "board";
+  board.cpu_classes = {{"cpu", 1'000'000, {1000, 2000, 30, 400, 5000}, 600}};
+  board.devices = {{"mmc0", "litex-mmc", "card", {}}};
+  auto id = (*second)->UpsertTarget(board);
+  ASSERT_TRUE(id.ok()) << id.status();
+  auto batch = [](uint64_t seq, uint64_t count) {
+    BatchDelta b;
+    b.seq = seq;
+    KeyEvidence k;
+    k.key = {"cpu", "mmc0", 17, 10};
+    k.histogram.Record(50'000, count);
+    b.keys.push_back(k);
+    b.completion_samples = count;
+    return b;
+  };
+  ASSERT_TRUE(*(*second)->IngestBatch(*id, batch(1, 3)));
+  ASSERT_TRUE(*(*second)->IngestBatch(*id, batch(2, 4)));
+  gate->Enter(kBackground);  // the first store's Compact() waits at the gate
+  absl::StatusOr<uint64_t> folded;
+  std::thread compacting([&] { folded = (*first)->Compact(*id); });
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (gate->waiting(kBackground) != 1 && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  ASSERT_EQ(gate->waiting(kBackground), 1);
+  // Meanwhile: seqs 1 and 2 are folded by the other store, 3 is staged.
+  EXPECT_EQ(*(*second)->Compact(*id), 2u);
+  ASSERT_TRUE(*(*second)->IngestBatch(*id, batch(3, 5)));
+  gate->Leave();
+  compacting.join();
+  ASSERT_TRUE(folded.ok()) << folded.status();
+  EXPECT_EQ(*folded, 1u) << "only seq 3 was left to fold";
+  auto keys = (*second)->LoadKeys(*id);
+  ASSERT_TRUE(keys.ok()) << keys.status();
+  ASSERT_EQ(keys->size(), 1u);
+  EXPECT_EQ((*keys)[0].histogram.total_count(), 12u) << "3 + 4 + 5, each once";
+  std::remove(path.c_str());
+}
+
 }  // namespace
 }  // namespace spintune

@@ -145,6 +145,13 @@ TEST_F(Observability, MetricsMoveWhileAnAgentStreams) {
   EXPECT_EQ(after["spintune_tuner_ingest_latency_seconds_count"], 60);
   EXPECT_EQ(after["spintune_tuner_ingest_latency_seconds_bucket{le=\"+Inf\"}"], 60);
   EXPECT_GT(after["spintune_tuner_ingest_latency_seconds_sum"], 0);
+  // The ingest worker's commits held the write turn; the background lines
+  // are there (a compaction or refit may not have written yet).
+  EXPECT_GT(after["spintune_tuner_write_gate_held_seconds_total{writer=\"ingest\"}"], 0);
+  EXPECT_EQ(after.count("spintune_tuner_write_gate_held_seconds_total{writer=\"background\"}"),
+            1u);
+  EXPECT_EQ(after.count("spintune_tuner_write_gate_wait_seconds_total"), 1u);
+  EXPECT_EQ(after.count("spintune_tuner_write_gate_longest_background_seconds"), 1u);
 
   auto other = testing::Run({"/usr/bin/curl", "-s", "-o", "/dev/null", "-w", "%{http_code}",
                              metrics_url_.substr(0, metrics_url_.rfind('/')) + "/other"},

@@ -113,15 +113,18 @@ absl::StatusOr<std::unique_ptr<TunerCore>> TunerCore::Create(const TunerOptions&
                               }
                             }));
   std::unique_ptr<TunerCore> core(
-      new TunerCore(options, std::move(store), std::move(fitter), std::move(compactor)));
+      new TunerCore(options, shared_store.write_gate, std::move(store), std::move(fitter),
+                    std::move(compactor)));
   slot->store(core.get());
   errors->store(core.get());
   return core;
 }
 
-TunerCore::TunerCore(TunerOptions options, std::unique_ptr<Store> store,
-                     std::unique_ptr<Fitter> fitter, std::unique_ptr<Compactor> compactor)
+TunerCore::TunerCore(TunerOptions options, std::shared_ptr<WriteGate> gate,
+                     std::unique_ptr<Store> store, std::unique_ptr<Fitter> fitter,
+                     std::unique_ptr<Compactor> compactor)
     : options_(std::move(options)),
+      gate_(std::move(gate)),
       store_(std::move(store)),
       fitter_(std::move(fitter)),
       compactor_(std::move(compactor)) {
@@ -325,8 +328,13 @@ absl::StatusOr<TokenRecord> TunerCore::Authenticate(const std::string& token) {
 }
 
 TunerCounters TunerCore::counters() const {
-  absl::MutexLock lock(&mu_);
-  return counters_;
+  TunerCounters c;
+  {
+    absl::MutexLock lock(&mu_);
+    c = counters_;
+  }
+  c.write_gate = gate_->counts();
+  return c;
 }
 
 void TunerCore::OnHello(std::shared_ptr<SessionHandle> session, v1::Hello hello,

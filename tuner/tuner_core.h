@@ -160,6 +160,8 @@ struct TunerCounters {
   std::array<uint64_t, 14> ingest_latency_buckets{};
   double ingest_latency_sum_seconds = 0;
   uint64_t ingest_latency_count = 0;
+  // SQLite: the turns the write transactions took (storage/write_gate.h).
+  WriteGate::Counts write_gate;
 };
 
 // Upper bounds of the ingest latency histogram (seconds), +Inf last.
@@ -217,8 +219,8 @@ class TunerCore {
   const TunerOptions& options() const { return options_; }
 
  private:
-  TunerCore(TunerOptions options, std::unique_ptr<Store> store, std::unique_ptr<Fitter> fitter,
-            std::unique_ptr<Compactor> compactor);
+  TunerCore(TunerOptions options, std::shared_ptr<WriteGate> gate, std::unique_ptr<Store> store,
+            std::unique_ptr<Fitter> fitter, std::unique_ptr<Compactor> compactor);
   // A fit finished (on the fitter's thread): handled on the worker.
   void OnFitResult(FitResult result);
   void Post(std::shared_ptr<SessionHandle> session, std::function<void()> run,
@@ -261,6 +263,8 @@ class TunerCore {
   absl::Status CheckRate(SessionHandle& session, const BatchDelta& delta);
 
   const TunerOptions options_;
+  // The worker's, fitter's and compactor's stores take turns at it.
+  const std::shared_ptr<WriteGate> gate_;
   std::unique_ptr<Store> store_;
   JobQueue queue_;
 

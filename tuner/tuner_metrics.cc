@@ -87,6 +87,26 @@ std::string RenderPrometheusText(const TunerCounters& c) {
   absl::StrAppend(&out, "spintune_tuner_ingest_latency_seconds_sum ",
                   absl::StrFormat("%.6f", c.ingest_latency_sum_seconds), "\n",
                   "spintune_tuner_ingest_latency_seconds_count ", c.ingest_latency_count, "\n");
+  const WriteGate::Counts& g = c.write_gate;
+  absl::StrAppend(
+      &out,
+      "# HELP spintune_tuner_write_gate_wait_seconds_total Time the ingest worker's write "
+      "transactions waited for a background one (compaction, ledger pruning, refits).\n"
+      "# TYPE spintune_tuner_write_gate_wait_seconds_total counter\n"
+      "spintune_tuner_write_gate_wait_seconds_total ",
+      absl::StrFormat("%.6f", g.urgent_wait_seconds), "\n",
+      "# HELP spintune_tuner_write_gate_held_seconds_total Time write transactions held the "
+      "database's write turn, by writer.\n"
+      "# TYPE spintune_tuner_write_gate_held_seconds_total counter\n"
+      "spintune_tuner_write_gate_held_seconds_total{writer=\"ingest\"} ",
+      absl::StrFormat("%.6f", g.urgent_held_seconds), "\n",
+      "spintune_tuner_write_gate_held_seconds_total{writer=\"background\"} ",
+      absl::StrFormat("%.6f", g.background_held_seconds), "\n",
+      "# HELP spintune_tuner_write_gate_longest_background_seconds The longest one background "
+      "write transaction held the write turn (what an acknowledgement may wait for).\n"
+      "# TYPE spintune_tuner_write_gate_longest_background_seconds gauge\n"
+      "spintune_tuner_write_gate_longest_background_seconds ",
+      absl::StrFormat("%.6f", g.longest_background_seconds), "\n");
   return out;
 }
 
