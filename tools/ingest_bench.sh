@@ -28,7 +28,9 @@
 # second of the rest (receiving, decoding, storing, compacting): the ingest
 # rate one core running only that would sustain. The load generator shares
 # the machine (except with --one-core) and is in none of the tuner's figures.
-# Stream rows end with the CPU per acknowledged batch of each tuner thread
+# Stream rows against the tuner are followed by its write gate's figures
+# (its metrics, --metrics-listen on a free loopback port). Stream rows end
+# with the CPU per acknowledged batch of each tuner thread
 # kind and of the load generator, and "KiB/b": what the tuner passed to
 # write(2)/pwrite(2) per acknowledged batch (/proc/PID/io wchar: SQLite's
 # WAL, its checkpoints into the database file, the log).
@@ -117,7 +119,7 @@ run_streams() {  # PIN(0|1) LOADGEN_FLAG...
   local pin=$1; shift
   rm -rf "$OUT"; mkdir -p "$OUT"
   if [ -n "${NULL_API:-}" ]; then start_null_tuner "$NULL_API"
-  else start_tuner "$BUILD" "$OUT" ${TUNER_FLAGS:-}; fi
+  else start_tuner "$BUILD" "$OUT" --metrics-listen 127.0.0.1:0 ${TUNER_FLAGS:-}; fi
   local -a loadgen=("$BUILD/bench/spintune-loadgen")
   if [ "$pin" = 1 ]; then
     taskset -a -p -c 0 "$tuner_pid" >/dev/null  # every thread, and those it starts
@@ -133,8 +135,27 @@ run_streams() {  # PIN(0|1) LOADGEN_FLAG...
     for (i = 1; i <= 2; i++) {split($i, p, /[ms]/); s += p[1] * 60 + p[2]}
     print s}' "$OUT/loadgen.times")
   tuner_figures
+  local gate
+  gate=$(gate_figures)
   kill -INT "$tuner_pid"; wait "$tuner_pid" || true
   report streams "$json"
+  [ -z "$gate" ] || echo "$gate"
+}
+
+# gate_figures: the running tuner's write gate over the whole run, from its
+# metrics (storage/write_gate.h): how long the ingest worker's and the
+# background writers' transactions held the write turn, how long the worker
+# waited, the longest background transaction.
+gate_figures() {
+  local url
+  url=$(awk '/metrics on/ {print $NF}' "$OUT/tuner.out" 2>/dev/null)
+  [ -n "$url" ] || return 0
+  curl -s "$url" | awk '
+    /^spintune_tuner_write_gate_held_seconds_total\{writer="ingest"\}/ {i = $2}
+    /^spintune_tuner_write_gate_held_seconds_total\{writer="background"\}/ {b = $2}
+    /^spintune_tuner_write_gate_wait_seconds_total/ {w = $2}
+    /^spintune_tuner_write_gate_longest_background_seconds/ {l = $2}
+    END {if (i != "") printf "  write turn held: ingest %.1f s, background %.1f s; ingest waited %.1f s; longest background %.0f ms\n", i, b, w, l * 1000}'
 }
 
 streams_header() {
