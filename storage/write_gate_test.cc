@@ -71,32 +71,34 @@ TEST(WriteGate, AWriterEntersAtOnceWhenNobodyIsInside) {
   EXPECT_EQ(gate.counts().urgent_waited, 0u);
 }
 
+// With a writer of kind `holder` inside, a writer of the same kind asks
+// first and one of the other kind second; the order they enter in once the
+// holder leaves. `gate` is fresh.
+std::vector<std::string> OrderAfter(WritePriority holder, WriteGate* gate) {
+  const WritePriority other = holder == kUrgent ? kBackground : kUrgent;
+  auto name = [](WritePriority p) { return p == kUrgent ? "urgent" : "background"; };
+  gate->Enter(holder);
+  Writers writers(gate);
+  writers.Start(name(holder), holder);
+  writers.AwaitWaiting(holder == kUrgent ? 1 : 0, holder == kUrgent ? 0 : 1);
+  writers.Start(name(other), other);
+  writers.AwaitWaiting(1, 1);
+  gate->Leave();
+  return writers.Join();
+}
+
 // The compactor's case: after a background transaction, a waiting ingest
 // worker goes before the next background one, whichever asked first.
 TEST(WriteGate, AfterABackgroundWriterAWaitingUrgentOneGoesFirst) {
   WriteGate gate;
-  gate.Enter(kBackground);
-  Writers writers(&gate);
-  writers.Start("background", kBackground);
-  writers.AwaitWaiting(0, 1);
-  writers.Start("urgent", kUrgent);
-  writers.AwaitWaiting(1, 1);
-  gate.Leave();
-  EXPECT_EQ(writers.Join(), (std::vector<std::string>{"urgent", "background"}));
+  EXPECT_EQ(OrderAfter(kBackground, &gate), (std::vector<std::string>{"urgent", "background"}));
   EXPECT_EQ(gate.counts().urgent_waited, 1u);
 }
 
 // Under continuous ingest background writers still get every other turn.
 TEST(WriteGate, AfterAnUrgentWriterAWaitingBackgroundOneGoesFirst) {
   WriteGate gate;
-  gate.Enter(kUrgent);
-  Writers writers(&gate);
-  writers.Start("urgent", kUrgent);
-  writers.AwaitWaiting(1, 0);
-  writers.Start("background", kBackground);
-  writers.AwaitWaiting(1, 1);
-  gate.Leave();
-  EXPECT_EQ(writers.Join(), (std::vector<std::string>{"background", "urgent"}));
+  EXPECT_EQ(OrderAfter(kUrgent, &gate), (std::vector<std::string>{"background", "urgent"}));
 }
 
 // Only one writer is ever inside, whatever the mix.

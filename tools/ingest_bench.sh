@@ -104,15 +104,7 @@ run() {  # AGENTS SAMPLES_PER_AGENT BATCH
 # start_null_tuner API: spintune-null-tuner in place of the tuner (sets
 # tuner_pid and addr as start_tuner does).
 start_null_tuner() {
-  "$BUILD/bench/spintune-null-tuner" --listen 127.0.0.1:0 --api "$1" \
-    >"$OUT/tuner.out" 2>"$OUT/tuner.log" &
-  tuner_pid=$!
-  for _ in $(seq 100); do
-    grep -q "listening on" "$OUT/tuner.out" 2>/dev/null && break
-    kill -0 "$tuner_pid" 2>/dev/null || { cat "$OUT/tuner.log"; exit 1; }
-    sleep 0.1
-  done
-  addr=$(awk '/listening on/ {print $NF}' "$OUT/tuner.out")
+  start_server "$OUT" "$BUILD/bench/spintune-null-tuner" --listen 127.0.0.1:0 --api "$1"
 }
 
 run_streams() {  # PIN(0|1) LOADGEN_FLAG...

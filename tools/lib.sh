@@ -5,16 +5,24 @@
 # addr, or prints the tuner's log and exits.
 start_tuner() {
   local build=$1 out=$2
-  "$build/tuner/spintune-tuner" --listen 127.0.0.1:0 --db "$out/spintune.db" "${@:3}" \
-    >"$out/tuner.out" 2>"$out/tuner.log" &
+  start_server "$out" "$build/tuner/spintune-tuner" --listen 127.0.0.1:0 \
+    --db "$out/spintune.db" "${@:3}"
+}
+
+# start_server OUT COMMAND...: starts COMMAND, a server that prints
+# "... listening on ADDR", with its output in OUT/tuner.out and OUT/tuner.log;
+# sets tuner_pid and addr, or prints its log and exits.
+start_server() {
+  local out=$1; shift
+  "$@" >"$out/tuner.out" 2>"$out/tuner.log" &
   tuner_pid=$!
   for _ in $(seq 100); do
     grep -q "listening on" "$out/tuner.out" 2>/dev/null && break
     kill -0 "$tuner_pid" 2>/dev/null || { cat "$out/tuner.log"; exit 1; }
     sleep 0.1
   done
-  addr=$(awk '/listening on/ {print $3}' "$out/tuner.out")
-  [ -n "$addr" ] || { echo "the tuner did not start:"; cat "$out/tuner.log"; exit 1; }
+  addr=$(awk '/listening on/ {print $NF; exit}' "$out/tuner.out")
+  [ -n "$addr" ] || { echo "$1 did not start:"; cat "$out/tuner.log"; exit 1; }
 }
 
 # disk_under PATH: the block disk holding PATH (a partition's parent disk).

@@ -27,7 +27,10 @@
 // Batches waiting back to back are stored in one SQLite transaction (group
 // commit: one fsync for many batches, each still acknowledged only after
 // that commit). A batch is stored as one staged row; a compactor thread
-// folds staged rows into the per-key histograms (tuner/compactor.h).
+// folds staged rows into the per-key histograms (tuner/compactor.h). On
+// SQLite the worker's write transactions and the compactor's and fitter's
+// take turns at one write gate (storage/write_gate.h), so a commit waits for
+// at most one of theirs.
 //
 // Per target it counts samples ingested since the last fit and refits when
 // TunerOptions::refit_samples have arrived (and on Drain, when anything was
