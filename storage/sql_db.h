@@ -135,7 +135,7 @@ class SqlDb {
   // PostgreSQL: nothing.
   virtual absl::Status Checkpoint() { return absl::OkStatus(); }
   // SQLite: this connection's write transactions (Begin() to Commit() or
-  // Rollback()) take turns with the other connections of this process
+  // Rollback(), and a write statement outside one) take turns with the other connections of this process
   // handed the same gate, as `priority` (storage/write_gate.h). PostgreSQL:
   // nothing (its writers wait on row locks in order).
   virtual void SetWriteGate(std::shared_ptr<WriteGate> gate, WritePriority priority) {

@@ -38,12 +38,19 @@ Statement& SqliteStatement::BindNull(int index) {
 }
 
 absl::StatusOr<bool> SqliteStatement::Step() {
-  // A write outside a transaction waits for room like a transaction does.
+  // A write outside a transaction is a transaction of its own: it waits
+  // for room and for its turn at the write gate like one. (The turn ends
+  // with the first step: one that returns rows, an INSERT ... RETURNING,
+  // keeps SQLite's write lock until it is reset; a writer that finds it
+  // taken then waits in SQLite's busy handler.)
+  bool own_turn = false;
   if (!sqlite3_stmt_busy(stmt_) && !sqlite3_stmt_readonly(stmt_) &&
       sqlite3_get_autocommit(db_->raw())) {
     if (absl::Status room = db_->EnsureRoom(); !room.ok()) return room;
+    own_turn = db_->EnterGate();
   }
   const int rc = sqlite3_step(stmt_);
+  if (own_turn) db_->LeaveGate();
   if (rc == SQLITE_ROW) return true;
   if (rc == SQLITE_DONE) return false;
   absl::Status s = db_->Error(sqlite3_sql(stmt_), rc);
@@ -257,11 +264,15 @@ absl::StatusOr<std::unique_ptr<Statement>> SqliteDb::Prepare(absl::string_view s
 
 int SqliteDb::Changes() const { return sqlite3_changes(db_); }
 
+bool SqliteDb::EnterGate() {
+  if (!gate_ || in_gate_) return false;
+  gate_->Enter(gate_priority_);
+  in_gate_ = true;
+  return true;
+}
+
 absl::Status SqliteDb::Begin() {
-  if (gate_ && !in_gate_) {
-    gate_->Enter(gate_priority_);
-    in_gate_ = true;
-  }
+  EnterGate();
   absl::Status s = EnsureRoom();
   if (s.ok()) s = RunCached("BEGIN IMMEDIATE");
   if (!s.ok()) LeaveGate();

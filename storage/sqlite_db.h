@@ -97,6 +97,13 @@ class SqliteDb : public SqlDb {
   // checkpointed and truncated. Called by Begin() and before a write
   // statement outside a transaction.
   absl::Status EnsureRoom();
+  // For a write statement outside a transaction (one of its own): takes a
+  // turn at the write gate like Begin() does. True if it did; then the
+  // caller calls LeaveGate() once the statement has run. False without a
+  // gate or inside a transaction's turn.
+  bool EnterGate();
+  // Leaves the write gate if this connection is inside it.
+  void LeaveGate();
   sqlite3* raw() const { return db_; }
 
  private:
@@ -106,8 +113,6 @@ class SqliteDb : public SqlDb {
   void KeepReserve();
   // Back to synchronous=FULL after a BeginDeferredSync() transaction.
   void RestoreSync();
-  // Leaves the write gate if this connection is inside it.
-  void LeaveGate();
   sqlite3* db_;
   bool deferred_sync_ = false;
   std::string path_;

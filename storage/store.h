@@ -433,12 +433,10 @@ class Store {
   // Compaction in two steps: FoldStaged() sums a target's staged deltas
   // (reads only: outside a transaction it reads one snapshot), WriteFold()
   // writes the sums and deletes the rows summed (inside a write
-  // transaction). CompactLocked() is both, inside the caller's transaction.
+  // transaction).
   struct StagedFold;
   absl::Status FoldStaged(int64_t target_id, StagedFold* fold) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status WriteFold(int64_t target_id, const StagedFold& fold)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::Status CompactLocked(int64_t target_id, uint64_t* folded)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status MergeDispatch(int64_t target_id, const DispatchRecord& delta)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

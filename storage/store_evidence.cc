@@ -213,13 +213,6 @@ absl::Status Store::FoldStaged(int64_t target_id, StagedFold* f) {
   return absl::OkStatus();
 }
 
-absl::Status Store::CompactLocked(int64_t target_id, uint64_t* folded) {
-  StagedFold f;
-  SPINTUNE_RETURN_IF_ERROR(FoldStaged(target_id, &f));
-  *folded = f.folded;
-  return WriteFold(target_id, f);
-}
-
 absl::Status Store::WriteFold(int64_t target_id, const StagedFold& f) {
   if (f.folded == 0) return absl::OkStatus();
   std::map<PolicyKey, int64_t> key_ids;
@@ -418,60 +411,80 @@ absl::StatusOr<std::vector<KeyEvidence>> Store::LoadKeys(int64_t target_id) {
 absl::StatusOr<std::vector<PolicyKey>> Store::DetectChanges(int64_t target_id,
                                                             const ChangeTest& test,
                                                             uint64_t min_recent) {
-  absl::MutexLock lock(&mu_);
-  Transaction tx(db_.get());
-  absl::Cleanup reset = [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS { db_->ResetCached(); };
-  SPINTUNE_RETURN_IF_ERROR(tx.Begin());
   // The windows must hold every batch before they are compared.
-  uint64_t folded = 0;
-  SPINTUNE_RETURN_IF_ERROR(CompactLocked(target_id, &folded));
-  SPINTUNE_ASSIGN_OR_RETURN(
-      auto keys, db_->Prepare("SELECT id, cpu_class, device, opcode, size_class, since_window "
-                              "FROM keys WHERE target_id = ?1"));
-  keys->Bind(1, target_id);
-  struct Key {
-    int64_t id;
-    PolicyKey key;
-    int64_t since;
+  SPINTUNE_RETURN_IF_ERROR(Compact(target_id).status());
+  absl::MutexLock lock(&mu_);
+  // The windows are read and judged outside a write transaction (decoding
+  // and comparing a target's windows takes milliseconds, on the fitter's
+  // low-priority thread, while other writers wait for the write turn); the
+  // verdicts are written in one afterwards. Meanwhile compaction only adds
+  // to windows from the latest read on, and only this target's fitter (it
+  // holds the target's lease) moves since_window or prunes.
+  struct Verdict {
+    int64_t key_id;
+    int64_t since_window;  // -1: unchanged
+    int64_t keep_from;     // 0: nothing to prune
   };
-  std::vector<Key> all;
-  while (true) {
-    SPINTUNE_ASSIGN_OR_RETURN(bool row, keys->Step());
-    if (!row) break;
-    all.push_back({keys->ColumnInt(0),
-                   {keys->ColumnText(1), keys->ColumnText(2),
-                    static_cast<uint32_t>(keys->ColumnInt(3)),
-                    static_cast<uint32_t>(keys->ColumnInt(4))},
-                   keys->ColumnInt(5)});
+  std::vector<Verdict> verdicts;
+  std::vector<PolicyKey> changed;
+  {
+    SPINTUNE_ASSIGN_OR_RETURN(
+        auto keys, db_->Prepare("SELECT id, cpu_class, device, opcode, size_class, "
+                                "since_window FROM keys WHERE target_id = ?1"));
+    keys->Bind(1, target_id);
+    struct Key {
+      int64_t id;
+      PolicyKey key;
+      int64_t since;
+    };
+    std::vector<Key> all;
+    while (true) {
+      SPINTUNE_ASSIGN_OR_RETURN(bool row, keys->Step());
+      if (!row) break;
+      all.push_back({keys->ColumnInt(0),
+                     {keys->ColumnText(1), keys->ColumnText(2),
+                      static_cast<uint32_t>(keys->ColumnInt(3)),
+                      static_cast<uint32_t>(keys->ColumnInt(4))},
+                     keys->ColumnInt(5)});
+    }
+    keys->Reset();
+    SPINTUNE_ASSIGN_OR_RETURN(
+        auto windows, db_->Prepare("SELECT \"window\", buckets FROM histogram_windows WHERE "
+                                   "key_id = ?1 AND \"window\" >= ?2 ORDER BY \"window\""));
+    for (const Key& k : all) {
+      windows->Bind(1, k.id).Bind(2, k.since);
+      std::vector<std::pair<int64_t, LatencyHistogram>> parts;
+      while (true) {
+        SPINTUNE_ASSIGN_OR_RETURN(bool row, windows->Step());
+        if (!row) break;
+        SPINTUNE_ASSIGN_OR_RETURN(LatencyHistogram h, DecodeHistogram(windows->ColumnBlob(1)));
+        parts.emplace_back(windows->ColumnInt(0), std::move(h));
+      }
+      windows->Reset();
+      // The decision is the model's; the store keeps what it says.
+      const WindowVerdict v =
+          JudgeWindows(parts, k.since, test, min_recent, options_.keep_windows);
+      if (v.changed) changed.push_back(k.key);
+      if (v.changed || v.keep_from != 0) {
+        verdicts.push_back({k.id, v.changed ? parts.back().first : -1, v.keep_from});
+      }
+    }
   }
-  SPINTUNE_ASSIGN_OR_RETURN(
-      auto windows, db_->Prepare("SELECT \"window\", buckets FROM histogram_windows WHERE "
-                                 "key_id = ?1 AND \"window\" >= ?2 ORDER BY \"window\""));
+  if (verdicts.empty()) return changed;
+  Transaction tx(db_.get());
+  SPINTUNE_RETURN_IF_ERROR(tx.Begin());
   SPINTUNE_ASSIGN_OR_RETURN(
       auto mark, db_->Prepare("UPDATE keys SET since_window = ?2 WHERE id = ?1"));
   SPINTUNE_ASSIGN_OR_RETURN(
       auto prune,
       db_->Prepare("DELETE FROM histogram_windows WHERE key_id = ?1 AND \"window\" < ?2"));
-  std::vector<PolicyKey> changed;
-  for (const Key& k : all) {
-    windows->Bind(1, k.id).Bind(2, k.since);
-    std::vector<std::pair<int64_t, LatencyHistogram>> parts;
-    while (true) {
-      SPINTUNE_ASSIGN_OR_RETURN(bool row, windows->Step());
-      if (!row) break;
-      SPINTUNE_ASSIGN_OR_RETURN(LatencyHistogram h, DecodeHistogram(windows->ColumnBlob(1)));
-      parts.emplace_back(windows->ColumnInt(0), std::move(h));
-    }
-    windows->Reset();
-    // The decision is the model's; the store keeps what it says.
-    const WindowVerdict v = JudgeWindows(parts, k.since, test, min_recent, options_.keep_windows);
-    if (v.changed) {
-      mark->Bind(1, k.id).Bind(2, parts.back().first);
+  for (const Verdict& v : verdicts) {
+    if (v.since_window >= 0) {
+      mark->Bind(1, v.key_id).Bind(2, v.since_window);
       SPINTUNE_RETURN_IF_ERROR(mark->Run());
-      changed.push_back(k.key);
     }
     if (v.keep_from == 0) continue;
-    prune->Bind(1, k.id).Bind(2, v.keep_from);
+    prune->Bind(1, v.key_id).Bind(2, v.keep_from);
     SPINTUNE_RETURN_IF_ERROR(prune->Run());
   }
   SPINTUNE_RETURN_IF_ERROR(tx.Commit());

@@ -42,6 +42,29 @@ absl::StatusOr<uint64_t> Store::AppendPinnedVersion(int64_t target_id, PolicyTab
 }
 
 absl::StatusOr<uint64_t> Store::AppendVersion(int64_t target_id, PolicyTable* table, bool pin) {
+  // The highest version stored, read before the transaction and again in it.
+  SPINTUNE_ASSIGN_OR_RETURN(auto latest, db_->Prepare("SELECT COALESCE(MAX(version), 0) FROM "
+                                                      "policy_versions WHERE target_id = ?1"));
+  auto next_version = [&]() -> absl::StatusOr<uint64_t> {
+    latest->Reset();
+    latest->Bind(1, target_id);
+    SPINTUNE_ASSIGN_OR_RETURN(bool row, latest->Step());
+    const uint64_t version = (row ? U(latest->ColumnInt(0)) : 0) + 1;
+    latest->Reset();
+    return version;
+  };
+  // The table is serialized before the write transaction, numbered as it
+  // will most likely be (tens of KiB of JSON, milliseconds on the fitter's
+  // low-priority thread while the ingest worker waits for the write turn);
+  // again inside if another appender took that number meanwhile.
+  std::string json;
+  auto serialize = [&](uint64_t version) {
+    table->version = version;
+    table->fitted_at = NowRfc3339();
+    json = PolicyTableToJson(*table).dump();
+  };
+  SPINTUNE_ASSIGN_OR_RETURN(uint64_t version, next_version());
+  serialize(version);
   Transaction tx(db_.get());
   SPINTUNE_RETURN_IF_ERROR(tx.Begin());
   // The target's row locked first: versions are numbered one at a time
@@ -57,17 +80,12 @@ absl::StatusOr<uint64_t> Store::AppendVersion(int64_t target_id, PolicyTable* ta
     return absl::FailedPreconditionError(
         absl::StrCat("target is pinned to version ", p->ColumnInt(0)));
   }
-  SPINTUNE_ASSIGN_OR_RETURN(auto q, db_->Prepare("SELECT COALESCE(MAX(version), 0) FROM "
-                                                 "policy_versions WHERE target_id = ?1"));
-  q->Bind(1, target_id);
-  SPINTUNE_ASSIGN_OR_RETURN(bool row, q->Step());
-  const uint64_t version = (row ? U(q->ColumnInt(0)) : 0) + 1;
-  table->version = version;
-  table->fitted_at = NowRfc3339();
+  SPINTUNE_ASSIGN_OR_RETURN(uint64_t inside, next_version());
+  if (inside != version) serialize(version = inside);
   SPINTUNE_ASSIGN_OR_RETURN(
       auto put, db_->Prepare("INSERT INTO policy_versions VALUES (?1, ?2, ?3, ?4, ?5)"));
   put->Bind(1, target_id).Bind(2, I(version)).Bind(3, table->fitted_at);
-  put->Bind(4, I(table->TotalSamples())).Bind(5, PolicyTableToJson(*table).dump());
+  put->Bind(4, I(table->TotalSamples())).Bind(5, json);
   SPINTUNE_RETURN_IF_ERROR(put->Run());
   if (pin) {
     SPINTUNE_ASSIGN_OR_RETURN(

@@ -16,7 +16,8 @@
 // background one, and the other way round). So an urgent writer waits at
 // most for one background transaction and one urgent one, and background
 // writers still get every other turn under continuous ingest. Within a kind
-// the order is absl::Mutex's.
+// the order is absl::Mutex's. A connection's write statement outside a
+// transaction is one of its own and takes a turn too (SqliteDb).
 //
 // Only this process's connections that were handed the same gate take
 // turns through it; other processes (the CLI) still meet SQLite's lock and

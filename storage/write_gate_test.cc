@@ -228,5 +228,104 @@ TEST(WriteGate, ACompactionWhoseRowsWereFoldedMeanwhileSumsThemAgain) {
   std::remove(path.c_str());
 }
 
+// Waits (up to 10 s) until `n` writers of `priority` wait at `gate`.
+bool AwaitWaiters(const WriteGate& gate, WritePriority priority, int n) {
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (gate.waiting(priority) != n && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  return gate.waiting(priority) == n;
+}
+
+TargetRecord OneBoard() {
+  TargetRecord board;
+  board.agent_id = "agent-1";
+  board.board = "board";
+  board.cpu_classes = {{"cpu", 1'000'000, {1000, 2000, 30, 400, 5000}, 600}};
+  board.devices = {{"mmc0", "litex-mmc", "card", {}}};
+  return board;
+}
+
+// A write statement outside a transaction (Unpin: one UPDATE) is a
+// transaction of its own: it waits for its turn like Begin() does, and
+// leaves the gate once it has run.
+TEST(WriteGate, AWriteOutsideATransactionTakesATurn) {
+  const std::string path =
+      ::testing::TempDir() + "/gate-autocommit-" + std::to_string(getpid()) + ".db";
+  auto gate = std::make_shared<WriteGate>();
+  StoreOptions gated;
+  gated.write_gate = gate;
+  auto store = Store::Open(path, gated);
+  ASSERT_TRUE(store.ok()) << store.status();
+  auto id = (*store)->UpsertTarget(OneBoard());
+  ASSERT_TRUE(id.ok()) << id.status();
+  const uint64_t turns = gate->counts().background;
+  gate->Enter(kUrgent);
+  std::atomic<bool> done{false};
+  absl::Status unpinned;
+  std::thread writer([&] {
+    unpinned = (*store)->Unpin(*id);
+    done = true;
+  });
+  ASSERT_TRUE(AwaitWaiters(*gate, kBackground, 1));
+  EXPECT_FALSE(done.load()) << "wrote while another writer had the turn";
+  gate->Leave();
+  writer.join();
+  EXPECT_TRUE(unpinned.ok()) << unpinned;
+  EXPECT_FALSE(gate->held());
+  EXPECT_EQ(gate->counts().background, turns + 1);
+  // Reads outside a transaction take no turn.
+  ASSERT_TRUE((*store)->LoadPolicy(*id, 0).ok());
+  EXPECT_EQ(gate->counts().background, turns + 1);
+  std::remove(path.c_str());
+}
+
+// A policy table is serialized before its write transaction, numbered as
+// the next version; if another store appends that version while the first
+// waits for its turn, the first stores its table as the version after,
+// serialized again (the stored JSON says the number it is stored under).
+TEST(WriteGate, AVersionAppendedMeanwhileIsNotOverwritten) {
+  const std::string path =
+      ::testing::TempDir() + "/gate-version-" + std::to_string(getpid()) + ".db";
+  auto gate = std::make_shared<WriteGate>();
+  StoreOptions gated;
+  gated.write_gate = gate;
+  auto first = Store::Open(path, gated);
+  auto second = Store::Open(path);  // no gate: SQLite's lock only
+  ASSERT_TRUE(first.ok() && second.ok());
+  auto id = (*second)->UpsertTarget(OneBoard());
+  ASSERT_TRUE(id.ok()) << id.status();
+  auto table = [](const std::string& origin) {
+    PolicyTable t;
+    t.board = "board";
+    t.origin = origin;
+    t.cpu_classes = {{"cpu", 1'000'000, {}}};
+    t.devices = {{"mmc0", "litex-mmc", "", {}}};
+    PolicyEntry fallback;
+    fallback.key = {kAnyCpuClass, "mmc0", 0, 0};
+    fallback.fallback = true;
+    t.entries = {fallback};
+    return t;
+  };
+  PolicyTable mine = table("fitted"), theirs = table("predicted");
+  gate->Enter(kUrgent);
+  absl::StatusOr<uint64_t> appended;
+  std::thread appending([&] { appended = (*first)->AppendPolicyVersion(*id, &mine); });
+  ASSERT_TRUE(AwaitWaiters(*gate, kBackground, 1));
+  EXPECT_EQ(*(*second)->AppendPolicyVersion(*id, &theirs), 1u);
+  gate->Leave();
+  appending.join();
+  ASSERT_TRUE(appended.ok()) << appended.status();
+  EXPECT_EQ(*appended, 2u);
+  EXPECT_EQ(mine.version, 2u);
+  for (uint64_t version : {1u, 2u}) {
+    auto stored = (*second)->LoadPolicy(*id, version);
+    ASSERT_TRUE(stored.ok() && stored->has_value()) << version;
+    EXPECT_EQ((*stored)->version, version);
+    EXPECT_EQ((*stored)->origin, version == 1 ? "predicted" : "fitted");
+  }
+  std::remove(path.c_str());
+}
+
 }  // namespace
 }  // namespace spintune
