@@ -125,6 +125,24 @@ TEST(WriteGate, OneWriterInsideAtATime) {
   EXPECT_EQ(gate.counts().urgent + gate.counts().background, 2000u);
 }
 
+// Waits (up to 10 s) until `n` writers of `priority` wait at `gate`.
+bool AwaitWaiters(const WriteGate& gate, WritePriority priority, int n) {
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (gate.waiting(priority) != n && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  return gate.waiting(priority) == n;
+}
+
+TargetRecord OneBoard() {
+  TargetRecord board;
+  board.agent_id = "agent-1";
+  board.board = "board";
+  board.cpu_classes = {{"cpu", 1'000'000, {1000, 2000, 30, 400, 5000}, 600}};
+  board.devices = {{"mmc0", "litex-mmc", "card", {}}};
+  return board;
+}
+
 // A gated SQLite store is inside the gate from Begin() to the end of its
 // transaction: it leaves after a commit, after a rollback (a refused
 // batch), and when Begin() itself fails.
@@ -137,11 +155,7 @@ TEST(WriteGate, ASqliteStoreLeavesTheGateHoweverItsTransactionEnds) {
   options.write_priority = kUrgent;
   auto store = Store::Open(path, options);
   ASSERT_TRUE(store.ok()) << store.status();
-  TargetRecord board;
-  board.agent_id = "agent-1";
-  board.board = "board";
-  board.cpu_classes = {{"cpu", 1'000'000, {1000, 2000, 30, 400, 5000}, 600}};
-  board.devices = {{"mmc0", "litex-mmc", "card", {}}};
+  const TargetRecord board = OneBoard();
   auto id = (*store)->UpsertTarget(board);
   ASSERT_TRUE(id.ok()) << id.status();
   EXPECT_FALSE(gate->held());
@@ -187,12 +201,7 @@ TEST(WriteGate, ACompactionWhoseRowsWereFoldedMeanwhileSumsThemAgain) {
   auto first = Store::Open(path, gated);
   auto second = Store::Open(path);  // no gate: SQLite's lock only
   ASSERT_TRUE(first.ok() && second.ok());
-  TargetRecord board;
-  board.agent_id = "agent-1";
-  board.board = "board";
-  board.cpu_classes = {{"cpu", 1'000'000, {1000, 2000, 30, 400, 5000}, 600}};
-  board.devices = {{"mmc0", "litex-mmc", "card", {}}};
-  auto id = (*second)->UpsertTarget(board);
+  auto id = (*second)->UpsertTarget(OneBoard());
   ASSERT_TRUE(id.ok()) << id.status();
   auto batch = [](uint64_t seq, uint64_t count) {
     BatchDelta b;
@@ -209,11 +218,7 @@ TEST(WriteGate, ACompactionWhoseRowsWereFoldedMeanwhileSumsThemAgain) {
   gate->Enter(kBackground);  // the first store's Compact() waits at the gate
   absl::StatusOr<uint64_t> folded;
   std::thread compacting([&] { folded = (*first)->Compact(*id); });
-  const absl::Time deadline = absl::Now() + absl::Seconds(10);
-  while (gate->waiting(kBackground) != 1 && absl::Now() < deadline) {
-    absl::SleepFor(absl::Milliseconds(1));
-  }
-  ASSERT_EQ(gate->waiting(kBackground), 1);
+  ASSERT_TRUE(AwaitWaiters(*gate, kBackground, 1));
   // Meanwhile: seqs 1 and 2 are folded by the other store, 3 is staged.
   EXPECT_EQ(*(*second)->Compact(*id), 2u);
   ASSERT_TRUE(*(*second)->IngestBatch(*id, batch(3, 5)));
@@ -226,24 +231,6 @@ TEST(WriteGate, ACompactionWhoseRowsWereFoldedMeanwhileSumsThemAgain) {
   ASSERT_EQ(keys->size(), 1u);
   EXPECT_EQ((*keys)[0].histogram.total_count(), 12u) << "3 + 4 + 5, each once";
   std::remove(path.c_str());
-}
-
-// Waits (up to 10 s) until `n` writers of `priority` wait at `gate`.
-bool AwaitWaiters(const WriteGate& gate, WritePriority priority, int n) {
-  const absl::Time deadline = absl::Now() + absl::Seconds(10);
-  while (gate.waiting(priority) != n && absl::Now() < deadline) {
-    absl::SleepFor(absl::Milliseconds(1));
-  }
-  return gate.waiting(priority) == n;
-}
-
-TargetRecord OneBoard() {
-  TargetRecord board;
-  board.agent_id = "agent-1";
-  board.board = "board";
-  board.cpu_classes = {{"cpu", 1'000'000, {1000, 2000, 30, 400, 5000}, 600}};
-  board.devices = {{"mmc0", "litex-mmc", "card", {}}};
-  return board;
 }
 
 // A write statement outside a transaction (Unpin: one UPDATE) is a
