@@ -317,7 +317,8 @@ class Store {
   absl::StatusOr<std::vector<HeldKey>> ListHeldKeys(int64_t target_id);
 
   // Stores `table` as the target's next version; sets table->version and
-  // table->fitted_at. Returns the version. FailedPrecondition when the
+  // table->fitted_at (also when it then fails: they are set before the
+  // write transaction). Returns the version. FailedPrecondition when the
   // target is pinned (AppendPinnedVersion).
   absl::StatusOr<uint64_t> AppendPolicyVersion(int64_t target_id, PolicyTable* table);
   // Replaces the evidence of the stored version table->version (same
