@@ -143,6 +143,32 @@ TargetRecord OneBoard() {
   return board;
 }
 
+// One fresh SQLite file with one target, opened by a store on a gate (a
+// background writer) and by one without (SQLite's lock only); the file is
+// removed with it. `status` says whether all that worked.
+struct TwoStores {
+  explicit TwoStores(const std::string& name)
+      : path(::testing::TempDir() + "/gate-" + name + "-" + std::to_string(getpid()) + ".db") {
+    StoreOptions options;
+    options.write_gate = gate;
+    auto a = Store::Open(path, options);
+    auto b = Store::Open(path);
+    status = a.ok() ? b.status() : a.status();
+    if (!status.ok()) return;
+    gated = std::move(*a);
+    plain = std::move(*b);
+    auto target = plain->UpsertTarget(OneBoard());
+    status = target.status();
+    if (status.ok()) id = *target;
+  }
+  ~TwoStores() { std::remove(path.c_str()); }
+  const std::string path;
+  const std::shared_ptr<WriteGate> gate = std::make_shared<WriteGate>();
+  std::unique_ptr<Store> gated, plain;
+  int64_t id = 0;
+  absl::Status status;
+};
+
 // A gated SQLite store is inside the gate from Begin() to the end of its
 // transaction: it leaves after a commit, after a rollback (a refused
 // batch), and when Begin() itself fails.
@@ -193,16 +219,12 @@ TEST(WriteGate, ASqliteStoreLeavesTheGateHoweverItsTransactionEnds) {
 // gate, while the first waits at it), the first sums again inside its
 // transaction: nothing is counted twice.
 TEST(WriteGate, ACompactionWhoseRowsWereFoldedMeanwhileSumsThemAgain) {
-  const std::string path =
-      ::testing::TempDir() + "/gate-refold-" + std::to_string(getpid()) + ".db";
-  auto gate = std::make_shared<WriteGate>();
-  StoreOptions gated;
-  gated.write_gate = gate;
-  auto first = Store::Open(path, gated);
-  auto second = Store::Open(path);  // no gate: SQLite's lock only
-  ASSERT_TRUE(first.ok() && second.ok());
-  auto id = (*second)->UpsertTarget(OneBoard());
-  ASSERT_TRUE(id.ok()) << id.status();
+  TwoStores stores("refold");
+  ASSERT_TRUE(stores.status.ok()) << stores.status;
+  WriteGate* gate = stores.gate.get();
+  Store* first = stores.gated.get();
+  Store* second = stores.plain.get();
+  const int64_t id = stores.id;
   auto batch = [](uint64_t seq, uint64_t count) {
     BatchDelta b;
     b.seq = seq;
@@ -213,45 +235,40 @@ TEST(WriteGate, ACompactionWhoseRowsWereFoldedMeanwhileSumsThemAgain) {
     b.completion_samples = count;
     return b;
   };
-  ASSERT_TRUE(*(*second)->IngestBatch(*id, batch(1, 3)));
-  ASSERT_TRUE(*(*second)->IngestBatch(*id, batch(2, 4)));
+  ASSERT_TRUE(*second->IngestBatch(id, batch(1, 3)));
+  ASSERT_TRUE(*second->IngestBatch(id, batch(2, 4)));
   gate->Enter(kBackground);  // the first store's Compact() waits at the gate
   absl::StatusOr<uint64_t> folded;
-  std::thread compacting([&] { folded = (*first)->Compact(*id); });
+  std::thread compacting([&] { folded = first->Compact(id); });
   ASSERT_TRUE(AwaitWaiters(*gate, kBackground, 1));
   // Meanwhile: seqs 1 and 2 are folded by the other store, 3 is staged.
-  EXPECT_EQ(*(*second)->Compact(*id), 2u);
-  ASSERT_TRUE(*(*second)->IngestBatch(*id, batch(3, 5)));
+  EXPECT_EQ(*second->Compact(id), 2u);
+  ASSERT_TRUE(*second->IngestBatch(id, batch(3, 5)));
   gate->Leave();
   compacting.join();
   ASSERT_TRUE(folded.ok()) << folded.status();
   EXPECT_EQ(*folded, 1u) << "only seq 3 was left to fold";
-  auto keys = (*second)->LoadKeys(*id);
+  auto keys = second->LoadKeys(id);
   ASSERT_TRUE(keys.ok()) << keys.status();
   ASSERT_EQ(keys->size(), 1u);
   EXPECT_EQ((*keys)[0].histogram.total_count(), 12u) << "3 + 4 + 5, each once";
-  std::remove(path.c_str());
 }
 
 // A write statement outside a transaction (Unpin: one UPDATE) is a
 // transaction of its own: it waits for its turn like Begin() does, and
 // leaves the gate once it has run.
 TEST(WriteGate, AWriteOutsideATransactionTakesATurn) {
-  const std::string path =
-      ::testing::TempDir() + "/gate-autocommit-" + std::to_string(getpid()) + ".db";
-  auto gate = std::make_shared<WriteGate>();
-  StoreOptions gated;
-  gated.write_gate = gate;
-  auto store = Store::Open(path, gated);
-  ASSERT_TRUE(store.ok()) << store.status();
-  auto id = (*store)->UpsertTarget(OneBoard());
-  ASSERT_TRUE(id.ok()) << id.status();
+  TwoStores stores("autocommit");
+  ASSERT_TRUE(stores.status.ok()) << stores.status;
+  WriteGate* gate = stores.gate.get();
+  Store* store = stores.gated.get();
+  const int64_t id = stores.id;
   const uint64_t turns = gate->counts().background;
   gate->Enter(kUrgent);
   std::atomic<bool> done{false};
   absl::Status unpinned;
   std::thread writer([&] {
-    unpinned = (*store)->Unpin(*id);
+    unpinned = store->Unpin(id);
     done = true;
   });
   ASSERT_TRUE(AwaitWaiters(*gate, kBackground, 1));
@@ -262,9 +279,8 @@ TEST(WriteGate, AWriteOutsideATransactionTakesATurn) {
   EXPECT_FALSE(gate->held());
   EXPECT_EQ(gate->counts().background, turns + 1);
   // Reads outside a transaction take no turn.
-  ASSERT_TRUE((*store)->LoadPolicy(*id, 0).ok());
+  ASSERT_TRUE(store->LoadPolicy(id, 0).ok());
   EXPECT_EQ(gate->counts().background, turns + 1);
-  std::remove(path.c_str());
 }
 
 // A policy table is serialized before its write transaction, numbered as
@@ -272,16 +288,12 @@ TEST(WriteGate, AWriteOutsideATransactionTakesATurn) {
 // waits for its turn, the first stores its table as the version after,
 // serialized again (the stored JSON says the number it is stored under).
 TEST(WriteGate, AVersionAppendedMeanwhileIsNotOverwritten) {
-  const std::string path =
-      ::testing::TempDir() + "/gate-version-" + std::to_string(getpid()) + ".db";
-  auto gate = std::make_shared<WriteGate>();
-  StoreOptions gated;
-  gated.write_gate = gate;
-  auto first = Store::Open(path, gated);
-  auto second = Store::Open(path);  // no gate: SQLite's lock only
-  ASSERT_TRUE(first.ok() && second.ok());
-  auto id = (*second)->UpsertTarget(OneBoard());
-  ASSERT_TRUE(id.ok()) << id.status();
+  TwoStores stores("version");
+  ASSERT_TRUE(stores.status.ok()) << stores.status;
+  WriteGate* gate = stores.gate.get();
+  Store* first = stores.gated.get();
+  Store* second = stores.plain.get();
+  const int64_t id = stores.id;
   auto table = [](const std::string& origin) {
     PolicyTable t;
     t.board = "board";
@@ -297,21 +309,20 @@ TEST(WriteGate, AVersionAppendedMeanwhileIsNotOverwritten) {
   PolicyTable mine = table("fitted"), theirs = table("predicted");
   gate->Enter(kUrgent);
   absl::StatusOr<uint64_t> appended;
-  std::thread appending([&] { appended = (*first)->AppendPolicyVersion(*id, &mine); });
+  std::thread appending([&] { appended = first->AppendPolicyVersion(id, &mine); });
   ASSERT_TRUE(AwaitWaiters(*gate, kBackground, 1));
-  EXPECT_EQ(*(*second)->AppendPolicyVersion(*id, &theirs), 1u);
+  EXPECT_EQ(*second->AppendPolicyVersion(id, &theirs), 1u);
   gate->Leave();
   appending.join();
   ASSERT_TRUE(appended.ok()) << appended.status();
   EXPECT_EQ(*appended, 2u);
   EXPECT_EQ(mine.version, 2u);
   for (uint64_t version : {1u, 2u}) {
-    auto stored = (*second)->LoadPolicy(*id, version);
+    auto stored = second->LoadPolicy(id, version);
     ASSERT_TRUE(stored.ok() && stored->has_value()) << version;
     EXPECT_EQ((*stored)->version, version);
     EXPECT_EQ((*stored)->origin, version == 1 ? "predicted" : "fitted");
   }
-  std::remove(path.c_str());
 }
 
 }  // namespace
