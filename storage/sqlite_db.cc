@@ -46,8 +46,11 @@ absl::StatusOr<bool> SqliteStatement::Step() {
   bool own_turn = false;
   if (!sqlite3_stmt_busy(stmt_) && !sqlite3_stmt_readonly(stmt_) &&
       sqlite3_get_autocommit(db_->raw())) {
-    if (absl::Status room = db_->EnsureRoom(); !room.ok()) return room;
     own_turn = db_->EnterGate();
+    if (absl::Status room = db_->EnsureRoom(); !room.ok()) {
+      if (own_turn) db_->LeaveGate();
+      return room;
+    }
   }
   const int rc = sqlite3_step(stmt_);
   if (own_turn) db_->LeaveGate();

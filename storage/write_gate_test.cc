@@ -12,12 +12,24 @@
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
 #include "storage/store.h"
+#include "tests/testing/policy_fixtures.h"
 
 namespace spintune {
 namespace {
 
 constexpr WritePriority kUrgent = WritePriority::kUrgent;
 constexpr WritePriority kBackground = WritePriority::kBackground;
+
+// Waits (up to 10 s) until exactly `urgent` and `background` writers wait
+// at `gate`; whether they do.
+bool AwaitWaiters(const WriteGate& gate, int urgent, int background) {
+  auto there = [&] {
+    return gate.waiting(kUrgent) == urgent && gate.waiting(kBackground) == background;
+  };
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (!there() && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(1));
+  return there();
+}
 
 // Writers started on threads; each enters, records its name, leaves.
 class Writers {
@@ -36,13 +48,9 @@ class Writers {
   }
   // Waits until `urgent` and `background` writers wait at the gate.
   void AwaitWaiting(int urgent, int background) {
-    const absl::Time deadline = absl::Now() + absl::Seconds(10);
-    while ((gate_->waiting(kUrgent) != urgent || gate_->waiting(kBackground) != background) &&
-           absl::Now() < deadline) {
-      absl::SleepFor(absl::Milliseconds(1));
-    }
-    ASSERT_EQ(gate_->waiting(kUrgent), urgent);
-    ASSERT_EQ(gate_->waiting(kBackground), background);
+    ASSERT_TRUE(AwaitWaiters(*gate_, urgent, background))
+        << gate_->waiting(kUrgent) << " urgent and " << gate_->waiting(kBackground)
+        << " background writers wait";
   }
   std::vector<std::string> Join() {
     for (auto& t : threads_) t.join();
@@ -125,15 +133,6 @@ TEST(WriteGate, OneWriterInsideAtATime) {
   EXPECT_EQ(gate.counts().urgent + gate.counts().background, 2000u);
 }
 
-// Waits (up to 10 s) until `n` writers of `priority` wait at `gate`.
-bool AwaitWaiters(const WriteGate& gate, WritePriority priority, int n) {
-  const absl::Time deadline = absl::Now() + absl::Seconds(10);
-  while (gate.waiting(priority) != n && absl::Now() < deadline) {
-    absl::SleepFor(absl::Milliseconds(1));
-  }
-  return gate.waiting(priority) == n;
-}
-
 TargetRecord OneBoard() {
   TargetRecord board;
   board.agent_id = "agent-1";
@@ -143,30 +142,34 @@ TargetRecord OneBoard() {
   return board;
 }
 
-// One fresh SQLite file with one target, opened by a store on a gate (a
-// background writer) and by one without (SQLite's lock only); the file is
-// removed with it. `status` says whether all that worked.
-struct TwoStores {
-  explicit TwoStores(const std::string& name)
-      : path(::testing::TempDir() + "/gate-" + name + "-" + std::to_string(getpid()) + ".db") {
+// One fresh SQLite file with one target, opened by a store on the gate (a
+// background writer) and by one without (SQLite's lock only).
+class GatedStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    path_ = ::testing::TempDir() + "/gate-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name() + "-" +
+            std::to_string(getpid()) + ".db";
     StoreOptions options;
-    options.write_gate = gate;
-    auto a = Store::Open(path, options);
-    auto b = Store::Open(path);
-    status = a.ok() ? b.status() : a.status();
-    if (!status.ok()) return;
-    gated = std::move(*a);
-    plain = std::move(*b);
-    auto target = plain->UpsertTarget(OneBoard());
-    status = target.status();
-    if (status.ok()) id = *target;
+    options.write_gate = gate_;
+    auto a = Store::Open(path_, options);
+    auto b = Store::Open(path_);
+    ASSERT_TRUE(a.ok()) << a.status();
+    ASSERT_TRUE(b.ok()) << b.status();
+    first = std::move(*a);
+    second = std::move(*b);
+    auto target = second->UpsertTarget(OneBoard());
+    ASSERT_TRUE(target.ok()) << target.status();
+    id = *target;
   }
-  ~TwoStores() { std::remove(path.c_str()); }
-  const std::string path;
-  const std::shared_ptr<WriteGate> gate = std::make_shared<WriteGate>();
-  std::unique_ptr<Store> gated, plain;
+  void TearDown() override { std::remove(path_.c_str()); }
+
+  std::string path_;
+  std::shared_ptr<WriteGate> gate_ = std::make_shared<WriteGate>();
+  WriteGate* gate = gate_.get();
+  std::unique_ptr<Store> first;   // on the gate
+  std::unique_ptr<Store> second;  // not
   int64_t id = 0;
-  absl::Status status;
 };
 
 // A gated SQLite store is inside the gate from Begin() to the end of its
@@ -218,13 +221,7 @@ TEST(WriteGate, ASqliteStoreLeavesTheGateHoweverItsTransactionEnds) {
 // another compaction folds them meanwhile (here a second store without the
 // gate, while the first waits at it), the first sums again inside its
 // transaction: nothing is counted twice.
-TEST(WriteGate, ACompactionWhoseRowsWereFoldedMeanwhileSumsThemAgain) {
-  TwoStores stores("refold");
-  ASSERT_TRUE(stores.status.ok()) << stores.status;
-  WriteGate* gate = stores.gate.get();
-  Store* first = stores.gated.get();
-  Store* second = stores.plain.get();
-  const int64_t id = stores.id;
+TEST_F(GatedStoreTest, ACompactionWhoseRowsWereFoldedMeanwhileSumsThemAgain) {
   auto batch = [](uint64_t seq, uint64_t count) {
     BatchDelta b;
     b.seq = seq;
@@ -240,7 +237,7 @@ TEST(WriteGate, ACompactionWhoseRowsWereFoldedMeanwhileSumsThemAgain) {
   gate->Enter(kBackground);  // the first store's Compact() waits at the gate
   absl::StatusOr<uint64_t> folded;
   std::thread compacting([&] { folded = first->Compact(id); });
-  ASSERT_TRUE(AwaitWaiters(*gate, kBackground, 1));
+  ASSERT_TRUE(AwaitWaiters(*gate, 0, 1));
   // Meanwhile: seqs 1 and 2 are folded by the other store, 3 is staged.
   EXPECT_EQ(*second->Compact(id), 2u);
   ASSERT_TRUE(*second->IngestBatch(id, batch(3, 5)));
@@ -257,21 +254,16 @@ TEST(WriteGate, ACompactionWhoseRowsWereFoldedMeanwhileSumsThemAgain) {
 // A write statement outside a transaction (Unpin: one UPDATE) is a
 // transaction of its own: it waits for its turn like Begin() does, and
 // leaves the gate once it has run.
-TEST(WriteGate, AWriteOutsideATransactionTakesATurn) {
-  TwoStores stores("autocommit");
-  ASSERT_TRUE(stores.status.ok()) << stores.status;
-  WriteGate* gate = stores.gate.get();
-  Store* store = stores.gated.get();
-  const int64_t id = stores.id;
+TEST_F(GatedStoreTest, AWriteOutsideATransactionTakesATurn) {
   const uint64_t turns = gate->counts().background;
   gate->Enter(kUrgent);
   std::atomic<bool> done{false};
   absl::Status unpinned;
   std::thread writer([&] {
-    unpinned = store->Unpin(id);
+    unpinned = first->Unpin(id);
     done = true;
   });
-  ASSERT_TRUE(AwaitWaiters(*gate, kBackground, 1));
+  ASSERT_TRUE(AwaitWaiters(*gate, 0, 1));
   EXPECT_FALSE(done.load()) << "wrote while another writer had the turn";
   gate->Leave();
   writer.join();
@@ -279,7 +271,7 @@ TEST(WriteGate, AWriteOutsideATransactionTakesATurn) {
   EXPECT_FALSE(gate->held());
   EXPECT_EQ(gate->counts().background, turns + 1);
   // Reads outside a transaction take no turn.
-  ASSERT_TRUE(store->LoadPolicy(id, 0).ok());
+  ASSERT_TRUE(first->LoadPolicy(id, 0).ok());
   EXPECT_EQ(gate->counts().background, turns + 1);
 }
 
@@ -287,30 +279,14 @@ TEST(WriteGate, AWriteOutsideATransactionTakesATurn) {
 // the next version; if another store appends that version while the first
 // waits for its turn, the first stores its table as the version after,
 // serialized again (the stored JSON says the number it is stored under).
-TEST(WriteGate, AVersionAppendedMeanwhileIsNotOverwritten) {
-  TwoStores stores("version");
-  ASSERT_TRUE(stores.status.ok()) << stores.status;
-  WriteGate* gate = stores.gate.get();
-  Store* first = stores.gated.get();
-  Store* second = stores.plain.get();
-  const int64_t id = stores.id;
-  auto table = [](const std::string& origin) {
-    PolicyTable t;
-    t.board = "board";
-    t.origin = origin;
-    t.cpu_classes = {{"cpu", 1'000'000, {}}};
-    t.devices = {{"mmc0", "litex-mmc", "", {}}};
-    PolicyEntry fallback;
-    fallback.key = {kAnyCpuClass, "mmc0", 0, 0};
-    fallback.fallback = true;
-    t.entries = {fallback};
-    return t;
-  };
-  PolicyTable mine = table("fitted"), theirs = table("predicted");
+TEST_F(GatedStoreTest, AVersionAppendedMeanwhileIsNotOverwritten) {
+  PolicyTable mine = testing::SampleTable(), theirs = testing::SampleTable();
+  mine.origin = "fitted";
+  theirs.origin = "predicted";
   gate->Enter(kUrgent);
   absl::StatusOr<uint64_t> appended;
   std::thread appending([&] { appended = first->AppendPolicyVersion(id, &mine); });
-  ASSERT_TRUE(AwaitWaiters(*gate, kBackground, 1));
+  ASSERT_TRUE(AwaitWaiters(*gate, 0, 1));
   EXPECT_EQ(*second->AppendPolicyVersion(id, &theirs), 1u);
   gate->Leave();
   appending.join();
