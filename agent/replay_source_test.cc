@@ -103,7 +103,8 @@ TEST(FixtureTest, TgidColumn) {
 
 // One capture printed three ways by trace-cmd report: default, -l and -t.
 TEST(FixtureTest, TraceCmdDialectsAgree) {
-  const std::string head_path = ::testing::TempDir() + "/trace-cmd-head.txt";
+  const testing::TempDir dir;
+  const std::string head_path = dir.File("trace-cmd-head.txt");
   {
     std::ifstream in(Fixture("virtio-6.18-trace-cmd.txt"));
     std::ofstream out(head_path);

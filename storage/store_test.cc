@@ -11,22 +11,11 @@
 #include "storage/backend_test.h"
 #include "storage/migrations.h"
 #include "storage/sql_db.h"
+#include "tests/testing/store_fixtures.h"
+#include "tests/testing/temp_dir.h"
 
 namespace spintune {
 namespace {
-
-TargetRecord Board(const std::string& agent_id) {
-  TargetRecord r;
-  r.agent_id = agent_id;
-  r.board = "litex-rocket-50mhz";
-  r.cpu_model = "Rocket";
-  r.cpu_classes = {{"rocket", 50'000, {1000, 2000, 30, 400, 5000}, 600}};
-  DefaultRule rule;
-  rule.wait = WaitParams::PollSleep(5000);
-  rule.note = "SD_SLEEP_US";
-  r.devices = {{"mmc0", "litex-mmc", "card", {rule}}};
-  return r;
-}
 
 BatchDelta Batch(uint64_t seq, uint64_t value_ns, uint64_t count) {
   BatchDelta b;
@@ -93,7 +82,7 @@ TEST_P(StoreTest, ADeferredSyncTransactionKeepsItsRowsAndEndsWithIt) {
 TEST_P(StoreTest, IngestsEachBatchExactlyOnce) {
   auto store = Store::Open(NewDb());
   ASSERT_TRUE(store.ok()) << store.status();
-  auto id = (*store)->UpsertTarget(Board("agent-1"));
+  auto id = (*store)->UpsertTarget(testing::RocketBoard("agent-1"));
   ASSERT_TRUE(id.ok()) << id.status();
   EXPECT_EQ(*(*store)->LastDurableSeq(*id), 0u);
   EXPECT_TRUE(*(*store)->IngestBatch(*id, Batch(1, 1000, 10)));
@@ -143,7 +132,7 @@ TEST_P(StoreTest, ResendsAcrossTheFingerprintUpgradeStayExactlyOnce) {
     {
       auto store = Store::Open(spec);
       ASSERT_TRUE(store.ok()) << store.status();
-      ASSERT_EQ(*(*store)->UpsertTarget(Board("agent-1")), 1);
+      ASSERT_EQ(*(*store)->UpsertTarget(testing::RocketBoard("agent-1")), 1);
       EXPECT_EQ(outcome(**store, batch(1, 555, 0)), IngestOutcome::kStored);
     }
     auto db = OpenSqlDb(spec);
@@ -177,8 +166,8 @@ TEST_P(StoreTest, PrunesLedgerRowsPastTheRetentionAndResendsStayExactlyOnce) {
   Store& s = **store;
   auto db = OpenSqlDb(spec);  // a second connection, to age rows by hand
   ASSERT_TRUE(db.ok()) << db.status();
-  const int64_t a = *s.UpsertTarget(Board("agent-a"));
-  const int64_t b = *s.UpsertTarget(Board("agent-b"));
+  const int64_t a = *s.UpsertTarget(testing::RocketBoard("agent-a"));
+  const int64_t b = *s.UpsertTarget(testing::RocketBoard("agent-b"));
   const BatchDelta delta = Batch(1, 1000, 10);
   auto batch = [&](int64_t target, uint64_t seq, uint64_t fingerprint) {
     SequencedBatch sb;
@@ -284,7 +273,7 @@ TEST_P(StoreTest, PrunesLedgerRowsPastTheRetentionAndResendsStayExactlyOnce) {
 TEST_P(StoreTest, StagedBatchesReadTheSameBeforeAndAfterCompaction) {
   auto store = Store::Open(NewDb());
   ASSERT_TRUE(store.ok());
-  auto id = (*store)->UpsertTarget(Board("agent-1"));
+  auto id = (*store)->UpsertTarget(testing::RocketBoard("agent-1"));
   ASSERT_TRUE(id.ok());
   ASSERT_TRUE(*(*store)->IngestBatch(*id, Batch(1, 1000, 10)));
   BatchDelta second = Batch(2, 2000, 5);
@@ -333,16 +322,14 @@ TEST_P(StoreTest, StagedBatchesReadTheSameBeforeAndAfterCompaction) {
 // read it (SQLite needs write access to recover the log), and a writer
 // opens it.
 TEST(Store, OpensADatabaseWhoseWriterDiedWithAnUnrecoveredLog) {
-  const std::string path = ::testing::TempDir() + "/crashed-" + std::to_string(getpid()) + ".db";
-  std::filesystem::remove(path);
-  std::filesystem::remove(path + "-wal");
-  std::filesystem::remove(path + "-shm");
+  const testing::TempDir dir;
+  const std::string path = dir.File("crashed.db");
   ASSERT_TRUE(Store::Open(path).ok());  // created, migrated, closed
   const pid_t child = fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
     auto store = Store::Open(path);
-    if (!store.ok() || !(*store)->UpsertTarget(Board("survivor")).ok()) _exit(1);
+    if (!store.ok() || !(*store)->UpsertTarget(testing::RocketBoard("survivor")).ok()) _exit(1);
     _exit(0);  // no close: the log keeps the frames, nothing checkpoints
   }
   int status = 0;
@@ -360,25 +347,22 @@ TEST(Store, OpensADatabaseWhoseWriterDiedWithAnUnrecoveredLog) {
     auto found = (*reader)->FindTarget("survivor");
     ASSERT_TRUE(found.ok()) << found.status();
     EXPECT_TRUE(found->has_value());
-    EXPECT_FALSE((*reader)->UpsertTarget(Board("intruder")).ok()) << "the reader stays read-only";
+    EXPECT_FALSE((*reader)->UpsertTarget(testing::RocketBoard("intruder")).ok()) << "the reader stays read-only";
   }
   auto writer = Store::Open(path);
   ASSERT_TRUE(writer.ok()) << writer.status();
   auto found = (*writer)->FindTarget("survivor");
   ASSERT_TRUE(found.ok() && found->has_value());
-  std::filesystem::remove(path);
-  std::filesystem::remove(path + "-wal");
-  std::filesystem::remove(path + "-shm");
 }
 
 TEST_P(StoreTest, UpsertKeepsTheTargetAndReplacesItsDescription) {
   auto store = Store::Open(NewDb());
   ASSERT_TRUE(store.ok());
-  auto a = (*store)->UpsertTarget(Board("agent-1"));
+  auto a = (*store)->UpsertTarget(testing::RocketBoard("agent-1"));
   auto before = a.ok() ? (*store)->LoadTarget(*a) : a.status();
   ASSERT_TRUE(before.ok()) << before.status();
   EXPECT_EQ(before->max_blob_format, 0u) << "an agent that did not say";
-  TargetRecord changed = Board("agent-1");
+  TargetRecord changed = testing::RocketBoard("agent-1");
   changed.board = "renamed";
   changed.devices[0].model = "new card";
   changed.max_blob_format = 3;
@@ -399,7 +383,7 @@ TEST_P(StoreTest, UpsertKeepsTheTargetAndReplacesItsDescription) {
 TEST_P(StoreTest, PolicyVersionsIncreaseAndRoundTrip) {
   auto store = Store::Open(NewDb());
   ASSERT_TRUE(store.ok());
-  auto id = (*store)->UpsertTarget(Board("agent-1"));
+  auto id = (*store)->UpsertTarget(testing::RocketBoard("agent-1"));
   ASSERT_TRUE(id.ok());
   EXPECT_FALSE((*(*store)->LoadPolicy(*id, 0)).has_value());
   PolicyTable t;
@@ -444,7 +428,7 @@ TEST_P(StoreTest, SurvivesReopenAndRefusesNewerSchemas) {
   {
     auto store = Store::Open(path);
     ASSERT_TRUE(store.ok()) << store.status();
-    auto id = (*store)->UpsertTarget(Board("agent-1"));
+    auto id = (*store)->UpsertTarget(testing::RocketBoard("agent-1"));
     ASSERT_TRUE((*store)->IngestBatch(*id, Batch(1, 1000, 10)).ok());
   }
   {
@@ -488,7 +472,7 @@ TEST_P(StoreTest, DetectsADistributionChangeAndFitsOnlyWhatCameAfter) {
   options.window_samples = 1000;
   auto store = Store::Open(NewDb(), options);
   ASSERT_TRUE(store.ok());
-  auto id = (*store)->UpsertTarget(Board("agent-1"));
+  auto id = (*store)->UpsertTarget(testing::RocketBoard("agent-1"));
   ASSERT_TRUE(id.ok());
   std::mt19937_64 rng(1);
   uint64_t seq = 0;
@@ -519,7 +503,7 @@ TEST_P(StoreTest, OutcomesKeepTheirArmAndWindows) {
   options.window_samples = 10;
   auto store = Store::Open(NewDb(), options);
   ASSERT_TRUE(store.ok());
-  auto id = (*store)->UpsertTarget(Board("agent-1"));
+  auto id = (*store)->UpsertTarget(testing::RocketBoard("agent-1"));
   ASSERT_TRUE(id.ok());
   for (uint64_t seq = 1; seq <= 3; ++seq) {
     BatchDelta b = Batch(seq, 1000, 10);  // one window each: 0, 1, 2
@@ -556,13 +540,12 @@ TEST_P(StoreTest, OutcomesKeepTheirArmAndWindows) {
 
 // Migration 10 keeps a version 9 database's outcomes, on the table arm.
 TEST(Store, Migration10KeepsOutcomesOnTheTableArm) {
-  const std::string path =
-      ::testing::TempDir() + "/outcomes_v9_" + std::to_string(getpid()) + ".db";
-  std::filesystem::remove(path);
+  const testing::TempDir dir;
+  const std::string path = dir.File("outcomes_v9.db");
   {
     auto store = Store::Open(path);
     ASSERT_TRUE(store.ok());
-    ASSERT_TRUE((*store)->UpsertTarget(Board("agent-1")).ok());
+    ASSERT_TRUE((*store)->UpsertTarget(testing::RocketBoard("agent-1")).ok());
   }
   {
     // Back to version 9: its outcomes table with one row, no method (and
@@ -604,7 +587,6 @@ DELETE FROM schema_version WHERE version >= 10;
     ASSERT_TRUE(verified.ok() && verified->size() == 1u);
     EXPECT_EQ((*verified)[0].method, "before_after");
   }
-  for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path + suffix);
 }
 
 }  // namespace

@@ -1,9 +1,6 @@
 #include "storage/write_gate.h"
 
-#include <unistd.h>
-
 #include <atomic>
-#include <cstdio>
 #include <string>
 #include <thread>
 #include <vector>
@@ -13,6 +10,8 @@
 #include "gtest/gtest.h"
 #include "storage/store.h"
 #include "tests/testing/policy_fixtures.h"
+#include "tests/testing/store_fixtures.h"
+#include "tests/testing/temp_dir.h"
 
 namespace spintune {
 namespace {
@@ -133,23 +132,12 @@ TEST(WriteGate, OneWriterInsideAtATime) {
   EXPECT_EQ(gate.counts().urgent + gate.counts().background, 2000u);
 }
 
-TargetRecord OneBoard() {
-  TargetRecord board;
-  board.agent_id = "agent-1";
-  board.board = "board";
-  board.cpu_classes = {{"cpu", 1'000'000, {1000, 2000, 30, 400, 5000}, 600}};
-  board.devices = {{"mmc0", "litex-mmc", "card", {}}};
-  return board;
-}
-
 // One fresh SQLite file with one target, opened by a store on the gate (a
 // background writer) and by one without (SQLite's lock only).
 class GatedStoreTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    path_ = ::testing::TempDir() + "/gate-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name() + "-" +
-            std::to_string(getpid()) + ".db";
+    path_ = dir_.File("gate.db");
     StoreOptions options;
     options.write_gate = gate_;
     auto a = Store::Open(path_, options);
@@ -158,12 +146,11 @@ class GatedStoreTest : public ::testing::Test {
     ASSERT_TRUE(b.ok()) << b.status();
     first = std::move(*a);
     second = std::move(*b);
-    auto target = second->UpsertTarget(OneBoard());
+    auto target = second->UpsertTarget(testing::RocketBoard("agent-1"));
     ASSERT_TRUE(target.ok()) << target.status();
     id = *target;
   }
-  void TearDown() override { std::remove(path_.c_str()); }
-
+  const testing::TempDir dir_;
   std::string path_;
   std::shared_ptr<WriteGate> gate_ = std::make_shared<WriteGate>();
   WriteGate* gate = gate_.get();
@@ -176,22 +163,22 @@ class GatedStoreTest : public ::testing::Test {
 // transaction: it leaves after a commit, after a rollback (a refused
 // batch), and when Begin() itself fails.
 TEST(WriteGate, ASqliteStoreLeavesTheGateHoweverItsTransactionEnds) {
-  const std::string path =
-      ::testing::TempDir() + "/gate-" + std::to_string(getpid()) + ".db";
+  const testing::TempDir dir;
+  const std::string path = dir.File("gate.db");
   auto gate = std::make_shared<WriteGate>();
   StoreOptions options;
   options.write_gate = gate;
   options.write_priority = kUrgent;
   auto store = Store::Open(path, options);
   ASSERT_TRUE(store.ok()) << store.status();
-  const TargetRecord board = OneBoard();
+  const TargetRecord board = testing::RocketBoard("agent-1");
   auto id = (*store)->UpsertTarget(board);
   ASSERT_TRUE(id.ok()) << id.status();
   EXPECT_FALSE(gate->held());
   BatchDelta batch;
   batch.seq = 1;
   KeyEvidence k;
-  k.key = {"cpu", "mmc0", 17, 10};
+  k.key = {"rocket", "mmc0", 17, 10};
   k.histogram.Record(50'000, 4);
   batch.keys.push_back(k);
   batch.completion_samples = 4;
@@ -214,7 +201,6 @@ TEST(WriteGate, ASqliteStoreLeavesTheGateHoweverItsTransactionEnds) {
   EXPECT_EQ(*(*other)->Compact(*id), 1u);
   EXPECT_FALSE(gate->held());
   EXPECT_EQ(gate->counts().urgent_waited, 0u);
-  std::remove(path.c_str());
 }
 
 // Store::Compact sums the staged rows before it takes the write turn. If
@@ -226,7 +212,7 @@ TEST_F(GatedStoreTest, ACompactionWhoseRowsWereFoldedMeanwhileSumsThemAgain) {
     BatchDelta b;
     b.seq = seq;
     KeyEvidence k;
-    k.key = {"cpu", "mmc0", 17, 10};
+    k.key = {"rocket", "mmc0", 17, 10};
     k.histogram.Record(50'000, count);
     b.keys.push_back(k);
     b.completion_samples = count;

@@ -3,9 +3,6 @@
 // which may store a rollback, as well as refits.
 #include "tuner/fitter.h"
 
-#include <unistd.h>
-
-#include <cstdio>
 #include <map>
 #include <optional>
 
@@ -15,18 +12,11 @@
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
 #include "storage/pg_test_cluster.h"
+#include "tests/testing/store_fixtures.h"
+#include "tests/testing/temp_dir.h"
 
 namespace spintune {
 namespace {
-
-// A SQLite file of this process's own, not there yet.
-std::string FreshDbPath(const std::string& name) {
-  const std::string path = ::testing::TempDir() + "/fitter_" + name + "_" +
-                           std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
-                           "_" + std::to_string(getpid()) + ".db";
-  std::remove(path.c_str());
-  return path;
-}
 
 // A target's first batch: 1,000 completions of `completion_ns` for `key`.
 BatchDelta FirstBatch(const PolicyKey& key, uint64_t completion_ns) {
@@ -40,22 +30,13 @@ BatchDelta FirstBatch(const PolicyKey& key, uint64_t completion_ns) {
   return b;
 }
 
-TargetRecord Board() {
-  TargetRecord r;
-  r.agent_id = "leased-board";
-  r.board = "litex-rocket-50mhz";
-  r.cpu_classes = {{"rocket", 50'000, {1000, 2000, 30, 400, 5000}, 600}};
-  r.devices = {{"mmc0", "litex-mmc", "card", {}}};
-  return r;
-}
-
 TEST(Fitter, AVerificationWaitsForTheLeaseAnotherTunerHolds) {
   SPINTUNE_POSTGRES_OR_SKIP(dir);
   auto uri = FreshPostgresDatabase();
   ASSERT_TRUE(uri.ok()) << uri.status();
   auto store = Store::Open(*uri);
   ASSERT_TRUE(store.ok()) << store.status();
-  auto id = (*store)->UpsertTarget(Board());
+  auto id = (*store)->UpsertTarget(testing::RocketBoard("leased-board"));
   ASSERT_TRUE(id.ok()) << id.status();
   // Another tuner's connection, refitting the target.
   auto other = Store::Open(*uri);
@@ -92,7 +73,8 @@ TEST(Fitter, AVerificationWaitsForTheLeaseAnotherTunerHolds) {
 // key's wait trials it for such an agent and not for one that did not say
 // (0: an agent from before the field) or said 2.
 TEST(Fitter, TrialsOnlyForAgentsWhoseDriversReadFormat3) {
-  const std::string path = FreshDbPath("trials");
+  const testing::TempDir dir;
+  const std::string path = dir.File("trials.db");
   auto store = Store::Open(path);
   ASSERT_TRUE(store.ok()) << store.status();
   // Completions of 5 us; blocking costs 20 us of CPU and 30 us of latency,
@@ -146,14 +128,14 @@ TEST(Fitter, TrialsOnlyForAgentsWhoseDriversReadFormat3) {
     }
   }
   fitter->reset();
-  std::remove(path.c_str());
 }
 
 // A cold-start prediction is made from the other targets' evidence: the
 // requester's own first batches, stored before the prediction ran, are not
 // in it (policy/cold_start_evidence.h leaves it out).
 TEST(Fitter, AColdStartPredictionLeavesOutTheRequestersOwnSamples) {
-  const std::string path = FreshDbPath("predict");
+  const testing::TempDir dir;
+  const std::string path = dir.File("predict.db");
   auto store = Store::Open(path);
   ASSERT_TRUE(store.ok()) << store.status();
   auto board = [](const std::string& agent, uint64_t khz) {
@@ -203,7 +185,6 @@ TEST(Fitter, AColdStartPredictionLeavesOutTheRequestersOwnSamples) {
   // newcomer's 5 ms in the fit it would be far above.
   EXPECT_NEAR(e->p50_ns, 400'000, 0.01 * 400'000);
   fitter->reset();
-  std::remove(path.c_str());
 }
 
 }  // namespace
