@@ -16,13 +16,16 @@
 
 namespace spintune {
 
-// Appends the interval to `batch`; returns the completions it holds.
+// Appends the interval to `batch`; returns the completions it holds. The
+// first `slow_keys` keys take `slowdown` times as long (a drift).
 inline uint64_t AppendSimHistograms(const v1::Hello& hello, uint32_t keys,
                                     uint32_t samples_per_key, std::mt19937_64& rng,
-                                    v1::SampleBatch* batch) {
+                                    v1::SampleBatch* batch, uint32_t slow_keys = 0,
+                                    double slowdown = 1) {
   std::vector<KeyHistogramDelta> deltas;
   for (uint32_t k = 0; k < keys; ++k) {
-    std::lognormal_distribution<double> wait(std::log(20'000.0 * (1 + k % 7)), 0.5);
+    const double median_ns = 20'000.0 * (1 + k % 7) * (k < slow_keys ? slowdown : 1);
+    std::lognormal_distribution<double> wait(std::log(median_ns), 0.5);
     LatencyHistogram h;
     KeyHistogramDelta d;
     d.device = hello.devices(0).name();

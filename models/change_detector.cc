@@ -38,14 +38,34 @@ WindowVerdict JudgeWindows(const std::vector<std::pair<int64_t, LatencyHistogram
                            int64_t since, const ChangeTest& test, uint64_t min_recent,
                            uint64_t keep_windows) {
   WindowVerdict v;
-  if (windows.size() < 2) return v;
-  const auto& [latest, recent] = windows.back();
-  if (recent.total_count() < min_recent) return v;
+  // The recent evidence: windows [first_recent, end).
+  LatencyHistogram recent;
+  size_t first_recent = windows.size();
+  auto enough = [&] { return first_recent < windows.size() && recent.total_count() >= min_recent; };
+  while (first_recent > 1 && !enough()) recent.Merge(windows[--first_recent].second);
+  if (!enough()) return v;
+  // Before it: windows [0, first_recent); the last ones that hold
+  // min_recent samples start at first_before.
   LatencyHistogram before;
-  for (size_t i = 0; i + 1 < windows.size(); ++i) before.Merge(windows[i].second);
+  size_t first_before = first_recent;
+  uint64_t needed = 0;
+  for (size_t i = first_recent; i-- > 0;) {
+    before.Merge(windows[i].second);
+    if (needed < min_recent) {
+      needed += windows[i].second.total_count();
+      first_before = i;
+    }
+  }
   v.changed = before.total_count() >= min_recent && DistributionChanged(before, recent, test);
-  v.keep_from = v.changed ? latest
-                          : std::max<int64_t>(since, latest - static_cast<int64_t>(keep_windows));
+  if (v.changed) {
+    v.since = windows[first_recent].first;
+    v.keep_from = v.since;
+    return v;
+  }
+  const int64_t latest = windows.back().first;
+  v.keep_from = std::max<int64_t>(
+      since, std::min<int64_t>(latest - static_cast<int64_t>(keep_windows),
+                               windows[first_before].first));
   return v;
 }
 

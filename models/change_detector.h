@@ -34,21 +34,28 @@ bool DistributionChanged(const LatencyHistogram& reference, const LatencyHistogr
                          const ChangeTest& test = ChangeTest());
 
 // The drift decision for one key kept in windows of its target's samples
-// (storage/SCHEMA.md, migration 2): its latest window against the windows
-// before it, back to `since` (where its evidence starts since its last
+// (storage/SCHEMA.md, migration 2): its latest windows against the windows
+// before them, back to `since` (where its evidence starts since its last
 // change).
 struct WindowVerdict {
-  // The latest window differs: the key's evidence starts there from now on.
+  // The latest windows differ: the key's evidence starts at window `since`
+  // from now on.
   bool changed = false;
+  int64_t since = 0;
   // Windows before this one are no longer needed (0: keep every one).
   int64_t keep_from = 0;
 };
 
 // `windows`: the key's (window, histogram) from `since` on, in window order.
-// No verdict (nothing changed, nothing pruned) unless there are two windows
-// or more and the latest holds `min_recent` samples; a change needs
-// `min_recent` samples before the latest too. Otherwise the key keeps the
-// last `keep_windows` windows (and, after a change, only the latest).
+// The recent evidence is the fewest latest windows that hold `min_recent`
+// samples together (the latest alone for a key with that many samples per
+// window; several for a key with a small share of its target's samples,
+// which would otherwise never be judged), never all of them. No verdict
+// (nothing changed, nothing pruned) when there is no such recent evidence;
+// a change needs `min_recent` samples before it too. Otherwise the key
+// keeps the last `keep_windows` windows, or more when the recent evidence
+// and `min_recent` samples before it need more (and, after a change, only
+// the recent evidence).
 WindowVerdict JudgeWindows(const std::vector<std::pair<int64_t, LatencyHistogram>>& windows,
                            int64_t since, const ChangeTest& test, uint64_t min_recent,
                            uint64_t keep_windows);

@@ -49,13 +49,44 @@ TEST(ChangeDetector, JudgeWindowsChangesOrPrunesOnlyOnEnoughEvidence) {
   EXPECT_EQ(v.keep_from, 39 - 32);
   // Never before the key's evidence starts.
   EXPECT_EQ(JudgeWindows({w.begin() + 20, w.end()}, 20, ChangeTest(), 512, 32).keep_from, 20);
-  // Too few samples in the latest window, or a single window: no verdict.
-  EXPECT_EQ(JudgeWindows(w, 0, ChangeTest(), 601, 32).keep_from, 0);
+  // Too few samples in all windows after the first, or a single window: no
+  // verdict.
+  EXPECT_EQ(JudgeWindows(w, 0, ChangeTest(), 39 * 600 + 1, 32).keep_from, 0);
   EXPECT_EQ(JudgeWindows({w.back()}, 39, ChangeTest(), 512, 32).keep_from, 0);
   // Garbage collection starts: evidence from the latest window on.
   w.emplace_back(40, Draw(rng, 600, 150e3, 0.30));
   v = JudgeWindows(w, 0, ChangeTest(), 512, 32);
   EXPECT_TRUE(v.changed);
+  EXPECT_EQ(v.since, 40);
+  EXPECT_EQ(v.keep_from, 40);
+}
+
+// A key with a small share of its target's samples (here 100 in each
+// window of the target's): no window of its own holds min_recent samples,
+// so its latest windows are judged together, and the change starts where
+// they do.
+TEST(ChangeDetector, JudgeWindowsJudgesASparseKeyOnItsLatestWindowsTogether) {
+  std::mt19937_64 rng(5);
+  std::vector<std::pair<int64_t, LatencyHistogram>> w;
+  for (int64_t i = 0; i < 40; ++i) w.emplace_back(i, Draw(rng, 100, 150e3, 0.03));
+  // Stationary: judged (windows 34-39 hold 600 >= 512), no change. It keeps
+  // the last 32 windows, which hold more than it needs.
+  WindowVerdict v = JudgeWindows(w, 0, ChangeTest(), 512, 32);
+  EXPECT_FALSE(v.changed);
+  EXPECT_EQ(v.keep_from, 39 - 32);
+  // With 4 windows kept it still keeps the 6 + 6 the verdict needs.
+  EXPECT_EQ(JudgeWindows(w, 0, ChangeTest(), 512, 4).keep_from, 28);
+  // Garbage collection starts at window 40. One window of it is not enough
+  // evidence: windows 35-39 join it, and a sixth of them changed...
+  auto changed_from_40 = w;
+  changed_from_40.emplace_back(40, Draw(rng, 100, 150e3, 0.30));
+  EXPECT_FALSE(JudgeWindows(changed_from_40, 0, ChangeTest(), 512, 32).changed);
+  // ...six are: windows 40-45, the fewest latest ones with 512 samples,
+  // differ, and the key's evidence starts at the first of them.
+  for (int64_t i = 41; i < 46; ++i) changed_from_40.emplace_back(i, Draw(rng, 100, 150e3, 0.30));
+  v = JudgeWindows(changed_from_40, 0, ChangeTest(), 512, 32);
+  EXPECT_TRUE(v.changed);
+  EXPECT_EQ(v.since, 40);
   EXPECT_EQ(v.keep_from, 40);
 }
 

@@ -290,9 +290,10 @@ class Store {
   // longer ago than `max_age`.
   absl::StatusOr<std::vector<int64_t>> TargetsToCompact(uint64_t min_batches,
                                                         absl::Duration max_age);
-  // Compares each key's latest window (when it has >= min_recent samples)
-  // with its evidence before it (models/change_detector.h); a key that
-  // changed uses only windows from the latest on as evidence from now on.
+  // Compares each key's latest windows (the fewest that hold min_recent of
+  // its samples together) with its evidence before them
+  // (models/change_detector.h, JudgeWindows); a key that changed uses only
+  // windows from the first of them on as evidence from now on.
   // Prunes windows no longer needed. Returns the keys that changed.
   absl::StatusOr<std::vector<PolicyKey>> DetectChanges(int64_t target_id,
                                                        const ChangeTest& test,

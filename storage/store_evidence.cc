@@ -466,7 +466,7 @@ absl::StatusOr<std::vector<PolicyKey>> Store::DetectChanges(int64_t target_id,
           JudgeWindows(parts, k.since, test, min_recent, options_.keep_windows);
       if (v.changed) changed.push_back(k.key);
       if (v.changed || v.keep_from != 0) {
-        verdicts.push_back({k.id, v.changed ? parts.back().first : -1, v.keep_from});
+        verdicts.push_back({k.id, v.changed ? v.since : -1, v.keep_from});
       }
     }
   }

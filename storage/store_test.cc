@@ -36,7 +36,24 @@ BatchDelta Batch(uint64_t seq, uint64_t value_ns, uint64_t count) {
   return b;
 }
 
-class StoreTest : public BackendTest {};
+class StoreTest : public BackendTest {
+ protected:
+  // A fresh database with one target, agent-1, whose sample windows hold
+  // `window_samples`: store, id.
+  void OpenOneTarget(uint64_t window_samples) {
+    StoreOptions options;
+    options.window_samples = window_samples;
+    auto opened = Store::Open(NewDb(), options);
+    ASSERT_TRUE(opened.ok()) << opened.status();
+    store = std::move(*opened);
+    auto target = store->UpsertTarget(testing::RocketBoard("agent-1"));
+    ASSERT_TRUE(target.ok()) << target.status();
+    id = *target;
+  }
+
+  std::unique_ptr<Store> store;
+  int64_t id = 0;
+};
 INSTANTIATE_SPINTUNE_BACKENDS(StoreTest);
 
 // A Hello's description is committed without a sync of its own
@@ -468,43 +485,74 @@ BatchDelta Lognormal(uint64_t seq, double median, int n, std::mt19937_64& rng) {
 }
 
 TEST_P(StoreTest, DetectsADistributionChangeAndFitsOnlyWhatCameAfter) {
-  StoreOptions options;
-  options.window_samples = 1000;
-  auto store = Store::Open(NewDb(), options);
-  ASSERT_TRUE(store.ok());
-  auto id = (*store)->UpsertTarget(testing::RocketBoard("agent-1"));
-  ASSERT_TRUE(id.ok());
+  ASSERT_NO_FATAL_FAILURE(OpenOneTarget(1000));
   std::mt19937_64 rng(1);
   uint64_t seq = 0;
-  for (int i = 0; i < 8; ++i) ASSERT_TRUE((*store)->IngestBatch(*id, Lognormal(++seq, 150e3, 500, rng)).ok());
+  for (int i = 0; i < 8; ++i) ASSERT_TRUE(store->IngestBatch(id, Lognormal(++seq, 150e3, 500, rng)).ok());
   // Stationary so far: no change, evidence is everything.
-  auto none = (*store)->DetectChanges(*id, ChangeTest());
+  auto none = store->DetectChanges(id, ChangeTest());
   ASSERT_TRUE(none.ok()) << none.status();
   EXPECT_TRUE(none->empty());
   // The card starts garbage collection: waits 20x longer for a window.
-  for (int i = 0; i < 2; ++i) ASSERT_TRUE((*store)->IngestBatch(*id, Lognormal(++seq, 3e6, 500, rng)).ok());
-  auto changed = (*store)->DetectChanges(*id, ChangeTest());
+  for (int i = 0; i < 2; ++i) ASSERT_TRUE(store->IngestBatch(id, Lognormal(++seq, 3e6, 500, rng)).ok());
+  auto changed = store->DetectChanges(id, ChangeTest());
   ASSERT_TRUE(changed.ok());
   ASSERT_EQ(changed->size(), 1u);
   EXPECT_EQ((*changed)[0].opcode, 25u);
-  auto keys = (*store)->LoadKeys(*id);
+  auto keys = store->LoadKeys(id);
   ASSERT_TRUE(keys.ok());
   ASSERT_EQ(keys->size(), 1u);
   EXPECT_EQ((*keys)[0].histogram.total_count(), 1000u);  // the new window only
   EXPECT_GT((*keys)[0].histogram.QuantileNs(0.5), 1e6);
   // The target's total still counts everything.
-  EXPECT_EQ((*(*store)->FindTarget("agent-1"))->total_samples, 5000u);
+  EXPECT_EQ((*store->FindTarget("agent-1"))->total_samples, 5000u);
+}
+
+// A key with a tenth of its target's samples (100 of each batch's 1,000, one
+// window each) never has 512 samples in one window: its latest windows are
+// judged together, and its evidence after the change starts at the first
+// window that changed. The busy key beside it stays as it was.
+TEST_P(StoreTest, DetectsAChangeOfAKeyWithASmallShareOfItsTargetsSamples) {
+  ASSERT_NO_FATAL_FAILURE(OpenOneTarget(1000));
+  std::mt19937_64 rng(2);
+  auto batch = [&](uint64_t seq, double sparse_median) {
+    BatchDelta b = Lognormal(seq, 150e3, 900, rng);
+    BatchDelta sparse = Lognormal(seq, sparse_median, 100, rng);
+    sparse.keys[0].key.opcode = 18;
+    b.keys.push_back(sparse.keys[0]);
+    b.completion_samples += sparse.completion_samples;
+    return b;
+  };
+  uint64_t seq = 0;
+  for (int i = 0; i < 10; ++i) ASSERT_TRUE(*store->IngestBatch(id, batch(++seq, 40e3)));
+  auto none = store->DetectChanges(id, ChangeTest());
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_TRUE(none->empty());
+  // CMD18 slows down 20x from window 10 on.
+  for (int i = 0; i < 6; ++i) ASSERT_TRUE(*store->IngestBatch(id, batch(++seq, 800e3)));
+  auto changed = store->DetectChanges(id, ChangeTest());
+  ASSERT_TRUE(changed.ok()) << changed.status();
+  ASSERT_EQ(changed->size(), 1u);
+  EXPECT_EQ((*changed)[0].opcode, 18u);
+  auto drift = store->LoadDriftWindows(id);
+  ASSERT_TRUE(drift.ok());
+  EXPECT_EQ(drift->at((*changed)[0]), 10u);
+  auto keys = store->LoadKeys(id);
+  ASSERT_TRUE(keys.ok());
+  for (const auto& k : *keys) {
+    if (k.key.opcode == 18) {
+      EXPECT_EQ(k.histogram.total_count(), 600u) << "the windows since the change";
+      EXPECT_GT(k.histogram.QuantileNs(0.5), 400e3);
+    } else {
+      EXPECT_EQ(k.histogram.total_count(), 16u * 900u);
+    }
+  }
 }
 
 // Outcomes are kept per (key, version, arm) with the span of sample windows
 // they were stored in, the same before and after compaction.
 TEST_P(StoreTest, OutcomesKeepTheirArmAndWindows) {
-  StoreOptions options;
-  options.window_samples = 10;
-  auto store = Store::Open(NewDb(), options);
-  ASSERT_TRUE(store.ok());
-  auto id = (*store)->UpsertTarget(testing::RocketBoard("agent-1"));
-  ASSERT_TRUE(id.ok());
+  ASSERT_NO_FATAL_FAILURE(OpenOneTarget(10));
   for (uint64_t seq = 1; seq <= 3; ++seq) {
     BatchDelta b = Batch(seq, 1000, 10);  // one window each: 0, 1, 2
     OutcomeRecord o;
@@ -516,13 +564,13 @@ TEST_P(StoreTest, OutcomesKeepTheirArmAndWindows) {
       o.arm = OutcomeArm::kIncumbent;
       b.outcomes.push_back(o);
     }
-    ASSERT_TRUE(*(*store)->IngestBatch(*id, b));
+    ASSERT_TRUE(*store->IngestBatch(id, b));
   }
   for (bool compacted : {false, true}) {
     if (compacted) {
-      ASSERT_TRUE((*store)->Compact(*id).ok());
+      ASSERT_TRUE(store->Compact(id).ok());
     }
-    auto outcomes = (*store)->LoadOutcomes(*id);
+    auto outcomes = store->LoadOutcomes(id);
     ASSERT_TRUE(outcomes.ok()) << outcomes.status();
     ASSERT_EQ(outcomes->size(), 2u) << compacted;
     const OutcomeRecord& table = (*outcomes)[0];

@@ -4,8 +4,10 @@
 #include <cmath>
 #include <random>
 
+#include "absl/time/clock.h"
 #include "agent/agent.h"
 #include "agent/policy_sink.h"
+#include "bench/sim_histograms.h"
 #include "gtest/gtest.h"
 #include "policy/policy_proto.h"
 #include "storage/store.h"
@@ -15,20 +17,23 @@
 namespace spintune {
 namespace {
 
+// One CPU class, "cpu" at 1 GHz, and one device, mmc0.
+void DescribeBoard(const std::string& board, v1::Hello* hello) {
+  hello->mutable_target()->set_board(board);
+  auto* cpu = hello->mutable_target()->add_cpu_classes();
+  cpu->set_name("cpu");
+  cpu->set_cpu_khz(1'000'000);
+  CostsToProto({20'000, 30'000, 100, 2'000, 50'000}, cpu->mutable_costs());
+  auto* d = hello->add_devices();
+  d->set_name("mmc0");
+  d->set_driver("test");
+}
+
 class ShiftingSource : public SampleSource {
  public:
   explicit ShiftingSource(uint64_t shift_after) : shift_after_(shift_after) {}
   bool exhausted() const override { return false; }
-  void Describe(v1::Hello* hello) const override {
-    hello->mutable_target()->set_board("shifting-board");
-    auto* cpu = hello->mutable_target()->add_cpu_classes();
-    cpu->set_name("cpu");
-    cpu->set_cpu_khz(1'000'000);
-    CostsToProto({20'000, 30'000, 100, 2'000, 50'000}, cpu->mutable_costs());
-    auto* d = hello->add_devices();
-    d->set_name("mmc0");
-    d->set_driver("test");
-  }
+  void Describe(v1::Hello* hello) const override { DescribeBoard("shifting-board", hello); }
   absl::StatusOr<size_t> Fill(size_t n, v1::SampleBatch* batch) override {
     auto* c = batch->mutable_completions();
     for (size_t i = 0; i < n; ++i, ++produced_) {
@@ -105,6 +110,87 @@ TEST(Drift, TunerDetectsTheShiftAndPushesANewTable) {
       << StrategyName(after.wait.strategy);
   EXPECT_EQ(agent.stats().applied_version, (*latest)->version);
   (*tuner)->Shutdown(absl::Seconds(2));
+}
+
+// A fleet's agent as loadgen --histograms models it (bench/sim_histograms.h):
+// 64 keys of 100 completions per batch, sent as histogram deltas. Key 0
+// (opcode 0) slows down 20x from batch `shift_at` on.
+class ManyKeysBoard final : public SampleSource {
+ public:
+  static constexpr uint32_t kKeys = 64;
+  static constexpr uint32_t kPerKey = 100;
+  ManyKeysBoard(int batches, int shift_at) : batches_(batches), shift_at_(shift_at) {}
+  bool exhausted() const override { return made_ == batches_; }
+  void Describe(v1::Hello* hello) const override { DescribeBoard("many-keys-board", hello); }
+  absl::StatusOr<size_t> Fill(size_t, v1::SampleBatch* batch) override {
+    if (made_ == batches_) return 0;
+    v1::Hello hello;
+    Describe(&hello);
+    const uint32_t slow_keys = made_++ >= shift_at_ ? 1 : 0;
+    return AppendSimHistograms(hello, kKeys, kPerKey, rng_, batch, slow_keys, 20);
+  }
+
+ private:
+  int batches_;
+  int shift_at_;
+  int made_ = 0;
+  std::mt19937_64 rng_{11};
+};
+
+// Each key has 1/64 of its target's samples, about 128 of each 8192-sample
+// window (the default): never the 512 one window must hold to be judged.
+// The detector judges its latest windows together, so the tuner still finds
+// the key that changed, and only that one.
+TEST(Drift, AKeyWithASmallShareOfAHistogramAgentsSamplesIsWatchedToo) {
+  testing::TempDir dir;
+  TunerOptions options;
+  options.db_path = dir.File("tuner.db");
+  options.refit_samples = ManyKeysBoard::kKeys * ManyKeysBoard::kPerKey;  // every batch
+  auto tuner = TunerServer::Start("127.0.0.1:0", options);
+  ASSERT_TRUE(tuner.ok()) << tuner.status();
+  AgentOptions agent_options;
+  agent_options.tuner_address = (*tuner)->address();
+  agent_options.agent_id = "many-keys";
+  agent_options.give_up_after = absl::Seconds(20);
+  agent_options.drain_timeout = absl::Seconds(10);
+  auto sink = MakePolicySink("none", {"mmc0"});
+  ASSERT_TRUE(sink.ok());
+  Agent agent(agent_options, std::make_unique<ManyKeysBoard>(24, 12), std::move(*sink));
+  ASSERT_TRUE(agent.Run().ok());
+  EXPECT_EQ(agent.stats().batches_acked, 24u);
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  while ((*tuner)->core()->counters().changes_detected == 0 && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  EXPECT_EQ((*tuner)->core()->counters().changes_detected, 1u);
+  (*tuner)->Shutdown(absl::Seconds(5));
+  auto store = Store::Open(options.db_path);
+  ASSERT_TRUE(store.ok()) << store.status();
+  auto target = (*store)->FindTarget("many-keys");
+  ASSERT_TRUE(target.ok() && target->has_value());
+  auto drift = (*store)->LoadDriftWindows((*target)->id);
+  ASSERT_TRUE(drift.ok()) << drift.status();
+  ASSERT_EQ(drift->size(), 1u);
+  EXPECT_EQ(drift->begin()->first, (PolicyKey{"cpu", "mmc0", 0, 13}));
+  // Batch 12 starts at sample 12 x 6,400 = 76,800, in window 9 of 0-18:
+  // the recent evidence starts at most a window before that (a detector that
+  // runs early), or later (one that runs late: the fewest latest windows
+  // holding 512 samples of the key).
+  EXPECT_GE(drift->begin()->second, 8u);
+  EXPECT_LE(drift->begin()->second, 18u);
+  // The key's evidence is what came after the change (20 x 20 us), the
+  // others' all of theirs.
+  auto keys = (*store)->LoadKeys((*target)->id);
+  ASSERT_TRUE(keys.ok()) << keys.status();
+  ASSERT_EQ(keys->size(), ManyKeysBoard::kKeys);
+  for (const auto& k : *keys) {
+    if (k.key == drift->begin()->first) {
+      EXPECT_GT(k.histogram.QuantileNs(0.5), 200e3);
+      EXPECT_LT(k.histogram.total_count(), 12u * ManyKeysBoard::kPerKey);
+    } else {
+      EXPECT_EQ(k.histogram.total_count(), 24u * ManyKeysBoard::kPerKey);
+    }
+  }
 }
 
 }  // namespace

@@ -91,8 +91,9 @@ struct TunerOptions {
   // store.reserve_bytes: kept beside the database to recover from a full
   // disk (SqliteDb::Open).
   StoreOptions store = {8192, 32, 2ull << 20};
-  // Drift: before each refit every key's latest window is tested against
-  // its earlier evidence; a changed key is refitted on what came after.
+  // Drift: before each refit every key's latest windows (the fewest that
+  // hold 512 of its samples) are tested against its earlier evidence; a
+  // changed key is refitted on what came after.
   ChangeTest change;
   FitConfig fit;
   // Refit a target after this many new completion samples, but not more
