@@ -195,6 +195,15 @@ struct IngestResult {
   absl::Status refusal;
 };
 
+// A key's evidence per window (drift detection) is kept in rows that each
+// start at a window of its target's samples and hold at least this many of
+// the key's samples before the next row starts, at the next window: one row
+// per window for a key with that many samples per window, one per several
+// windows for a key with a small share of its target's samples (a fleet
+// agent's 64 keys: about 128 each in a window of 8192). It is also the
+// evidence the drift detector needs on each side of a change.
+inline constexpr uint64_t kMinWindowSamples = 512;
+
 struct StoreOptions {
   // Each target's samples are also kept in windows of this many samples
   // (counted over the target), for drift detection.
@@ -297,7 +306,7 @@ class Store {
   // Prunes windows no longer needed. Returns the keys that changed.
   absl::StatusOr<std::vector<PolicyKey>> DetectChanges(int64_t target_id,
                                                        const ChangeTest& test,
-                                                       uint64_t min_recent = 512);
+                                                       uint64_t min_recent = kMinWindowSamples);
   // Dispatch histograms per (CPU class, device), staged deltas included.
   absl::StatusOr<std::vector<DispatchRecord>> LoadDispatch(int64_t target_id);
   // Measured outcomes per (key, version), staged deltas included.
@@ -421,7 +430,10 @@ class Store {
   // the key; returns its id.
   absl::StatusOr<int64_t> MergeKey(int64_t target_id, const KeyEvidence& delta)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::Status MergeWindow(int64_t key_id, uint64_t window, const LatencyHistogram& delta)
+  // Adds a key's staged histograms per window (`parts`, in window order) to
+  // its window rows (see kMinWindowSamples).
+  absl::Status MergeWindows(
+      int64_t key_id, const std::vector<std::pair<uint64_t, const LatencyHistogram*>>& parts)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Calls `fold(window, delta)` for each of the target's staged deltas,
   // oldest first, one decoded at a time: a target may have thousands staged

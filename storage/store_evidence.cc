@@ -115,23 +115,41 @@ absl::StatusOr<int64_t> Store::MergeKey(int64_t target_id, const KeyEvidence& de
   return key_id;
 }
 
-absl::Status Store::MergeWindow(int64_t key_id, uint64_t window, const LatencyHistogram& delta) {
+absl::Status Store::MergeWindows(
+    int64_t key_id, const std::vector<std::pair<uint64_t, const LatencyHistogram*>>& parts) {
   SPINTUNE_ASSIGN_OR_RETURN(
-      auto win, db_->Cached("SELECT buckets FROM histogram_windows WHERE key_id = ?1 AND "
-                            "\"window\" = ?2"));
-  win->Bind(1, key_id).Bind(2, I(window));
-  SPINTUNE_ASSIGN_OR_RETURN(bool has_window, win->Step());
-  LatencyHistogram windowed;
-  if (has_window) {
-    SPINTUNE_ASSIGN_OR_RETURN(windowed, DecodeHistogram(win->ColumnBlob(0)));
+      auto latest, db_->Cached("SELECT \"window\", buckets FROM histogram_windows WHERE "
+                               "key_id = ?1 ORDER BY \"window\" DESC LIMIT 1"));
+  latest->Bind(1, key_id);
+  SPINTUNE_ASSIGN_OR_RETURN(bool has_row, latest->Step());
+  uint64_t row_window = 0;
+  LatencyHistogram row;
+  if (has_row) {
+    row_window = U(latest->ColumnInt(0));
+    SPINTUNE_ASSIGN_OR_RETURN(row, DecodeHistogram(latest->ColumnBlob(1)));
   }
-  win->Reset();
-  windowed.Merge(delta);
-  SPINTUNE_ASSIGN_OR_RETURN(
-      auto put_window, db_->Cached(UpsertOf(Put::kWindow)));
-  put_window->Bind(1, key_id).Bind(2, I(window)).Bind(3, I(windowed.total_count()));
-  put_window->BindBlob(4, EncodeHistogram(windowed));
-  return put_window->Run();
+  latest->Reset();
+  SPINTUNE_ASSIGN_OR_RETURN(auto put, db_->Cached(UpsertOf(Put::kWindow)));
+  bool dirty = false;
+  auto write = [&]() -> absl::Status {
+    if (!dirty) return absl::OkStatus();
+    put->Bind(1, key_id).Bind(2, I(row_window)).Bind(3, I(row.total_count()));
+    put->BindBlob(4, EncodeHistogram(row));
+    return put->Run();
+  };
+  for (const auto& [window, part] : parts) {
+    // (A window before the latest row's cannot come after it; were it to,
+    // it is added to that row rather than lost.)
+    if (has_row && window > row_window && row.total_count() >= kMinWindowSamples) {
+      SPINTUNE_RETURN_IF_ERROR(write());
+      row.Clear();
+      has_row = false;
+    }
+    if (!has_row) row_window = window;
+    has_row = dirty = true;
+    row.Merge(*part);
+  }
+  return write();
 }
 
 absl::Status Store::MergeDispatch(int64_t target_id, const DispatchRecord& delta) {
@@ -219,8 +237,15 @@ absl::Status Store::WriteFold(int64_t target_id, const StagedFold& f) {
   for (const auto& [key, e] : f.keys) {
     SPINTUNE_ASSIGN_OR_RETURN(key_ids[key], MergeKey(target_id, e));
   }
-  for (const auto& [kw, h] : f.windows) {
-    SPINTUNE_RETURN_IF_ERROR(MergeWindow(key_ids.at(kw.first), kw.second, h));
+  // f.windows is in key order, then window order: one key's windows at a time.
+  std::vector<std::pair<uint64_t, const LatencyHistogram*>> parts;
+  for (auto it = f.windows.begin(); it != f.windows.end();) {
+    const PolicyKey& key = it->first.first;
+    parts.clear();
+    for (; it != f.windows.end() && it->first.first == key; ++it) {
+      parts.emplace_back(it->first.second, &it->second);
+    }
+    SPINTUNE_RETURN_IF_ERROR(MergeWindows(key_ids.at(key), parts));
   }
   for (const auto& [cd, d] : f.dispatch) SPINTUNE_RETURN_IF_ERROR(MergeDispatch(target_id, d));
   for (const auto& [id, o] : f.outcomes) {

@@ -3,6 +3,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <array>
 #include <cmath>
 #include <filesystem>
 #include <random>
@@ -43,7 +44,8 @@ class StoreTest : public BackendTest {
   void OpenOneTarget(uint64_t window_samples) {
     StoreOptions options;
     options.window_samples = window_samples;
-    auto opened = Store::Open(NewDb(), options);
+    spec = NewDb(/*file=*/true);
+    auto opened = Store::Open(spec, options);
     ASSERT_TRUE(opened.ok()) << opened.status();
     store = std::move(*opened);
     auto target = store->UpsertTarget(testing::RocketBoard("agent-1"));
@@ -51,6 +53,7 @@ class StoreTest : public BackendTest {
     id = *target;
   }
 
+  std::string spec;  // the database, to open it again
   std::unique_ptr<Store> store;
   int64_t id = 0;
 };
@@ -509,9 +512,10 @@ TEST_P(StoreTest, DetectsADistributionChangeAndFitsOnlyWhatCameAfter) {
 }
 
 // A key with a tenth of its target's samples (100 of each batch's 1,000, one
-// window each) never has 512 samples in one window: its latest windows are
-// judged together, and its evidence after the change starts at the first
-// window that changed. The busy key beside it stays as it was.
+// window each) never has 512 samples in one window: its window rows span
+// several windows (kMinWindowSamples), its latest rows are judged together,
+// and its evidence after the change starts at the row the change falls in.
+// The busy key beside it stays as it was.
 TEST_P(StoreTest, DetectsAChangeOfAKeyWithASmallShareOfItsTargetsSamples) {
   ASSERT_NO_FATAL_FAILURE(OpenOneTarget(1000));
   std::mt19937_64 rng(2);
@@ -534,14 +538,32 @@ TEST_P(StoreTest, DetectsAChangeOfAKeyWithASmallShareOfItsTargetsSamples) {
   ASSERT_TRUE(changed.ok()) << changed.status();
   ASSERT_EQ(changed->size(), 1u);
   EXPECT_EQ((*changed)[0].opcode, 18u);
+  // The window rows: one per window for the busy key; for CMD18 the two
+  // since the change (the first, 0-5, is pruned with the change).
+  {
+    auto db = OpenSqlDb(spec);
+    ASSERT_TRUE(db.ok()) << db.status();
+    auto rows = (*db)->Prepare(
+        "SELECT k.opcode, COUNT(*), MIN(w.samples) FROM histogram_windows w JOIN keys k "
+        "ON k.id = w.key_id GROUP BY k.opcode ORDER BY k.opcode");
+    ASSERT_TRUE(rows.ok()) << rows.status();
+    std::vector<std::array<int64_t, 3>> seen;
+    while (*(*rows)->Step()) {
+      seen.push_back({(*rows)->ColumnInt(0), (*rows)->ColumnInt(1), (*rows)->ColumnInt(2)});
+    }
+    EXPECT_EQ(seen, (std::vector<std::array<int64_t, 3>>{{18, 2, 400}, {25, 16, 900}}));
+  }
+  // CMD18's rows: windows 0-5 (600 samples, then the row is full), 6-11
+  // (400 before the change, 200 after) and 12-15 (400 after). The latest
+  // two are the recent evidence (1,000 >= 512), the first the before.
   auto drift = store->LoadDriftWindows(id);
   ASSERT_TRUE(drift.ok());
-  EXPECT_EQ(drift->at((*changed)[0]), 10u);
+  EXPECT_EQ(drift->at((*changed)[0]), 6u);
   auto keys = store->LoadKeys(id);
   ASSERT_TRUE(keys.ok());
   for (const auto& k : *keys) {
     if (k.key.opcode == 18) {
-      EXPECT_EQ(k.histogram.total_count(), 600u) << "the windows since the change";
+      EXPECT_EQ(k.histogram.total_count(), 1000u) << "the rows since the change";
       EXPECT_GT(k.histogram.QuantileNs(0.5), 400e3);
     } else {
       EXPECT_EQ(k.histogram.total_count(), 16u * 900u);
