@@ -36,42 +36,23 @@ void LatencyHistogram::AddToBucket(int index, uint64_t count) {
 
 void LatencyHistogram::Merge(const LatencyHistogram& other) {
   if (other.buckets_.empty()) return;
-  if (&other == this) {
-    for (auto& bucket : buckets_) bucket.second *= 2;
-    total_count_ *= 2;
-    return;
-  }
-  total_count_ += other.total_count_;
-  // How many of other's buckets this one lacks...
-  size_t missing = 0;
+  std::vector<std::pair<int, uint64_t>> merged;
+  merged.reserve(buckets_.size() + other.buckets_.size());
   auto a = buckets_.begin();
-  for (const auto& b : other.buckets_) {
-    while (a != buckets_.end() && a->first < b.first) ++a;
-    if (a != buckets_.end() && a->first == b.first) {
+  auto b = other.buckets_.begin();
+  while (a != buckets_.end() || b != other.buckets_.end()) {
+    if (b == other.buckets_.end() || (a != buckets_.end() && a->first < b->first)) {
+      merged.push_back(*a++);
+    } else if (a == buckets_.end() || b->first < a->first) {
+      merged.push_back(*b++);
+    } else {
+      merged.emplace_back(a->first, a->second + b->second);
       ++a;
-    } else {
-      ++missing;
+      ++b;
     }
   }
-  // ...then merged in place from the back: nothing is allocated unless the
-  // vector must grow (compaction and fits merge many histograms of the
-  // same shape; a new vector per merge was a tenth of the compactor's time).
-  size_t i = buckets_.size(), j = other.buckets_.size();
-  size_t out = i + missing;
-  buckets_.resize(out);
-  while (j > 0) {
-    const auto& b = other.buckets_[j - 1];
-    if (i > 0 && buckets_[i - 1].first > b.first) {
-      buckets_[--out] = buckets_[--i];
-    } else if (i > 0 && buckets_[i - 1].first == b.first) {
-      buckets_[--out] = {b.first, buckets_[--i].second + b.second};
-      --j;
-    } else {
-      buckets_[--out] = b;
-      --j;
-    }
-  }
-  // The i buckets left are where they belong (out == i).
+  buckets_ = std::move(merged);
+  total_count_ += other.total_count_;
 }
 
 double LatencyHistogram::MeanNs() const {

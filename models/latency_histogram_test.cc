@@ -73,36 +73,6 @@ TEST(LatencyHistogram, MergeEqualsRecordingEverything) {
   EXPECT_EQ(other, merged);
 }
 
-// Merge works in place; whatever the overlap (none, some, all, one side
-// empty, itself), it is the same as recording both.
-TEST(LatencyHistogram, MergeInPlaceEqualsRecordingBothForAnyOverlap) {
-  std::mt19937_64 rng(12);
-  for (int trial = 0; trial < 500; ++trial) {
-    std::uniform_int_distribution<int> n(0, 40), spread(1, 1000);
-    const int width = spread(rng);
-    std::uniform_int_distribution<uint64_t> a_value(0, 1000), b_value(1000 - width, 1000 + width);
-    H a, b, all;
-    for (int k = n(rng); k > 0; --k) {
-      const uint64_t v = a_value(rng) * 997;
-      a.Record(v);
-      all.Record(v);
-    }
-    for (int k = n(rng); k > 0; --k) {
-      const uint64_t v = b_value(rng) * 997;
-      b.Record(v);
-      all.Record(v);
-    }
-    a.Merge(b);
-    ASSERT_EQ(a, all) << trial;
-    ASSERT_EQ(a.total_count(), all.total_count()) << trial;
-    H twice = all;
-    for (const auto& [index, count] : all.buckets()) twice.AddToBucket(index, count);
-    all.Merge(all);
-    ASSERT_EQ(all, twice) << trial;
-    ASSERT_EQ(all.total_count(), twice.total_count()) << trial;
-  }
-}
-
 TEST(LatencyHistogram, QuantilesAndMeanAreWithinBucketResolution) {
   H h;
   for (uint64_t v = 1; v <= 100000; ++v) h.Record(v * 1000);  // 1 us .. 100 ms
