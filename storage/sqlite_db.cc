@@ -12,7 +12,10 @@
 
 namespace spintune {
 
-SqliteStatement::~SqliteStatement() { sqlite3_finalize(stmt_); }
+SqliteStatement::~SqliteStatement() {
+  sqlite3_finalize(stmt_);
+  if (holds_turn_) db_->LeaveGate();
+}
 
 Statement& SqliteStatement::Bind(int index, int64_t value) {
   sqlite3_bind_int64(stmt_, index, value);
@@ -39,10 +42,10 @@ Statement& SqliteStatement::BindNull(int index) {
 
 absl::StatusOr<bool> SqliteStatement::Step() {
   // A write outside a transaction is a transaction of its own: it waits
-  // for room and for its turn at the write gate like one. (The turn ends
-  // with the first step: one that returns rows, an INSERT ... RETURNING,
-  // keeps SQLite's write lock until it is reset; a writer that finds it
-  // taken then waits in SQLite's busy handler.)
+  // for room and for its turn at the write gate like one. Its turn ends
+  // with its first step, or, when that step returns a row (an INSERT ...
+  // RETURNING, which keeps SQLite's write lock meanwhile), once it is
+  // stepped to its end or reset.
   bool own_turn = false;
   if (!sqlite3_stmt_busy(stmt_) && !sqlite3_stmt_readonly(stmt_) &&
       sqlite3_get_autocommit(db_->raw())) {
@@ -53,8 +56,12 @@ absl::StatusOr<bool> SqliteStatement::Step() {
     }
   }
   const int rc = sqlite3_step(stmt_);
-  if (own_turn) db_->LeaveGate();
+  if (own_turn) holds_turn_ = true;
   if (rc == SQLITE_ROW) return true;
+  if (holds_turn_) {
+    holds_turn_ = false;
+    db_->LeaveGate();
+  }
   if (rc == SQLITE_DONE) return false;
   absl::Status s = db_->Error(sqlite3_sql(stmt_), rc);
   sqlite3_reset(stmt_);
@@ -64,6 +71,10 @@ absl::StatusOr<bool> SqliteStatement::Step() {
 void SqliteStatement::Reset() {
   sqlite3_reset(stmt_);
   sqlite3_clear_bindings(stmt_);
+  if (holds_turn_) {
+    holds_turn_ = false;
+    db_->LeaveGate();
+  }
 }
 
 int64_t SqliteStatement::ColumnInt(int c) const { return sqlite3_column_int64(stmt_, c); }

@@ -46,6 +46,10 @@ class SqliteStatement : public Statement {
  private:
   SqliteDb* db_;
   sqlite3_stmt* stmt_;
+  // A write outside a transaction that returned a row (INSERT ... RETURNING)
+  // keeps SQLite's write lock, and so its turn at the write gate, until it
+  // is stepped to its end or reset.
+  bool holds_turn_ = false;
 };
 
 class SqliteDb : public SqlDb {

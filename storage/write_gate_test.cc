@@ -8,6 +8,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
+#include "storage/sql_db.h"
 #include "storage/store.h"
 #include "tests/testing/policy_fixtures.h"
 #include "tests/testing/store_fixtures.h"
@@ -259,6 +260,35 @@ TEST_F(GatedStoreTest, AWriteOutsideATransactionTakesATurn) {
   // Reads outside a transaction take no turn.
   ASSERT_TRUE(first->LoadPolicy(id, 0).ok());
   EXPECT_EQ(gate->counts().background, turns + 1);
+}
+
+// An INSERT ... RETURNING outside a transaction keeps SQLite's write lock
+// from its first step, which returns the row, until it is reset: it keeps
+// its turn at the gate as long (another writer meanwhile would wait in
+// SQLite's busy handler instead, not in the gate's order).
+TEST(WriteGate, AWriteThatReturnsARowKeepsItsTurnUntilItIsReset) {
+  const testing::TempDir dir;
+  auto db = OpenSqlDb(dir.File("returning.db"));
+  ASSERT_TRUE(db.ok()) << db.status();
+  auto gate = std::make_shared<WriteGate>();
+  (*db)->SetWriteGate(gate, kBackground);
+  ASSERT_TRUE((*db)->Exec("CREATE TABLE t (id INTEGER PRIMARY KEY, x INTEGER)").ok());
+  auto insert = (*db)->Prepare("INSERT INTO t (x) VALUES (?1) RETURNING id");
+  ASSERT_TRUE(insert.ok()) << insert.status();
+  for (int64_t x = 1; x <= 2; ++x) {
+    (*insert)->Bind(1, x);
+    auto row = (*insert)->Step();
+    ASSERT_TRUE(row.ok() && *row) << row.status();
+    EXPECT_EQ((*insert)->ColumnInt(0), x);
+    EXPECT_TRUE(gate->held()) << "between the row and the reset";
+    if (x == 1) {
+      (*insert)->Reset();
+    } else {
+      ASSERT_TRUE((*insert)->Step().ok());  // stepped to its end
+    }
+    EXPECT_FALSE(gate->held()) << x;
+  }
+  EXPECT_EQ(gate->counts().background, 2u);
 }
 
 // A policy table is serialized before its write transaction, numbered as
