@@ -14,7 +14,13 @@ namespace spintune {
 
 SqliteStatement::~SqliteStatement() {
   sqlite3_finalize(stmt_);
-  if (holds_turn_) db_->LeaveGate();
+  ReleaseTurn();
+}
+
+void SqliteStatement::ReleaseTurn() {
+  if (!holds_turn_) return;
+  holds_turn_ = false;
+  db_->LeaveGate();
 }
 
 Statement& SqliteStatement::Bind(int index, int64_t value) {
@@ -58,10 +64,7 @@ absl::StatusOr<bool> SqliteStatement::Step() {
   const int rc = sqlite3_step(stmt_);
   if (own_turn) holds_turn_ = true;
   if (rc == SQLITE_ROW) return true;
-  if (holds_turn_) {
-    holds_turn_ = false;
-    db_->LeaveGate();
-  }
+  ReleaseTurn();
   if (rc == SQLITE_DONE) return false;
   absl::Status s = db_->Error(sqlite3_sql(stmt_), rc);
   sqlite3_reset(stmt_);
@@ -71,10 +74,7 @@ absl::StatusOr<bool> SqliteStatement::Step() {
 void SqliteStatement::Reset() {
   sqlite3_reset(stmt_);
   sqlite3_clear_bindings(stmt_);
-  if (holds_turn_) {
-    holds_turn_ = false;
-    db_->LeaveGate();
-  }
+  ReleaseTurn();
 }
 
 int64_t SqliteStatement::ColumnInt(int c) const { return sqlite3_column_int64(stmt_, c); }

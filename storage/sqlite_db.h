@@ -50,6 +50,8 @@ class SqliteStatement : public Statement {
   // keeps SQLite's write lock, and so its turn at the write gate, until it
   // is stepped to its end or reset.
   bool holds_turn_ = false;
+  // Leaves the write gate if this statement holds its turn.
+  void ReleaseTurn();
 };
 
 class SqliteDb : public SqlDb {

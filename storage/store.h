@@ -432,8 +432,7 @@ class Store {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Adds a key's staged histograms per window (`parts`, in window order) to
   // its window rows (see kMinWindowSamples).
-  absl::Status MergeWindows(
-      int64_t key_id, const std::vector<std::pair<uint64_t, const LatencyHistogram*>>& parts)
+  absl::Status MergeWindows(int64_t key_id, const std::map<uint64_t, LatencyHistogram>& parts)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Calls `fold(window, delta)` for each of the target's staged deltas,
   // oldest first, one decoded at a time: a target may have thousands staged

@@ -115,8 +115,8 @@ absl::StatusOr<int64_t> Store::MergeKey(int64_t target_id, const KeyEvidence& de
   return key_id;
 }
 
-absl::Status Store::MergeWindows(
-    int64_t key_id, const std::vector<std::pair<uint64_t, const LatencyHistogram*>>& parts) {
+absl::Status Store::MergeWindows(int64_t key_id,
+                                 const std::map<uint64_t, LatencyHistogram>& parts) {
   SPINTUNE_ASSIGN_OR_RETURN(
       auto latest, db_->Cached("SELECT \"window\", buckets FROM histogram_windows WHERE "
                                "key_id = ?1 ORDER BY \"window\" DESC LIMIT 1"));
@@ -147,7 +147,7 @@ absl::Status Store::MergeWindows(
     }
     if (!has_row) row_window = window;
     has_row = dirty = true;
-    row.Merge(*part);
+    row.Merge(part);
   }
   return write();
 }
@@ -201,7 +201,7 @@ struct Store::StagedFold {
   uint64_t first_seq = 0;
   uint64_t last_seq = 0;
   std::map<PolicyKey, KeyEvidence> keys;
-  std::map<std::pair<PolicyKey, uint64_t>, LatencyHistogram> windows;
+  std::map<PolicyKey, std::map<uint64_t, LatencyHistogram>> windows;  // per key, per window
   std::map<std::pair<std::string, std::string>, DispatchRecord> dispatch;
   std::map<OutcomeId, OutcomeRecord> outcomes;
   std::map<std::string, LatencyHistogram> timers;
@@ -215,7 +215,7 @@ absl::Status Store::FoldStaged(int64_t target_id, StagedFold* f) {
       KeyEvidence& e = f->keys[k.key];
       e.key = k.key;
       AddEvidence(k, &e);
-      f->windows[{k.key, window}].Merge(k.histogram);
+      f->windows[k.key][window].Merge(k.histogram);
     }
     for (const auto& d : delta.dispatch) {
       DispatchRecord& r = f->dispatch[{d.cpu_class, d.device}];
@@ -237,14 +237,7 @@ absl::Status Store::WriteFold(int64_t target_id, const StagedFold& f) {
   for (const auto& [key, e] : f.keys) {
     SPINTUNE_ASSIGN_OR_RETURN(key_ids[key], MergeKey(target_id, e));
   }
-  // f.windows is in key order, then window order: one key's windows at a time.
-  std::vector<std::pair<uint64_t, const LatencyHistogram*>> parts;
-  for (auto it = f.windows.begin(); it != f.windows.end();) {
-    const PolicyKey& key = it->first.first;
-    parts.clear();
-    for (; it != f.windows.end() && it->first.first == key; ++it) {
-      parts.emplace_back(it->first.second, &it->second);
-    }
+  for (const auto& [key, parts] : f.windows) {
     SPINTUNE_RETURN_IF_ERROR(MergeWindows(key_ids.at(key), parts));
   }
   for (const auto& [cd, d] : f.dispatch) SPINTUNE_RETURN_IF_ERROR(MergeDispatch(target_id, d));

@@ -119,18 +119,19 @@ class ManyKeysBoard final : public SampleSource {
  public:
   static constexpr uint32_t kKeys = 64;
   static constexpr uint32_t kPerKey = 100;
-  ManyKeysBoard(int batches, int shift_at) : batches_(batches), shift_at_(shift_at) {}
+  ManyKeysBoard(int batches, int shift_at) : batches_(batches), shift_at_(shift_at) {
+    Describe(&hello_);
+  }
   bool exhausted() const override { return made_ == batches_; }
   void Describe(v1::Hello* hello) const override { DescribeBoard("many-keys-board", hello); }
   absl::StatusOr<size_t> Fill(size_t, v1::SampleBatch* batch) override {
     if (made_ == batches_) return 0;
-    v1::Hello hello;
-    Describe(&hello);
     const uint32_t slow_keys = made_++ >= shift_at_ ? 1 : 0;
-    return AppendSimHistograms(hello, kKeys, kPerKey, rng_, batch, slow_keys, 20);
+    return AppendSimHistograms(hello_, kKeys, kPerKey, rng_, batch, slow_keys, 20);
   }
 
  private:
+  v1::Hello hello_;
   int batches_;
   int shift_at_;
   int made_ = 0;
@@ -174,8 +175,8 @@ TEST(Drift, AKeyWithASmallShareOfAHistogramAgentsSamplesIsWatchedToo) {
   EXPECT_EQ(drift->begin()->first, (PolicyKey{"cpu", "mmc0", 0, 13}));
   // Batch 12 starts at sample 12 x 6,400 = 76,800, in window 9 of 0-18:
   // the recent evidence starts at most a window before that (a detector that
-  // runs early), or later (one that runs late: the fewest latest windows
-  // holding 512 samples of the key).
+  // runs early), or later (one that runs late: the fewest latest window rows
+  // holding 512 samples of the key, each row about 4 windows).
   EXPECT_GE(drift->begin()->second, 8u);
   EXPECT_LE(drift->begin()->second, 18u);
   // The key's evidence is what came after the change (20 x 20 us), the
