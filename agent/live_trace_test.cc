@@ -123,12 +123,19 @@ TEST(LiveTraceTest, CompletionsMatchTheKernelsRequestCount) {
   // Dispatch samples for the disk's IRQ, with handler and wake times.
   ASSERT_GT(dispatches.size(), 100u);
   uint64_t woken = 0;
+  std::vector<uint64_t> handler_ns;
   for (const auto& d : dispatches) {
     EXPECT_EQ(d.device, disk);
     EXPECT_FALSE(d.irq_name.empty());
-    EXPECT_LT(d.handler_ns, 10'000'000u);
+    handler_ns.push_back(d.handler_ns);
     if (d.wake_ns) ++woken;
   }
+  // A handler runs for microseconds. A pairing bug (one IRQ's entry with
+  // another's exit) makes many of them long; a VM whose vCPU the host takes
+  // away mid-handler makes one or two long. So bound quantiles, not each one.
+  std::sort(handler_ns.begin(), handler_ns.end());
+  EXPECT_LT(handler_ns[handler_ns.size() / 2], 1'000'000u) << "median handler time";
+  EXPECT_LT(handler_ns[handler_ns.size() * 99 / 100], 10'000'000u) << "p99 handler time";
   EXPECT_GT(woken, dispatches.size() / 10) << "the O_DIRECT waiters sleep on the IRQ";
 
   live->reset();
