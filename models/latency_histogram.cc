@@ -34,6 +34,23 @@ void LatencyHistogram::AddToBucket(int index, uint64_t count) {
   }
 }
 
+LatencyHistogram LatencyHistogram::FromSortedBuckets(std::vector<std::pair<int, uint64_t>> buckets,
+                                                     uint64_t total_count) {
+#ifndef NDEBUG
+  uint64_t sum = 0;
+  for (size_t i = 0; i < buckets.size(); ++i) {
+    assert(buckets[i].first >= 0 && buckets[i].first < kBucketCount && buckets[i].second >= 1);
+    assert(i == 0 || buckets[i - 1].first < buckets[i].first);
+    sum += buckets[i].second;
+  }
+  assert(sum == total_count);
+#endif
+  LatencyHistogram h;
+  h.buckets_ = std::move(buckets);
+  h.total_count_ = total_count;
+  return h;
+}
+
 void LatencyHistogram::Merge(const LatencyHistogram& other) {
   if (other.buckets_.empty()) return;
   std::vector<std::pair<int, uint64_t>> merged;

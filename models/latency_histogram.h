@@ -68,6 +68,11 @@ class LatencyHistogram {
   void AddToBucket(int index, uint64_t count);
   // Adds every sample of `other`.
   void Merge(const LatencyHistogram& other);
+  // The histogram of `buckets`: (index, count) pairs, indexes valid and
+  // strictly increasing, counts >= 1 (checked in debug builds only), whose
+  // counts add up to `total_count`. No copy of the pairs.
+  static LatencyHistogram FromSortedBuckets(std::vector<std::pair<int, uint64_t>> buckets,
+                                            uint64_t total_count);
   void Clear() { buckets_.clear(); total_count_ = 0; }
   // Room for `buckets` non-empty buckets without reallocating.
   void Reserve(size_t buckets) { buckets_.reserve(buckets); }

@@ -33,23 +33,25 @@ size_t EncodedHistogramBytes(const LatencyHistogram& h) {
 }
 
 absl::StatusOr<LatencyHistogram> DecodeHistogram(absl::string_view bytes) {
-  LatencyHistogram h;
   HistogramReader reader(bytes);
   // At most a bucket per byte (version 2) or per two (version 1): one
-  // allocation instead of the vector's doublings.
-  h.Reserve(reader.version() == 2 ? bytes.size() : bytes.size() / 2);
+  // allocation instead of the vector's doublings. The reader yields
+  // buckets in strictly increasing order with counts >= 1, so the pairs
+  // are the histogram as they are.
+  std::vector<std::pair<int, uint64_t>> buckets;
+  buckets.reserve(reader.version() == 2 ? bytes.size() : bytes.size() / 2);
+  uint64_t total = 0;
   int index = 0;
   uint64_t count = 0;
   while (reader.Next(&index, &count)) {
-    if (h.total_count() + count < h.total_count()) {
-      return absl::DataLossError("histogram blob count invalid");
-    }
-    h.AddToBucket(index, count);
+    if (total + count < total) return absl::DataLossError("histogram blob count invalid");
+    total += count;
+    buckets.emplace_back(index, count);
   }
   if (!reader.status().ok()) {
     return absl::DataLossError(absl::StrCat("histogram blob ", reader.status().message()));
   }
-  return h;
+  return LatencyHistogram::FromSortedBuckets(std::move(buckets), total);
 }
 
 }  // namespace spintune

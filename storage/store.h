@@ -426,32 +426,26 @@ class Store {
       : options_(options), db_(std::move(db)) {}
   absl::StatusOr<uint64_t> AppendVersion(int64_t target_id, PolicyTable* table, bool pin)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Adds `delta` to the key's cumulative histogram and counters, creating
-  // the key; returns its id.
-  absl::StatusOr<int64_t> MergeKey(int64_t target_id, const KeyEvidence& delta)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Adds a key's staged histograms per window (`parts`, in window order) to
-  // its window rows (see kMinWindowSamples).
-  absl::Status MergeWindows(int64_t key_id, const std::map<uint64_t, LatencyHistogram>& parts)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Calls `fold(window, delta)` for each of the target's staged deltas,
-  // oldest first, one decoded at a time: a target may have thousands staged
+  // oldest first, one decoded at a time (`fold` may move out of `delta`
+  // what it keeps): a target may have thousands staged
   // (a fleet's, or a flood of large batches), and holding them all decoded
   // made the compactor the tuner's largest allocation (52 MiB for 99
   // batches of 65,536 samples). Returns how many; `last_seq` (optional):
   // the seq of the last.
   absl::StatusOr<uint64_t> ForEachStagedDelta(
-      int64_t target_id, const std::function<void(uint64_t, const BatchDelta&)>& fold,
+      int64_t target_id, const std::function<void(uint64_t, BatchDelta&)>& fold,
       uint64_t* last_seq = nullptr) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Compaction in two steps: FoldStaged() sums a target's staged deltas
-  // (reads only: outside a transaction it reads one snapshot), WriteFold()
-  // writes the sums and deletes the rows summed (inside a write
-  // transaction).
+  // Compaction in three steps: FoldStaged() sums a target's staged deltas
+  // (reads only: outside a transaction it reads one snapshot), ReadRows()
+  // adds the sums to the stored rows and encodes them (reads only),
+  // WriteFold() writes those rows and deletes the staged rows summed
+  // (inside a write transaction). Window rows: a key's latest row grows
+  // until it holds kMinWindowSamples, then a row starts at the next window.
   struct StagedFold;
   absl::Status FoldStaged(int64_t target_id, StagedFold* fold) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status ReadRows(int64_t target_id, StagedFold* fold) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status WriteFold(int64_t target_id, const StagedFold& fold)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::Status MergeDispatch(int64_t target_id, const DispatchRecord& delta)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<std::vector<TargetSummary>> QueryTargets(const std::string& where,
                                                           const std::string& arg)

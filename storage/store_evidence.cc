@@ -11,6 +11,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/status_macros.h"
+#include "models/histogram_sum.h"
 #include "storage/delta_codec.h"
 #include "storage/histogram_codec.h"
 #include "storage/store.h"
@@ -61,8 +62,7 @@ void MergeOutcomes(uint64_t window, const BatchDelta& delta,
 
 // Adds a staged delta's evidence for one key to `into` (its histogram and
 // counts; not its key).
-void AddEvidence(const KeyEvidence& delta, KeyEvidence* into) {
-  into->histogram.Merge(delta.histogram);
+void AddCounters(const KeyEvidence& delta, KeyEvidence* into) {
   into->errors += delta.errors;
   into->irq_timeouts += delta.irq_timeouts;
   into->spin_timeouts += delta.spin_timeouts;
@@ -70,111 +70,53 @@ void AddEvidence(const KeyEvidence& delta, KeyEvidence* into) {
   into->spin_path += delta.spin_path;
 }
 
+// Histogram deltas of one sum, kept and then added in one pass
+// (HistogramSum): a LatencyHistogram::Merge() per delta copied the whole sum
+// each time (most of a compaction's fold, and of the staged part of
+// LoadKeys).
+class PendingSum {
+ public:
+  // At most this many deltas are kept (then added): memory stays bounded
+  // however small the batches.
+  static constexpr size_t kMaxParts = 64;
+
+  // Adds `part` to `*into`, now or at the latest in Flush(into).
+  void Add(LatencyHistogram part, LatencyHistogram* into, HistogramSum* sum) {
+    parts_.push_back(std::move(part));
+    if (parts_.size() == kMaxParts) Flush(into, sum);
+  }
+  // Adds every part kept to `*into`.
+  void Flush(LatencyHistogram* into, HistogramSum* sum) {
+    if (parts_.empty()) return;
+    if (into->empty() && parts_.size() == 1) {  // (a key with a delta per window: most)
+      *into = std::move(parts_[0]);
+    } else {
+      sum->Add(*into);
+      for (const auto& part : parts_) sum->Add(part);
+      *into = sum->Take();
+    }
+    parts_.clear();
+  }
+
+ private:
+  std::vector<LatencyHistogram> parts_;
+};
+
+// A key being folded: its sums and the window its deltas are in now.
+// Windows rise with seq (a row's window is its target's sample count when
+// it was staged), so a window's deltas are summed once the next begins.
+struct FoldingKey {
+  KeyEvidence* evidence = nullptr;                          // the key's sums
+  std::map<uint64_t, LatencyHistogram>* windows = nullptr;  // the key's windows
+  LatencyHistogram* window_sum = nullptr;                   // in `windows`
+  uint64_t window = 0;
+  PendingSum pending;  // for *window_sum
+};
+
 }  // namespace
 
-absl::StatusOr<int64_t> Store::MergeKey(int64_t target_id, const KeyEvidence& delta) {
-  SPINTUNE_ASSIGN_OR_RETURN(
-      auto insert_key,
-      db_->Cached("INSERT INTO keys(target_id, cpu_class, device, opcode, size_class) "
-                  "VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT DO NOTHING"));
-  insert_key->Bind(1, target_id).Bind(2, delta.key.cpu_class).Bind(3, delta.key.device);
-  insert_key->Bind(4, I(delta.key.opcode)).Bind(5, I(delta.key.size_class));
-  SPINTUNE_RETURN_IF_ERROR(insert_key->Run());
-  SPINTUNE_ASSIGN_OR_RETURN(
-      auto find,
-      db_->Cached("SELECT k.id, h.samples, h.errors, h.irq_timeouts, h.spin_timeouts, "
-                  "h.irq_path, h.spin_path, h.buckets FROM keys k LEFT JOIN histograms h "
-                  "ON h.key_id = k.id WHERE k.target_id = ?1 AND k.cpu_class = ?2 AND "
-                  "k.device = ?3 AND k.opcode = ?4 AND k.size_class = ?5"));
-  find->Bind(1, target_id).Bind(2, delta.key.cpu_class).Bind(3, delta.key.device);
-  find->Bind(4, I(delta.key.opcode)).Bind(5, I(delta.key.size_class));
-  SPINTUNE_ASSIGN_OR_RETURN(bool found, find->Step());
-  if (!found) return absl::InternalError("key vanished during merge");
-  const int64_t key_id = find->ColumnInt(0);
-  KeyEvidence merged;
-  if (!find->ColumnIsNull(1)) {
-    SPINTUNE_ASSIGN_OR_RETURN(merged.histogram, DecodeHistogram(find->ColumnBlob(7)));
-    merged.errors = U(find->ColumnInt(2));
-    merged.irq_timeouts = U(find->ColumnInt(3));
-    merged.spin_timeouts = U(find->ColumnInt(4));
-    merged.irq_path = U(find->ColumnInt(5));
-    merged.spin_path = U(find->ColumnInt(6));
-  }
-  find->Reset();
-  merged.histogram.Merge(delta.histogram);
-  SPINTUNE_ASSIGN_OR_RETURN(
-      auto put, db_->Cached(UpsertOf(Put::kHistogram)));
-  put->Bind(1, key_id).Bind(2, I(merged.histogram.total_count()));
-  put->Bind(3, I(merged.errors + delta.errors));
-  put->Bind(4, I(merged.irq_timeouts + delta.irq_timeouts));
-  put->Bind(5, I(merged.spin_timeouts + delta.spin_timeouts));
-  put->Bind(6, I(merged.irq_path + delta.irq_path));
-  put->Bind(7, I(merged.spin_path + delta.spin_path));
-  put->BindBlob(8, EncodeHistogram(merged.histogram));
-  SPINTUNE_RETURN_IF_ERROR(put->Run());
-  return key_id;
-}
-
-absl::Status Store::MergeWindows(int64_t key_id,
-                                 const std::map<uint64_t, LatencyHistogram>& parts) {
-  SPINTUNE_ASSIGN_OR_RETURN(
-      auto latest, db_->Cached("SELECT \"window\", buckets FROM histogram_windows WHERE "
-                               "key_id = ?1 ORDER BY \"window\" DESC LIMIT 1"));
-  latest->Bind(1, key_id);
-  SPINTUNE_ASSIGN_OR_RETURN(bool has_row, latest->Step());
-  uint64_t row_window = 0;
-  LatencyHistogram row;
-  if (has_row) {
-    row_window = U(latest->ColumnInt(0));
-    SPINTUNE_ASSIGN_OR_RETURN(row, DecodeHistogram(latest->ColumnBlob(1)));
-  }
-  latest->Reset();
-  SPINTUNE_ASSIGN_OR_RETURN(auto put, db_->Cached(UpsertOf(Put::kWindow)));
-  bool dirty = false;
-  auto write = [&]() -> absl::Status {
-    if (!dirty) return absl::OkStatus();
-    put->Bind(1, key_id).Bind(2, I(row_window)).Bind(3, I(row.total_count()));
-    put->BindBlob(4, EncodeHistogram(row));
-    return put->Run();
-  };
-  for (const auto& [window, part] : parts) {
-    // (A window before the latest row's cannot come after it; were it to,
-    // it is added to that row rather than lost.)
-    if (has_row && window > row_window && row.total_count() >= kMinWindowSamples) {
-      SPINTUNE_RETURN_IF_ERROR(write());
-      row.Clear();
-      has_row = false;
-    }
-    if (!has_row) row_window = window;
-    has_row = dirty = true;
-    row.Merge(part);
-  }
-  return write();
-}
-
-absl::Status Store::MergeDispatch(int64_t target_id, const DispatchRecord& delta) {
-  SPINTUNE_ASSIGN_OR_RETURN(
-      auto find, db_->Cached("SELECT handler_buckets, wake_buckets FROM dispatch_stats "
-                              "WHERE target_id = ?1 AND cpu_class = ?2 AND device = ?3"));
-  find->Bind(1, target_id).Bind(2, delta.cpu_class).Bind(3, delta.device);
-  SPINTUNE_ASSIGN_OR_RETURN(bool found, find->Step());
-  LatencyHistogram handler, wake;
-  if (found) {
-    SPINTUNE_ASSIGN_OR_RETURN(handler, DecodeHistogram(find->ColumnBlob(0)));
-    SPINTUNE_ASSIGN_OR_RETURN(wake, DecodeHistogram(find->ColumnBlob(1)));
-  }
-  handler.Merge(delta.handler);
-  wake.Merge(delta.wake);
-  SPINTUNE_ASSIGN_OR_RETURN(
-      auto put, db_->Cached(UpsertOf(Put::kDispatch)));
-  put->Bind(1, target_id).Bind(2, delta.cpu_class).Bind(3, delta.device);
-  put->Bind(4, I(handler.total_count()));
-  put->BindBlob(5, EncodeHistogram(handler)).BindBlob(6, EncodeHistogram(wake));
-  return put->Run();
-}
-
 absl::StatusOr<uint64_t> Store::ForEachStagedDelta(
-    int64_t target_id, const std::function<void(uint64_t, const BatchDelta&)>& fold,
+    int64_t target_id, const std::function<void(uint64_t, BatchDelta&)>& fold,
     uint64_t* last_seq) {
   SPINTUNE_ASSIGN_OR_RETURN(
       auto q, db_->Cached("SELECT seq, \"window\", delta FROM pending_deltas WHERE target_id = ?1 "
@@ -205,17 +147,70 @@ struct Store::StagedFold {
   std::map<std::pair<std::string, std::string>, DispatchRecord> dispatch;
   std::map<OutcomeId, OutcomeRecord> outcomes;
   std::map<std::string, LatencyHistogram> timers;
+
+  // The rows to write: the sums above added to the stored rows and
+  // encoded (ReadRows()), so that the write turn only writes them.
+  struct WindowRow {
+    uint64_t window = 0;
+    uint64_t samples = 0;
+    std::string buckets;
+  };
+  struct KeyRows {
+    PolicyKey key;
+    int64_t key_id = 0;  // 0: a new key, inserted in the write turn
+    KeyEvidence counters;  // the stored counters plus the staged ones (no histogram)
+    uint64_t samples = 0;
+    std::string buckets;
+    std::vector<WindowRow> windows;
+  };
+  struct DispatchRow {
+    const DispatchRecord* sums = nullptr;  // for its cpu_class and device
+    uint64_t samples = 0;
+    std::string handler, wake;
+  };
+  struct TimerRow {
+    std::string cpu_class;
+    uint64_t samples = 0;
+    std::string buckets;
+  };
+  std::vector<KeyRows> key_rows;
+  std::vector<DispatchRow> dispatch_rows;
+  std::vector<TimerRow> timer_rows;
 };
 
 absl::Status Store::FoldStaged(int64_t target_id, StagedFold* f) {
   *f = StagedFold();
-  auto fold = [f](uint64_t window, const BatchDelta& delta) {
+  // A key's total is the sum of its windows, taken at the end.
+  std::map<PolicyKey, FoldingKey> folding;
+  // The previous delta's keys in its order: an agent sends its keys in the
+  // same order every batch, so most lookups are one comparison.
+  std::vector<FoldingKey*> by_position;
+  HistogramSum sum;
+  auto fold = [&](uint64_t window, BatchDelta& delta) {
     if (f->first_seq == 0) f->first_seq = delta.seq;
-    for (const auto& k : delta.keys) {
-      KeyEvidence& e = f->keys[k.key];
-      e.key = k.key;
-      AddEvidence(k, &e);
-      f->windows[k.key][window].Merge(k.histogram);
+    for (size_t i = 0; i < delta.keys.size(); ++i) {
+      KeyEvidence& k = delta.keys[i];
+      FoldingKey* o = i < by_position.size() ? by_position[i] : nullptr;
+      if (o == nullptr || !(o->evidence->key == k.key)) {
+        auto [it, added] = folding.try_emplace(k.key);
+        o = &it->second;
+        if (added) {
+          o->evidence = &f->keys[k.key];
+          o->evidence->key = k.key;
+          o->windows = &f->windows[k.key];
+          o->window = window;
+          o->window_sum = &(*o->windows)[window];
+        }
+        if (i >= by_position.size()) by_position.resize(i + 1);
+        by_position[i] = o;
+      }
+      AddCounters(k, o->evidence);
+      if (o->window != window) {
+        o->pending.Flush(o->window_sum, &sum);
+        o->window = window;
+        o->window_sum = &(*o->windows)[window];
+      }
+      o->pending.Add(std::move(k.histogram), o->window_sum, &sum);
     }
     for (const auto& d : delta.dispatch) {
       DispatchRecord& r = f->dispatch[{d.cpu_class, d.device}];
@@ -228,19 +223,165 @@ absl::Status Store::FoldStaged(int64_t target_id, StagedFold* f) {
     for (const auto& t : delta.timers) f->timers[t.cpu_class].Merge(t.oversleep);
   };
   SPINTUNE_ASSIGN_OR_RETURN(f->folded, ForEachStagedDelta(target_id, fold, &f->last_seq));
+  for (auto& [key, o] : folding) {
+    o.pending.Flush(o.window_sum, &sum);
+    for (const auto& [window, h] : *o.windows) sum.Add(h);
+    o.evidence->histogram = sum.Take();
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Store::ReadRows(int64_t target_id, StagedFold* f) {
+  f->key_rows.clear();
+  f->dispatch_rows.clear();
+  f->timer_rows.clear();
+  HistogramSum sum;
+  SPINTUNE_ASSIGN_OR_RETURN(
+      auto find,
+      db_->Cached("SELECT k.id, h.samples, h.errors, h.irq_timeouts, h.spin_timeouts, "
+                  "h.irq_path, h.spin_path, h.buckets FROM keys k LEFT JOIN histograms h "
+                  "ON h.key_id = k.id WHERE k.target_id = ?1 AND k.cpu_class = ?2 AND "
+                  "k.device = ?3 AND k.opcode = ?4 AND k.size_class = ?5"));
+  SPINTUNE_ASSIGN_OR_RETURN(
+      auto latest, db_->Cached("SELECT \"window\", buckets FROM histogram_windows WHERE "
+                               "key_id = ?1 ORDER BY \"window\" DESC LIMIT 1"));
+  for (const auto& [key, staged] : f->keys) {
+    StagedFold::KeyRows& r = f->key_rows.emplace_back();
+    r.key = key;
+    AddCounters(staged, &r.counters);
+    find->Bind(1, target_id).Bind(2, key.cpu_class).Bind(3, key.device);
+    find->Bind(4, I(key.opcode)).Bind(5, I(key.size_class));
+    SPINTUNE_ASSIGN_OR_RETURN(bool found, find->Step());
+    if (found) {
+      r.key_id = find->ColumnInt(0);
+      if (!find->ColumnIsNull(1)) {
+        SPINTUNE_ASSIGN_OR_RETURN(LatencyHistogram stored, DecodeHistogram(find->ColumnBlob(7)));
+        sum.Add(stored);
+        r.counters.errors += U(find->ColumnInt(2));
+        r.counters.irq_timeouts += U(find->ColumnInt(3));
+        r.counters.spin_timeouts += U(find->ColumnInt(4));
+        r.counters.irq_path += U(find->ColumnInt(5));
+        r.counters.spin_path += U(find->ColumnInt(6));
+      }
+    }
+    find->Reset();
+    sum.Add(staged.histogram);
+    const LatencyHistogram total = sum.Take();
+    r.samples = total.total_count();
+    r.buckets = EncodeHistogram(total);
+
+    // Window rows: the key's latest row grows until it holds
+    // kMinWindowSamples, then a row starts at the next window.
+    bool has_row = false;
+    uint64_t row_window = 0;
+    if (r.key_id != 0) {
+      latest->Bind(1, r.key_id);
+      SPINTUNE_ASSIGN_OR_RETURN(has_row, latest->Step());
+      if (has_row) {
+        row_window = U(latest->ColumnInt(0));
+        SPINTUNE_ASSIGN_OR_RETURN(LatencyHistogram stored,
+                                  DecodeHistogram(latest->ColumnBlob(1)));
+        sum.Add(stored);
+      }
+      latest->Reset();
+    }
+    bool dirty = false;
+    auto close_row = [&] {
+      const LatencyHistogram row = sum.Take();
+      if (dirty) r.windows.push_back({row_window, row.total_count(), EncodeHistogram(row)});
+    };
+    for (const auto& [window, part] : f->windows.at(key)) {
+      // (A window before the latest row's cannot come after it; were it to,
+      // it is added to that row rather than lost.)
+      if (has_row && window > row_window && sum.total_count() >= kMinWindowSamples) {
+        close_row();
+        has_row = false;
+      }
+      if (!has_row) row_window = window;
+      has_row = dirty = true;
+      sum.Add(part);
+    }
+    close_row();
+  }
+
+  SPINTUNE_ASSIGN_OR_RETURN(
+      auto find_dispatch,
+      db_->Cached("SELECT handler_buckets, wake_buckets FROM dispatch_stats "
+                  "WHERE target_id = ?1 AND cpu_class = ?2 AND device = ?3"));
+  for (const auto& [cd, d] : f->dispatch) {
+    find_dispatch->Bind(1, target_id).Bind(2, d.cpu_class).Bind(3, d.device);
+    SPINTUNE_ASSIGN_OR_RETURN(bool found, find_dispatch->Step());
+    LatencyHistogram handler, wake;
+    if (found) {
+      SPINTUNE_ASSIGN_OR_RETURN(handler, DecodeHistogram(find_dispatch->ColumnBlob(0)));
+      SPINTUNE_ASSIGN_OR_RETURN(wake, DecodeHistogram(find_dispatch->ColumnBlob(1)));
+    }
+    find_dispatch->Reset();
+    handler.Merge(d.handler);
+    wake.Merge(d.wake);
+    f->dispatch_rows.push_back(
+        {&d, handler.total_count(), EncodeHistogram(handler), EncodeHistogram(wake)});
+  }
+
+  SPINTUNE_ASSIGN_OR_RETURN(
+      auto find_timer, db_->Cached("SELECT buckets FROM timer_oversleep WHERE target_id = ?1 AND "
+                                   "cpu_class = ?2"));
+  for (const auto& [cpu_class, h] : f->timers) {
+    find_timer->Bind(1, target_id).Bind(2, cpu_class);
+    SPINTUNE_ASSIGN_OR_RETURN(bool found, find_timer->Step());
+    LatencyHistogram merged;
+    if (found) {
+      SPINTUNE_ASSIGN_OR_RETURN(merged, DecodeHistogram(find_timer->ColumnBlob(0)));
+    }
+    find_timer->Reset();
+    merged.Merge(h);
+    f->timer_rows.push_back({cpu_class, merged.total_count(), EncodeHistogram(merged)});
+  }
   return absl::OkStatus();
 }
 
 absl::Status Store::WriteFold(int64_t target_id, const StagedFold& f) {
   if (f.folded == 0) return absl::OkStatus();
-  std::map<PolicyKey, int64_t> key_ids;
-  for (const auto& [key, e] : f.keys) {
-    SPINTUNE_ASSIGN_OR_RETURN(key_ids[key], MergeKey(target_id, e));
+  SPINTUNE_ASSIGN_OR_RETURN(
+      auto insert_key,
+      db_->Cached("INSERT INTO keys(target_id, cpu_class, device, opcode, size_class) "
+                  "VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT DO NOTHING"));
+  SPINTUNE_ASSIGN_OR_RETURN(
+      auto key_id_of, db_->Cached("SELECT id FROM keys WHERE target_id = ?1 AND cpu_class = ?2 "
+                                  "AND device = ?3 AND opcode = ?4 AND size_class = ?5"));
+  SPINTUNE_ASSIGN_OR_RETURN(auto put_histogram, db_->Cached(UpsertOf(Put::kHistogram)));
+  SPINTUNE_ASSIGN_OR_RETURN(auto put_window, db_->Cached(UpsertOf(Put::kWindow)));
+  for (const auto& r : f.key_rows) {
+    int64_t key_id = r.key_id;
+    if (key_id == 0) {
+      const PolicyKey& k = r.key;
+      insert_key->Bind(1, target_id).Bind(2, k.cpu_class).Bind(3, k.device);
+      insert_key->Bind(4, I(k.opcode)).Bind(5, I(k.size_class));
+      SPINTUNE_RETURN_IF_ERROR(insert_key->Run());
+      key_id_of->Bind(1, target_id).Bind(2, k.cpu_class).Bind(3, k.device);
+      key_id_of->Bind(4, I(k.opcode)).Bind(5, I(k.size_class));
+      SPINTUNE_ASSIGN_OR_RETURN(bool found, key_id_of->Step());
+      if (!found) return absl::InternalError("key vanished during merge");
+      key_id = key_id_of->ColumnInt(0);
+      key_id_of->Reset();
+    }
+    const KeyEvidence& c = r.counters;
+    put_histogram->Bind(1, key_id).Bind(2, I(r.samples)).Bind(3, I(c.errors));
+    put_histogram->Bind(4, I(c.irq_timeouts)).Bind(5, I(c.spin_timeouts));
+    put_histogram->Bind(6, I(c.irq_path)).Bind(7, I(c.spin_path)).BindBlob(8, r.buckets);
+    SPINTUNE_RETURN_IF_ERROR(put_histogram->Run());
+    for (const auto& w : r.windows) {
+      put_window->Bind(1, key_id).Bind(2, I(w.window)).Bind(3, I(w.samples));
+      put_window->BindBlob(4, w.buckets);
+      SPINTUNE_RETURN_IF_ERROR(put_window->Run());
+    }
   }
-  for (const auto& [key, parts] : f.windows) {
-    SPINTUNE_RETURN_IF_ERROR(MergeWindows(key_ids.at(key), parts));
+  SPINTUNE_ASSIGN_OR_RETURN(auto put_dispatch, db_->Cached(UpsertOf(Put::kDispatch)));
+  for (const auto& d : f.dispatch_rows) {
+    put_dispatch->Bind(1, target_id).Bind(2, d.sums->cpu_class).Bind(3, d.sums->device);
+    put_dispatch->Bind(4, I(d.samples)).BindBlob(5, d.handler).BindBlob(6, d.wake);
+    SPINTUNE_RETURN_IF_ERROR(put_dispatch->Run());
   }
-  for (const auto& [cd, d] : f.dispatch) SPINTUNE_RETURN_IF_ERROR(MergeDispatch(target_id, d));
   for (const auto& [id, o] : f.outcomes) {
     // (CASE, not the two-argument MIN/MAX, which PostgreSQL lacks.)
     SPINTUNE_ASSIGN_OR_RETURN(
@@ -266,23 +407,11 @@ absl::Status Store::WriteFold(int64_t target_id, const StagedFold& f) {
     put->Bind(14, I(o.first_window)).Bind(15, I(o.last_window));
     SPINTUNE_RETURN_IF_ERROR(put->Run());
   }
-  for (const auto& [cpu_class, h] : f.timers) {
-    SPINTUNE_ASSIGN_OR_RETURN(
-        auto find, db_->Cached("SELECT buckets FROM timer_oversleep WHERE target_id = ?1 AND "
-                               "cpu_class = ?2"));
-    find->Bind(1, target_id).Bind(2, cpu_class);
-    SPINTUNE_ASSIGN_OR_RETURN(bool found, find->Step());
-    LatencyHistogram merged;
-    if (found) {
-      SPINTUNE_ASSIGN_OR_RETURN(merged, DecodeHistogram(find->ColumnBlob(0)));
-    }
-    find->Reset();
-    merged.Merge(h);
-    SPINTUNE_ASSIGN_OR_RETURN(
-        auto put, db_->Cached(UpsertOf(Put::kTimer)));
-    put->Bind(1, target_id).Bind(2, cpu_class).Bind(3, I(merged.total_count()));
-    put->BindBlob(4, EncodeHistogram(merged));
-    SPINTUNE_RETURN_IF_ERROR(put->Run());
+  SPINTUNE_ASSIGN_OR_RETURN(auto put_timer, db_->Cached(UpsertOf(Put::kTimer)));
+  for (const auto& t : f.timer_rows) {
+    put_timer->Bind(1, target_id).Bind(2, t.cpu_class).Bind(3, I(t.samples));
+    put_timer->BindBlob(4, t.buckets);
+    SPINTUNE_RETURN_IF_ERROR(put_timer->Run());
   }
   SPINTUNE_ASSIGN_OR_RETURN(
       auto drop, db_->Cached("DELETE FROM pending_deltas WHERE target_id = ?1 AND seq <= ?2"));
@@ -292,13 +421,14 @@ absl::Status Store::WriteFold(int64_t target_id, const StagedFold& f) {
 
 absl::StatusOr<uint64_t> Store::Compact(int64_t target_id) {
   absl::MutexLock lock(&mu_);
-  // The staged rows are read and summed before the write transaction (in a
-  // snapshot of their own, ended when the read is: reading and decoding
-  // them is about a third of a compaction, and other writers wait while one
-  // holds the write turn).
+  // The staged rows are read and summed, and the stored rows they add to
+  // read, summed with them and encoded, before the write transaction:
+  // other writers wait while one holds the write turn, and all that is
+  // most of a compaction. The turn only writes.
   StagedFold f;
   SPINTUNE_RETURN_IF_ERROR(FoldStaged(target_id, &f));
   if (f.folded == 0) return 0;
+  SPINTUNE_RETURN_IF_ERROR(ReadRows(target_id, &f));
   // Committed without a sync of its own: a compaction lost to a power cut
   // is undone whole (its staged rows are still there, folded again later),
   // and the next synced commit (every ingest commit is) makes it durable.
@@ -309,7 +439,11 @@ absl::StatusOr<uint64_t> Store::Compact(int64_t target_id) {
   SPINTUNE_RETURN_IF_ERROR(tx.Begin());
   // Still all there? A target's rows are staged once each, in seq order,
   // and only compaction deletes them: if another compaction (drift
-  // detection's, another tuner's) folded some meanwhile, sum again inside.
+  // detection's, another tuner's) folded some meanwhile, sum and read again
+  // inside. If none did, the rows read are as they were: only a compaction
+  // of the target writes them (it deletes every row it folds, so one that
+  // committed since then took some of these), and drift detection's pruning
+  // never deletes a key's latest window row.
   SPINTUNE_ASSIGN_OR_RETURN(
       auto count, db_->Cached("SELECT COUNT(*) FROM pending_deltas WHERE target_id = ?1 AND "
                               "seq >= ?2 AND seq <= ?3"));
@@ -317,7 +451,10 @@ absl::StatusOr<uint64_t> Store::Compact(int64_t target_id) {
   SPINTUNE_ASSIGN_OR_RETURN(bool row, count->Step());
   const bool intact = row && U(count->ColumnInt(0)) == f.folded;
   count->Reset();
-  if (!intact) SPINTUNE_RETURN_IF_ERROR(FoldStaged(target_id, &f));
+  if (!intact) {
+    SPINTUNE_RETURN_IF_ERROR(FoldStaged(target_id, &f));
+    SPINTUNE_RETURN_IF_ERROR(ReadRows(target_id, &f));
+  }
   SPINTUNE_RETURN_IF_ERROR(WriteFold(target_id, f));
   db_->ResetCached();
   SPINTUNE_RETURN_IF_ERROR(tx.Commit());
@@ -406,17 +543,23 @@ absl::StatusOr<std::vector<KeyEvidence>> Store::LoadKeys(int64_t target_id) {
   // key that changed too.
   std::map<PolicyKey, size_t> index;
   for (size_t i = 0; i < out.size(); ++i) index[out[i].key] = i;
-  auto add = [&](uint64_t, const BatchDelta& delta) {
-    for (const auto& d : delta.keys) {
+  std::vector<PendingSum> pending(out.size());
+  HistogramSum sum;
+  auto add = [&](uint64_t, BatchDelta& delta) {
+    for (auto& d : delta.keys) {
       auto it = index.find(d.key);
       if (it == index.end()) {
         it = index.emplace(d.key, out.size()).first;
         out.push_back(KeyEvidence{d.key, {}, 0, 0, 0, 0, 0});
+        pending.emplace_back();
       }
-      AddEvidence(d, &out[it->second]);
+      KeyEvidence& e = out[it->second];
+      AddCounters(d, &e);
+      pending[it->second].Add(std::move(d.histogram), &e.histogram, &sum);
     }
   };
   SPINTUNE_ASSIGN_OR_RETURN(uint64_t staged, ForEachStagedDelta(target_id, add));
+  for (size_t i = 0; i < out.size(); ++i) pending[i].Flush(&out[i].histogram, &sum);
   if (staged > 0) {
     std::sort(out.begin(), out.end(), [](const KeyEvidence& a, const KeyEvidence& b) {
       return std::tie(a.key.device, a.key.cpu_class, a.key.opcode, a.key.size_class) <

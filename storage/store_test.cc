@@ -332,9 +332,40 @@ TEST_P(StoreTest, StagedBatchesReadTheSameBeforeAndAfterCompaction) {
   }
   EXPECT_EQ((*dispatch_after)[0].handler, (*dispatch_before)[0].handler);
   EXPECT_EQ((*dispatch_after)[0].wake, (*dispatch_before)[0].wake);
-  // A third batch staged on top of compacted evidence.
-  ASSERT_TRUE(*(*store)->IngestBatch(*id, Batch(3, 1000, 1)));
+  // A third batch staged on top of compacted evidence, with a timer record.
+  BatchDelta third = Batch(3, 1000, 1);
+  third.keys[0].errors = 2;
+  TimerRecord timer;
+  timer.cpu_class = "rocket";
+  timer.oversleep.Record(12'000, 4);
+  third.timers.push_back(timer);
+  ASSERT_TRUE(*(*store)->IngestBatch(*id, third));
   EXPECT_EQ((*(*store)->LoadKeys(*id))[0].histogram.total_count(), 16u);
+  // Compacted onto the stored rows: it reads the same again.
+  auto staged = (*store)->LoadKeys(*id);
+  auto dispatch_staged = (*store)->LoadDispatch(*id);
+  auto timers_staged = (*store)->LoadTimerOversleep(*id);
+  ASSERT_TRUE(staged.ok() && dispatch_staged.ok() && timers_staged.ok());
+  EXPECT_EQ(*(*store)->Compact(*id), 1u);
+  auto compacted = (*store)->LoadKeys(*id);
+  auto dispatch_compacted = (*store)->LoadDispatch(*id);
+  auto timers_compacted = (*store)->LoadTimerOversleep(*id);
+  ASSERT_TRUE(compacted.ok() && dispatch_compacted.ok() && timers_compacted.ok());
+  ASSERT_EQ(compacted->size(), 2u);
+  for (size_t i = 0; i < compacted->size(); ++i) {
+    EXPECT_EQ((*compacted)[i].histogram, (*staged)[i].histogram);
+    EXPECT_EQ((*compacted)[i].errors, (*staged)[i].errors);
+    EXPECT_EQ((*compacted)[i].irq_path, (*staged)[i].irq_path);
+    EXPECT_EQ((*compacted)[i].spin_path, (*staged)[i].spin_path);
+  }
+  EXPECT_EQ((*compacted)[0].errors, 3u);
+  EXPECT_EQ((*compacted)[0].irq_path, 16u);
+  EXPECT_EQ((*dispatch_compacted)[0].handler.total_count(), 6u);
+  EXPECT_EQ((*dispatch_compacted)[0].handler, (*dispatch_staged)[0].handler);
+  EXPECT_EQ((*dispatch_compacted)[0].wake, (*dispatch_staged)[0].wake);
+  ASSERT_EQ(timers_compacted->size(), 1u);
+  EXPECT_EQ((*timers_compacted)[0].oversleep, (*timers_staged)[0].oversleep);
+  EXPECT_EQ((*timers_compacted)[0].oversleep.total_count(), 4u);
 }
 
 // A writer killed with its write-ahead log unrecovered (its wal-index
