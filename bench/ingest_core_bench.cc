@@ -18,7 +18,6 @@
 //
 //   build/bench/spintune-ingest-core-bench --agents 8 --batch-size 4096 --samples 4000000
 #include <sys/resource.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -36,6 +35,7 @@
 #include "agent/board_model.h"
 #include "agent/sample_source.h"
 #include "bench/sim_histograms.h"
+#include "common/cpu_clock.h"
 #include "nlohmann/json.hpp"
 #include "proto/sample_batch_util.h"
 #include "storage/store.h"
@@ -88,14 +88,6 @@ double CpuSeconds() {
   getrusage(RUSAGE_SELF, &u);
   return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
          static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e-6;
-}
-
-// This thread's CPU time: the final fold runs on it, while the core's
-// fitter may still be fitting on its own thread.
-double ThreadCpuSeconds() {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
 
 int Main(int argc, char** argv) {
@@ -199,7 +191,9 @@ int Main(int argc, char** argv) {
     return 1;
   }
   const absl::Time compact_t0 = absl::Now();
-  const double compact_cpu0 = ThreadCpuSeconds();
+  // (This thread's CPU: the final fold runs on it, while the core's fitter
+  // may still be fitting on its own.)
+  const uint64_t compact_cpu0_ns = ThreadCpuNs();
   uint64_t folded = 0;
   auto targets = (*store)->TargetsToCompact(1, absl::InfiniteDuration());
   if (!targets.ok()) {
@@ -216,7 +210,7 @@ int Main(int argc, char** argv) {
   }
   const absl::Duration wall = absl::Now() - t0;
   const double cpu = CpuSeconds() - cpu0;
-  const double compact_cpu = ThreadCpuSeconds() - compact_cpu0;
+  const double compact_cpu = static_cast<double>(ThreadCpuNs() - compact_cpu0_ns) * 1e-9;
   const absl::Duration compact_wall = absl::Now() - compact_t0;
   uint64_t rejected = 0;
   for (auto& s : sessions) rejected += s->rejected();

@@ -6,7 +6,9 @@
 // layout's 4,608 counters, 36 KiB) and a bitmap of the non-empty ones, so
 // Add() costs one increment per bucket of its argument and Take() one pass
 // over the non-empty buckets (and the 72 bitmap words), whatever n was.
-// Used where many deltas of one key are summed at once (compaction).
+// Used where many deltas of one key are summed at once (compaction). Its
+// sibling LatencyRecorder (latency_recorder.h) records single values on a
+// hot path and has no bitmap: its flush scans every counter.
 //
 // Thread-compatible.
 #ifndef SPINTUNE_MODELS_HISTOGRAM_SUM_H_

@@ -438,7 +438,8 @@ class Store {
       uint64_t* last_seq = nullptr) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Compaction in three steps: FoldStaged() sums a target's staged deltas
   // (reads only: outside a transaction it reads one snapshot), ReadRows()
-  // adds the sums to the stored rows and encodes them (reads only),
+  // (after FoldStaged) adds the sums to the stored rows and encodes them
+  // (reads only),
   // WriteFold() writes those rows and deletes the staged rows summed
   // (inside a write transaction). Window rows: a key's latest row grows
   // until it holds kMinWindowSamples, then a row starts at the next window.

@@ -60,8 +60,8 @@ void MergeOutcomes(uint64_t window, const BatchDelta& delta,
   }
 }
 
-// Adds a staged delta's evidence for one key to `into` (its histogram and
-// counts; not its key).
+// Adds a staged delta's counts for one key to `into` (not its histogram,
+// not its key).
 void AddCounters(const KeyEvidence& delta, KeyEvidence* into) {
   into->errors += delta.errors;
   into->irq_timeouts += delta.irq_timeouts;
@@ -142,7 +142,7 @@ struct Store::StagedFold {
   uint64_t folded = 0;  // staged rows summed
   uint64_t first_seq = 0;
   uint64_t last_seq = 0;
-  std::map<PolicyKey, KeyEvidence> keys;
+  std::map<PolicyKey, KeyEvidence> keys;  // counts (the histograms are in `windows`)
   std::map<PolicyKey, std::map<uint64_t, LatencyHistogram>> windows;  // per key, per window
   std::map<std::pair<std::string, std::string>, DispatchRecord> dispatch;
   std::map<OutcomeId, OutcomeRecord> outcomes;
@@ -180,7 +180,7 @@ struct Store::StagedFold {
 
 absl::Status Store::FoldStaged(int64_t target_id, StagedFold* f) {
   *f = StagedFold();
-  // A key's total is the sum of its windows, taken at the end.
+  // (A key's total is the sum of its windows: ReadRows takes it.)
   std::map<PolicyKey, FoldingKey> folding;
   // The previous delta's keys in its order: an agent sends its keys in the
   // same order every batch, so most lookups are one comparison.
@@ -223,18 +223,11 @@ absl::Status Store::FoldStaged(int64_t target_id, StagedFold* f) {
     for (const auto& t : delta.timers) f->timers[t.cpu_class].Merge(t.oversleep);
   };
   SPINTUNE_ASSIGN_OR_RETURN(f->folded, ForEachStagedDelta(target_id, fold, &f->last_seq));
-  for (auto& [key, o] : folding) {
-    o.pending.Flush(o.window_sum, &sum);
-    for (const auto& [window, h] : *o.windows) sum.Add(h);
-    o.evidence->histogram = sum.Take();
-  }
+  for (auto& [key, o] : folding) o.pending.Flush(o.window_sum, &sum);
   return absl::OkStatus();
 }
 
 absl::Status Store::ReadRows(int64_t target_id, StagedFold* f) {
-  f->key_rows.clear();
-  f->dispatch_rows.clear();
-  f->timer_rows.clear();
   HistogramSum sum;
   SPINTUNE_ASSIGN_OR_RETURN(
       auto find,
@@ -265,7 +258,8 @@ absl::Status Store::ReadRows(int64_t target_id, StagedFold* f) {
       }
     }
     find->Reset();
-    sum.Add(staged.histogram);
+    const std::map<uint64_t, LatencyHistogram>& windows = f->windows.at(key);
+    for (const auto& [window, part] : windows) sum.Add(part);
     const LatencyHistogram total = sum.Take();
     r.samples = total.total_count();
     r.buckets = EncodeHistogram(total);
@@ -290,7 +284,7 @@ absl::Status Store::ReadRows(int64_t target_id, StagedFold* f) {
       const LatencyHistogram row = sum.Take();
       if (dirty) r.windows.push_back({row_window, row.total_count(), EncodeHistogram(row)});
     };
-    for (const auto& [window, part] : f->windows.at(key)) {
+    for (const auto& [window, part] : windows) {
       // (A window before the latest row's cannot come after it; were it to,
       // it is added to that row rather than lost.)
       if (has_row && window > row_window && sum.total_count() >= kMinWindowSamples) {
