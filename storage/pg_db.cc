@@ -379,9 +379,11 @@ absl::StatusOr<int64_t> PgDb::DataVersion() {
 }
 
 // The advisory lock keys: spintune's schema migrations ("spin" in ASCII),
-// and (as the first of two keys, the target id the second) target leases.
+// and (as the first of two keys, the target id the second) target leases
+// and a target's compactions.
 constexpr int64_t kSchemaLock = 0x7370696e;
 constexpr int64_t kTargetLock = 0x74617267;  // "targ"
+constexpr int64_t kFoldLock = 0x666f6c64;    // "fold"
 
 absl::Status PgDb::LockSchema() {
   return Exec(absl::StrCat("SELECT pg_advisory_lock(", kSchemaLock, ")"));
@@ -403,6 +405,16 @@ absl::StatusOr<bool> PgDb::TryLockTarget(int64_t target_id) {
 void PgDb::UnlockTarget(int64_t target_id) {
   Exec(absl::StrCat("SELECT pg_advisory_unlock(", kTargetLock, ", ", target_id, ")"))
       .IgnoreError();
+}
+
+absl::Status PgDb::LockTargetForTransaction(int64_t target_id) {
+  SPINTUNE_ASSIGN_OR_RETURN(
+      auto q, Cached(absl::StrCat("SELECT pg_advisory_xact_lock(", kFoldLock,
+                                  ", CAST(?1 AS INTEGER))")));
+  q->Bind(1, target_id);
+  absl::Status s = q->Step().status();
+  q->Reset();
+  return s;
 }
 
 }  // namespace spintune

@@ -93,6 +93,7 @@ class PgDb : public SqlDb {
   void UnlockSchema() override;
   absl::StatusOr<bool> TryLockTarget(int64_t target_id) override;
   void UnlockTarget(int64_t target_id) override;
+  absl::Status LockTargetForTransaction(int64_t target_id) override;
 
   // Runs `sql` ($N parameters) prepared with `params`; the result (rows, or
   // none) is the caller's to PQclear. Used by PgStatement.

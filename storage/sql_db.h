@@ -126,6 +126,15 @@ class SqlDb {
     return true;
   }
   virtual void UnlockTarget(int64_t target_id) { (void)target_id; }
+  // Inside a transaction: waits until no other connection's transaction
+  // holds this lock on `target_id`, then holds it until this transaction
+  // ends (commit or rollback). Serializes compactions of a target across
+  // processes (PostgreSQL: a transaction-level advisory lock, apart from
+  // TryLockTarget's). SQLite: nothing to do, Begin() took the write lock.
+  virtual absl::Status LockTargetForTransaction(int64_t target_id) {
+    (void)target_id;
+    return absl::OkStatus();
+  }
   // SQLite: whether this connection's commits copy the write-ahead log into
   // the database file once it is long (wal_autocheckpoint; on by default).
   // Off, another connection must (Checkpoint()). PostgreSQL: nothing.

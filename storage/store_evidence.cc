@@ -431,6 +431,12 @@ absl::StatusOr<uint64_t> Store::Compact(int64_t target_id) {
   Transaction tx(db_.get(), CommitSync::kDeferred);
   absl::Cleanup reset = [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS { db_->ResetCached(); };
   SPINTUNE_RETURN_IF_ERROR(tx.Begin());
+  // One compaction of a target at a time, whichever process runs it:
+  // another tuner's on the same PostgreSQL database waits here until this
+  // one commits, then finds its rows folded below (without the lock both
+  // passed the check below at READ COMMITTED and both wrote, adding the
+  // outcomes twice). SQLite's Begin() already let one writer in.
+  SPINTUNE_RETURN_IF_ERROR(db_->LockTargetForTransaction(target_id));
   // Still all there? A target's rows are staged once each, in seq order,
   // and only compaction deletes them: if another compaction (drift
   // detection's, another tuner's) folded some meanwhile, sum and read again

@@ -7,7 +7,9 @@
 #include <cmath>
 #include <filesystem>
 #include <random>
+#include <thread>
 
+#include "absl/time/clock.h"
 #include "gtest/gtest.h"
 #include "storage/backend_test.h"
 #include "storage/migrations.h"
@@ -637,6 +639,77 @@ TEST_P(StoreTest, OutcomesKeepTheirArmAndWindows) {
     EXPECT_EQ(incumbent.first_window, 1u);
     EXPECT_EQ(incumbent.last_window, 1u);
   }
+}
+
+// Several tuners on one PostgreSQL database each run a compactor over every
+// target, so two compactions of one target overlap. The second must not
+// fold what the first is folding: here the first (this store) is held
+// inside its transaction by a row lock on one of its staged rows, after
+// it wrote the sums, while the second (another store) compacts. Each batch
+// and each outcome is counted once.
+TEST_P(StoreTest, TwoStoresCompactingOneTargetAtOnceCountEachBatchOnce) {
+  if (!postgres()) {
+    GTEST_SKIP() << "SQLite: BEGIN IMMEDIATE lets one writer in at a time, and the row "
+                    "lock this test interleaves the two compactions with is PostgreSQL's";
+  }
+  ASSERT_NO_FATAL_FAILURE(OpenOneTarget(1000));
+  auto other = Store::Open(spec);
+  auto blocker = OpenSqlDb(spec);
+  auto watcher = OpenSqlDb(spec);
+  ASSERT_TRUE(other.ok()) << other.status();
+  ASSERT_TRUE(blocker.ok()) << blocker.status();
+  ASSERT_TRUE(watcher.ok()) << watcher.status();
+  for (uint64_t seq = 1; seq <= 2; ++seq) {
+    BatchDelta b = Batch(seq, 1000, 2 + seq);  // 3 and 4 samples
+    OutcomeRecord o;
+    o.key = b.keys[0].key;
+    o.version = 1;
+    o.moments.Add(1000, 2000);
+    b.outcomes.push_back(o);
+    ASSERT_TRUE(*store->IngestBatch(id, b));
+  }
+  // Sessions of this database waiting for a lock.
+  auto lock_waits = [&]() -> int64_t {
+    auto q = (*watcher)->Prepare(
+        "SELECT COUNT(*) FROM pg_stat_activity WHERE datname = current_database() AND "
+        "wait_event_type = 'Lock'");
+    if (!q.ok() || !*(*q)->Step()) return -1;
+    return (*q)->ColumnInt(0);
+  };
+  auto await_lock_waits = [&](int64_t n) {
+    const absl::Time deadline = absl::Now() + absl::Seconds(10);
+    while (lock_waits() < n && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(5));
+    return lock_waits() >= n;
+  };
+  ASSERT_TRUE((*blocker)->Begin().ok());
+  auto hold = (*blocker)->Prepare(
+      "SELECT seq FROM pending_deltas WHERE target_id = ?1 AND seq = 2 FOR UPDATE");
+  ASSERT_TRUE(hold.ok()) << hold.status();
+  (*hold)->Bind(1, id);
+  ASSERT_TRUE(*(*hold)->Step());
+  absl::StatusOr<uint64_t> first_folded, second_folded;
+  std::thread first([&] { first_folded = store->Compact(id); });
+  // The first wrote its sums and waits to delete seq 2.
+  ASSERT_TRUE(await_lock_waits(1));
+  std::thread second([&] { second_folded = (*other)->Compact(id); });
+  ASSERT_TRUE(await_lock_waits(2)) << "the second compaction did not wait for the first";
+  (*hold)->Reset();
+  (*blocker)->Rollback();
+  first.join();
+  second.join();
+  ASSERT_TRUE(first_folded.ok()) << first_folded.status();
+  ASSERT_TRUE(second_folded.ok()) << second_folded.status();
+  EXPECT_EQ(*first_folded, 2u);
+  EXPECT_EQ(*second_folded, 0u) << "the second found both batches folded";
+  auto keys = (*other)->LoadKeys(id);
+  auto outcomes = (*other)->LoadOutcomes(id);
+  ASSERT_TRUE(keys.ok() && outcomes.ok());
+  ASSERT_EQ(keys->size(), 1u);
+  EXPECT_EQ((*keys)[0].histogram.total_count(), 7u);
+  EXPECT_EQ((*keys)[0].irq_path, 7u);
+  ASSERT_EQ(outcomes->size(), 1u);
+  EXPECT_EQ((*outcomes)[0].moments.requests, 2u) << "one per batch";
+  EXPECT_EQ(*(*other)->Compact(id), 0u);
 }
 
 // Migration 10 keeps a version 9 database's outcomes, on the table arm.
