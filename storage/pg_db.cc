@@ -317,6 +317,17 @@ absl::Status PgDb::BeginDeferredSync() {
   return s;
 }
 
+absl::StatusOr<bool> PgDb::BeginSnapshot() {
+  if (in_tx_) return false;
+  SPINTUNE_RETURN_IF_ERROR(Exec("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY"));
+  in_tx_ = true;
+  return true;
+}
+
+void PgDb::EndSnapshot() {
+  if (!Commit().ok()) Rollback();
+}
+
 absl::Status PgDb::Commit() {
   if (PQstatus(conn_) != CONNECTION_OK) {
     return absl::UnavailableError(absl::StrCat(name_, ": connection lost in a transaction"));

@@ -81,6 +81,8 @@ class PgDb : public SqlDb {
   const std::string& name() const override { return name_; }
   absl::Status Begin() override;
   absl::Status BeginDeferredSync() override;
+  absl::StatusOr<bool> BeginSnapshot() override;
+  void EndSnapshot() override;
   absl::Status Commit() override;
   void Rollback() override;
   std::string Ddl(absl::string_view ddl) const override;

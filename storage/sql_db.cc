@@ -50,6 +50,13 @@ absl::Status Transaction::Commit() {
   return s;
 }
 
+absl::Status ReadSnapshot::Begin() {
+  absl::StatusOr<bool> begun = db_->BeginSnapshot();
+  if (!begun.ok()) return begun.status();
+  open_ = *begun;
+  return absl::OkStatus();
+}
+
 absl::StatusOr<DbSpec> ParseDbSpec(const std::string& value) {
   DbSpec spec;
   if (absl::StartsWith(value, "postgresql://") || absl::StartsWith(value, "postgres://")) {

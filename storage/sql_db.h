@@ -96,6 +96,14 @@ class SqlDb {
   // is (both engines write one log in order). SQLite: synchronous=NORMAL
   // for this transaction; PostgreSQL: synchronous_commit off for it.
   virtual absl::Status BeginDeferredSync() = 0;
+  // A read of several statements that sees the database as of one moment
+  // (use ReadSnapshot): what other connections commit meanwhile is not
+  // seen. SQLite: a deferred transaction (no write lock, no write turn)
+  // whose first read fixes what it sees; PostgreSQL: REPEATABLE READ, READ
+  // ONLY. False, and nothing begun, inside a transaction already open.
+  virtual absl::StatusOr<bool> BeginSnapshot() = 0;
+  // Ends what a BeginSnapshot() that returned true began.
+  virtual void EndSnapshot() = 0;
 
   // Dialect pieces.
   // `ddl` (written for SQLite: INTEGER, REAL, TEXT, BLOB, INTEGER PRIMARY
@@ -174,6 +182,26 @@ class Transaction {
  private:
   SqlDb* db_;
   const CommitSync sync_;
+  bool open_ = false;
+};
+
+// The reads made while one lives see the database as of one moment
+// (SqlDb::BeginSnapshot): a reader that adds the staged rows to the
+// compacted ones sees each batch once while another connection compacts.
+// Declared before the statements it covers: they are reset or finalized
+// before it ends.
+class ReadSnapshot {
+ public:
+  explicit ReadSnapshot(SqlDb* db) : db_(db) {}
+  ~ReadSnapshot() {
+    if (open_) db_->EndSnapshot();
+  }
+  ReadSnapshot(const ReadSnapshot&) = delete;
+  ReadSnapshot& operator=(const ReadSnapshot&) = delete;
+  absl::Status Begin();
+
+ private:
+  SqlDb* db_;
   bool open_ = false;
 };
 

@@ -308,6 +308,16 @@ absl::Status SqliteDb::BeginDeferredSync() {
   return s;
 }
 
+absl::StatusOr<bool> SqliteDb::BeginSnapshot() {
+  if (!sqlite3_get_autocommit(db_)) return false;  // in a transaction
+  SPINTUNE_RETURN_IF_ERROR(RunCached("BEGIN DEFERRED"));
+  return true;
+}
+
+void SqliteDb::EndSnapshot() {
+  if (!RunCached("COMMIT").ok()) Exec("ROLLBACK").IgnoreError();
+}
+
 void SqliteDb::RestoreSync() {
   if (!deferred_sync_) return;
   deferred_sync_ = false;

@@ -79,6 +79,8 @@ class SqliteDb : public SqlDb {
   const std::string& name() const override { return path_; }
   absl::Status Begin() override;
   absl::Status BeginDeferredSync() override;
+  absl::StatusOr<bool> BeginSnapshot() override;
+  void EndSnapshot() override;
   absl::Status Commit() override;
   void Rollback() override;
   std::string Ddl(absl::string_view ddl) const override { return std::string(ddl); }

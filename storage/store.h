@@ -292,7 +292,10 @@ class Store {
   // histograms and dispatch stats in one transaction, many batches at once,
   // committed without a sync of its own (lost to a power cut it is undone
   // whole; the next synced commit makes it durable). Every read includes
-  // staged deltas, so compaction only changes how the evidence is stored.
+  // staged deltas, reading them and the compacted rows in one snapshot
+  // (ReadSnapshot), so compaction only changes how the evidence is stored,
+  // even while another connection compacts. Compactions of one target
+  // take turns across processes (SqlDb::LockTargetForTransaction).
   // Returns the batches folded.
   absl::StatusOr<uint64_t> Compact(int64_t target_id);
   // Targets with at least `min_batches` staged deltas, or with one staged

@@ -479,6 +479,8 @@ absl::StatusOr<std::vector<int64_t>> Store::TargetsToCompact(uint64_t min_batche
 
 absl::StatusOr<std::vector<PolicyKey>> Store::ListKeys(int64_t target_id) {
   absl::MutexLock lock(&mu_);
+  ReadSnapshot snapshot(db_.get());  // the compacted rows and the staged ones of one moment
+  SPINTUNE_RETURN_IF_ERROR(snapshot.Begin());
   SPINTUNE_ASSIGN_OR_RETURN(
       auto q, db_->Cached("SELECT cpu_class, device, opcode, size_class FROM keys "
                           "WHERE target_id = ?1"));
@@ -502,6 +504,8 @@ absl::StatusOr<std::vector<PolicyKey>> Store::ListKeys(int64_t target_id) {
 
 absl::StatusOr<std::vector<KeyEvidence>> Store::LoadKeys(int64_t target_id) {
   absl::MutexLock lock(&mu_);
+  ReadSnapshot snapshot(db_.get());  // the compacted rows and the staged ones of one moment
+  SPINTUNE_RETURN_IF_ERROR(snapshot.Begin());
   SPINTUNE_ASSIGN_OR_RETURN(
       auto q, db_->Prepare("SELECT k.cpu_class, k.device, k.opcode, k.size_class, h.errors, "
                            "h.irq_timeouts, h.spin_timeouts, h.irq_path, h.spin_path, h.buckets, "
@@ -654,6 +658,8 @@ absl::StatusOr<std::vector<PolicyKey>> Store::DetectChanges(int64_t target_id,
 
 absl::StatusOr<std::vector<DispatchRecord>> Store::LoadDispatch(int64_t target_id) {
   absl::MutexLock lock(&mu_);
+  ReadSnapshot snapshot(db_.get());  // the compacted rows and the staged ones of one moment
+  SPINTUNE_RETURN_IF_ERROR(snapshot.Begin());
   SPINTUNE_ASSIGN_OR_RETURN(
       auto q, db_->Prepare("SELECT cpu_class, device, handler_buckets, wake_buckets FROM "
                            "dispatch_stats WHERE target_id = ?1 ORDER BY cpu_class, device"));
@@ -693,6 +699,8 @@ absl::StatusOr<std::vector<DispatchRecord>> Store::LoadDispatch(int64_t target_i
 
 absl::StatusOr<std::vector<OutcomeRecord>> Store::LoadOutcomes(int64_t target_id) {
   absl::MutexLock lock(&mu_);
+  ReadSnapshot snapshot(db_.get());  // the compacted rows and the staged ones of one moment
+  SPINTUNE_RETURN_IF_ERROR(snapshot.Begin());
   SPINTUNE_ASSIGN_OR_RETURN(
       auto q, db_->Prepare("SELECT cpu_class, device, opcode, size_class, version, arm, requests, "
                            "cpu_ns_sum, latency_ns_sum, cpu_ns_sq_sum, latency_ns_sq_sum, "
@@ -737,6 +745,8 @@ absl::StatusOr<std::map<PolicyKey, uint64_t>> Store::LoadDriftWindows(int64_t ta
 
 absl::StatusOr<std::vector<TimerRecord>> Store::LoadTimerOversleep(int64_t target_id) {
   absl::MutexLock lock(&mu_);
+  ReadSnapshot snapshot(db_.get());  // the compacted rows and the staged ones of one moment
+  SPINTUNE_RETURN_IF_ERROR(snapshot.Begin());
   SPINTUNE_ASSIGN_OR_RETURN(
       auto q, db_->Prepare("SELECT cpu_class, buckets FROM timer_oversleep WHERE target_id = ?1"));
   q->Bind(1, target_id);

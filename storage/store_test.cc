@@ -4,11 +4,13 @@
 #include <unistd.h>
 
 #include <array>
+#include <atomic>
 #include <cmath>
 #include <filesystem>
 #include <random>
 #include <thread>
 
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
 #include "storage/backend_test.h"
@@ -710,6 +712,69 @@ TEST_P(StoreTest, TwoStoresCompactingOneTargetAtOnceCountEachBatchOnce) {
   ASSERT_EQ(outcomes->size(), 1u);
   EXPECT_EQ((*outcomes)[0].moments.requests, 2u) << "one per batch";
   EXPECT_EQ(*(*other)->Compact(id), 0u);
+}
+
+// A reader (the fitter's store) adds the staged rows to the compacted ones;
+// a compaction (the compactor's store) that commits between its reads of
+// the two must not make batches vanish from what it reads, nor count them
+// twice. One store stages a batch of one sample and compacts, over and
+// over, while another reads: every read holds every batch staged before
+// it began, and none it has not seen staged.
+TEST_P(StoreTest, AReaderSeesEveryBatchOnceWhileAnotherStoreCompacts) {
+  ASSERT_NO_FATAL_FAILURE(OpenOneTarget(1'000'000));
+  auto reader = Store::Open(spec);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  // 64 keys with many buckets each: reading them back takes a while.
+  BatchDelta wide;
+  wide.seq = 1;
+  for (uint32_t i = 0; i < 64; ++i) {
+    KeyEvidence k;
+    k.key = {"rocket", "mmc0", 17, i};
+    for (uint64_t ns = 1000; ns < 50'000'000; ns = ns * 21 / 20) k.histogram.Record(ns, 1);
+    wide.keys.push_back(k);
+    wide.completion_samples += k.histogram.total_count();
+  }
+  ASSERT_TRUE(*store->IngestBatch(id, wide));
+  ASSERT_TRUE(store->Compact(id).ok());
+  std::atomic<uint64_t> staged{1};  // batches staged so far
+  std::atomic<uint64_t> started{1};  // and the one being staged
+  std::atomic<bool> done{false};
+  absl::Status writer_status;
+  std::thread writer([&] {
+    for (uint64_t seq = 2; seq <= 400 && writer_status.ok() && !done; ++seq) {
+      started = seq;
+      auto stored = store->IngestBatch(id, Batch(seq, 1000, 1));
+      if (!stored.ok()) writer_status = stored.status();
+      staged = seq;
+      if (seq % 2 == 0 && writer_status.ok()) writer_status = store->Compact(id).status();
+    }
+    done = true;
+  });
+  // Key 10 ("size class" 10, Batch()'s) holds wide's one sample per bucket
+  // plus one per later batch.
+  const uint64_t base = wide.keys[10].histogram.total_count() - 1;
+  uint64_t reads = 0;
+  std::string wrong;  // the first wrong read
+  while (!done && wrong.empty()) {
+    const uint64_t before = staged;
+    auto keys = (*reader)->LoadKeys(id);
+    const uint64_t after = started;
+    ++reads;
+    if (!keys.ok() || keys->size() != 64) {
+      wrong = keys.ok() ? absl::StrCat(keys->size(), " keys") : keys.status().ToString();
+      break;
+    }
+    const uint64_t seen = (*keys)[10].histogram.total_count() - base;
+    if (seen < before || seen > after) {
+      wrong = absl::StrCat(seen, " batches, ", before, " staged before the read, at most ",
+                           after, " after it");
+    }
+  }
+  done = true;
+  writer.join();
+  EXPECT_EQ(wrong, "") << "read " << reads;
+  ASSERT_TRUE(writer_status.ok()) << writer_status;
+  EXPECT_GT(reads, 10u);
 }
 
 // Migration 10 keeps a version 9 database's outcomes, on the table arm.
