@@ -3,7 +3,9 @@
 #include <libpq-fe.h>
 
 #include <cstdlib>
+#include <functional>
 #include <regex>
+#include <string>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -381,12 +383,14 @@ absl::StatusOr<bool> PgDb::IsEmpty() {
 }
 
 absl::StatusOr<int64_t> PgDb::DataVersion() {
-  // The first transaction id not completed yet: moves with every commit of
-  // a writer (this connection's too).
-  SPINTUNE_ASSIGN_OR_RETURN(
-      auto q, Prepare("SELECT CAST(pg_snapshot_xmax(pg_current_snapshot()) AS TEXT)"));
+  // The whole snapshot (oldest running transaction, first one not
+  // completed, the ones running in between), hashed: it changes whenever
+  // a writer's transaction ends, this connection's too. Its xmax alone
+  // stays put when a transaction older than the newest completed one
+  // commits (it is one past the newest completed).
+  SPINTUNE_ASSIGN_OR_RETURN(auto q, Prepare("SELECT CAST(pg_current_snapshot() AS TEXT)"));
   SPINTUNE_ASSIGN_OR_RETURN(bool row, q->Step());
-  return row ? q->ColumnInt(0) : 0;
+  return row ? static_cast<int64_t>(std::hash<std::string>()(q->ColumnText(0))) : 0;
 }
 
 // The advisory lock keys: spintune's schema migrations ("spin" in ASCII),

@@ -135,6 +135,29 @@ TEST(PgDb, StoreOpenRefusesAnEmptyOrForeignDatabaseUnlessCreating) {
 
 // Tuners sharing the database refit a target one at a time: the lease is
 // one store's until it releases it or its connection ends.
+// The tuner polls DataVersion() to push versions other processes stored (a
+// CLI rollback, another tuner's refit). A transaction that began before
+// the newest completed one and commits after it must move it too.
+TEST(PgDb, DataVersionMovesWhenAnOlderTransactionCommits) {
+  SPINTUNE_POSTGRES_OR_SKIP(dir);
+  auto uri = FreshPostgresDatabase();
+  ASSERT_TRUE(uri.ok()) << uri.status();
+  auto older = PgDb::Open(*uri, OpenMode::kCreate);
+  auto newer = PgDb::Open(*uri, OpenMode::kCreate);
+  auto watcher = PgDb::Open(*uri, OpenMode::kCreate);
+  ASSERT_TRUE(older.ok() && newer.ok() && watcher.ok());
+  ASSERT_TRUE((*watcher)->Exec("CREATE TABLE t (x BIGINT)").ok());
+  ASSERT_TRUE((*older)->Begin().ok());
+  ASSERT_TRUE((*older)->Exec("INSERT INTO t VALUES (1)").ok());  // its transaction id first
+  ASSERT_TRUE((*newer)->Exec("INSERT INTO t VALUES (2)").ok());  // a later one, committed
+  auto before = (*watcher)->DataVersion();
+  ASSERT_TRUE(before.ok()) << before.status();
+  ASSERT_TRUE((*older)->Commit().ok());
+  auto after = (*watcher)->DataVersion();
+  ASSERT_TRUE(after.ok()) << after.status();
+  EXPECT_NE(*after, *before) << "the older transaction's commit went unnoticed";
+}
+
 TEST(PgDb, ATargetLeaseIsOneStoresUntilReleasedOrItsConnectionEnds) {
   SPINTUNE_POSTGRES_OR_SKIP(dir);
   auto uri = FreshPostgresDatabase();
