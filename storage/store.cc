@@ -199,6 +199,8 @@ absl::StatusOr<std::vector<TargetSummary>> Store::ListTargets() {
 
 absl::StatusOr<TargetRecord> Store::LoadTarget(int64_t target_id) {
   absl::MutexLock lock(&mu_);
+  ReadSnapshot snapshot(db_.get());  // the target's row, CPU classes and devices of one Hello
+  SPINTUNE_RETURN_IF_ERROR(snapshot.Begin());
   TargetRecord r;
   SPINTUNE_ASSIGN_OR_RETURN(
       auto t, db_->Prepare("SELECT agent_id, board, cpu_model, kernel_release, agent_version, "

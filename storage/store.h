@@ -329,11 +329,16 @@ class Store {
   absl::Status ReleaseKey(int64_t target_id, const PolicyKey& key);
   absl::StatusOr<std::vector<HeldKey>> ListHeldKeys(int64_t target_id);
 
-  // Stores `table` as the target's next version; sets table->version and
-  // table->fitted_at (also when it then fails: they are set before the
-  // write transaction). Returns the version. FailedPrecondition when the
-  // target is pinned (AppendPinnedVersion).
-  absl::StatusOr<uint64_t> AppendPolicyVersion(int64_t target_id, PolicyTable* table);
+  // Stores `table` as the target's next version, `based_on` + 1; sets
+  // table->version and table->fitted_at (also when it then fails: they are
+  // set before the write transaction). Returns the version.
+  // FailedPrecondition when the target is pinned (AppendPinnedVersion).
+  // Aborted, storing nothing, when the latest stored version is not
+  // `based_on` (the one the table was built on; 0: none) by the time of
+  // the write: another process stored one meanwhile (a tuner the agent
+  // moved to, a verification's rollback), which this table does not know.
+  absl::StatusOr<uint64_t> AppendPolicyVersion(int64_t target_id, PolicyTable* table,
+                                               uint64_t based_on);
   // Replaces the evidence of the stored version table->version (same
   // decisions, newer samples); sets table->fitted_at.
   absl::Status UpdatePolicyEvidence(int64_t target_id, PolicyTable* table);
@@ -427,7 +432,8 @@ class Store {
  private:
   Store(std::unique_ptr<SqlDb> db, StoreOptions options)
       : options_(options), db_(std::move(db)) {}
-  absl::StatusOr<uint64_t> AppendVersion(int64_t target_id, PolicyTable* table, bool pin)
+  absl::StatusOr<uint64_t> AppendVersion(int64_t target_id, PolicyTable* table, bool pin,
+                                         std::optional<uint64_t> based_on)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Calls `fold(window, delta)` for each of the target's staged deltas,
   // oldest first, one decoded at a time (`fold` may move out of `delta`

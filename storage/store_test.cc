@@ -449,11 +449,11 @@ TEST_P(StoreTest, PolicyVersionsIncreaseAndRoundTrip) {
   fb.key = {kAnyCpuClass, "mmc0", 0, 0};
   fb.fallback = true;
   t.entries = {fb};
-  EXPECT_EQ(*(*store)->AppendPolicyVersion(*id, &t), 1u);
+  EXPECT_EQ(*(*store)->AppendPolicyVersion(*id, &t, 0), 1u);
   EXPECT_EQ(t.version, 1u);
   EXPECT_FALSE(t.fitted_at.empty());
   t.entries[0].wait = WaitParams::SpinThenIrq(5000);
-  EXPECT_EQ(*(*store)->AppendPolicyVersion(*id, &t), 2u);
+  EXPECT_EQ(*(*store)->AppendPolicyVersion(*id, &t, 1), 2u);
   auto latest = (*store)->LoadPolicy(*id, 0);
   ASSERT_TRUE(latest.ok() && latest->has_value());
   EXPECT_EQ((*latest)->version, 2u);
@@ -471,11 +471,16 @@ TEST_P(StoreTest, PolicyVersionsIncreaseAndRoundTrip) {
   EXPECT_EQ(*(*store)->AppendPinnedVersion(*id, &old), 3u);
   EXPECT_EQ(old.origin, "rollback");
   EXPECT_EQ((*(*store)->FindTarget("agent-1"))->pinned_version, 3u);
-  EXPECT_TRUE(absl::IsFailedPrecondition((*store)->AppendPolicyVersion(*id, &t).status()));
+  EXPECT_TRUE(absl::IsFailedPrecondition((*store)->AppendPolicyVersion(*id, &t, 3).status()));
   EXPECT_EQ((*(*(*store)->LoadPolicy(*id, 0))).version, 3u);
   ASSERT_TRUE((*store)->Unpin(*id).ok());
   EXPECT_EQ((*(*store)->FindTarget("agent-1"))->pinned_version, 0u);
-  EXPECT_EQ(*(*store)->AppendPolicyVersion(*id, &t), 4u);
+  // A table built on version 2 after 3 was stored (another tuner's fit
+  // building on what the rollback undid): refused, nothing stored.
+  auto stale = (*store)->AppendPolicyVersion(*id, &t, 2);
+  EXPECT_TRUE(absl::IsAborted(stale.status())) << stale.status();
+  EXPECT_EQ((*(*(*store)->LoadPolicy(*id, 0))).version, 3u);
+  EXPECT_EQ(*(*store)->AppendPolicyVersion(*id, &t, 3), 4u);
 }
 
 TEST_P(StoreTest, SurvivesReopenAndRefusesNewerSchemas) {

@@ -30,18 +30,21 @@ absl::StatusOr<std::vector<std::pair<int64_t, uint64_t>>> Store::LatestVersions(
   return out;
 }
 
-absl::StatusOr<uint64_t> Store::AppendPolicyVersion(int64_t target_id, PolicyTable* table) {
+absl::StatusOr<uint64_t> Store::AppendPolicyVersion(int64_t target_id, PolicyTable* table,
+                                                    uint64_t based_on) {
   absl::MutexLock lock(&mu_);
-  return AppendVersion(target_id, table, /*pin=*/false);
+  return AppendVersion(target_id, table, /*pin=*/false, based_on);
 }
 
 absl::StatusOr<uint64_t> Store::AppendPinnedVersion(int64_t target_id, PolicyTable* table) {
   table->origin = "rollback";
   absl::MutexLock lock(&mu_);
-  return AppendVersion(target_id, table, /*pin=*/true);
+  // (An operator's rollback goes on top of whatever is stored.)
+  return AppendVersion(target_id, table, /*pin=*/true, std::nullopt);
 }
 
-absl::StatusOr<uint64_t> Store::AppendVersion(int64_t target_id, PolicyTable* table, bool pin) {
+absl::StatusOr<uint64_t> Store::AppendVersion(int64_t target_id, PolicyTable* table, bool pin,
+                                              std::optional<uint64_t> based_on) {
   // The highest version stored, read before the transaction and again in it.
   SPINTUNE_ASSIGN_OR_RETURN(auto latest, db_->Prepare("SELECT COALESCE(MAX(version), 0) FROM "
                                                       "policy_versions WHERE target_id = ?1"));
@@ -81,6 +84,14 @@ absl::StatusOr<uint64_t> Store::AppendVersion(int64_t target_id, PolicyTable* ta
         absl::StrCat("target is pinned to version ", p->ColumnInt(0)));
   }
   SPINTUNE_ASSIGN_OR_RETURN(uint64_t inside, next_version());
+  // Checked under the row lock too: a table built on an older version
+  // would undo what the newer one decided (a rollback, a hold).
+  if (based_on && inside != *based_on + 1) {
+    return absl::AbortedError(absl::StrCat("version ", inside - 1,
+                                           " was stored meanwhile; this table was built on ",
+                                           *based_on == 0 ? std::string("none")
+                                                          : absl::StrCat("version ", *based_on)));
+  }
   if (inside != version) serialize(version = inside);
   SPINTUNE_ASSIGN_OR_RETURN(
       auto put, db_->Prepare("INSERT INTO policy_versions VALUES (?1, ?2, ?3, ?4, ?5)"));

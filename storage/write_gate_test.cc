@@ -292,28 +292,40 @@ TEST(WriteGate, AWriteThatReturnsARowKeepsItsTurnUntilItIsReset) {
 }
 
 // A policy table is serialized before its write transaction, numbered as
-// the next version; if another store appends that version while the first
-// waits for its turn, the first stores its table as the version after,
-// serialized again (the stored JSON says the number it is stored under).
+// the next version. If another store appends that version while the first
+// waits for its turn, a fitted table (built on no version) is refused: it
+// would undo what the other decided. An operator's rollback is stored as
+// the version after, serialized again (the stored JSON says the number it
+// is stored under).
 TEST_F(GatedStoreTest, AVersionAppendedMeanwhileIsNotOverwritten) {
   PolicyTable mine = testing::SampleTable(), theirs = testing::SampleTable();
   mine.origin = "fitted";
   theirs.origin = "predicted";
   gate->Enter(kUrgent);
   absl::StatusOr<uint64_t> appended;
-  std::thread appending([&] { appended = first->AppendPolicyVersion(id, &mine); });
+  std::thread appending([&] { appended = first->AppendPolicyVersion(id, &mine, 0); });
   ASSERT_TRUE(AwaitWaiters(*gate, 0, 1));
-  EXPECT_EQ(*second->AppendPolicyVersion(id, &theirs), 1u);
+  EXPECT_EQ(*second->AppendPolicyVersion(id, &theirs, 0), 1u);
   gate->Leave();
   appending.join();
+  EXPECT_TRUE(absl::IsAborted(appended.status())) << appended.status();
+  EXPECT_FALSE(second->LoadPolicy(id, 2)->has_value());
+
+  PolicyTable rollback = testing::SampleTable();
+  gate->Enter(kUrgent);
+  std::thread pinning([&] { appended = first->AppendPinnedVersion(id, &rollback); });
+  ASSERT_TRUE(AwaitWaiters(*gate, 0, 1));
+  EXPECT_EQ(*second->AppendPolicyVersion(id, &theirs, 1), 2u);
+  gate->Leave();
+  pinning.join();
   ASSERT_TRUE(appended.ok()) << appended.status();
-  EXPECT_EQ(*appended, 2u);
-  EXPECT_EQ(mine.version, 2u);
-  for (uint64_t version : {1u, 2u}) {
+  EXPECT_EQ(*appended, 3u);
+  EXPECT_EQ(rollback.version, 3u);
+  for (uint64_t version : {1u, 2u, 3u}) {
     auto stored = second->LoadPolicy(id, version);
     ASSERT_TRUE(stored.ok() && stored->has_value()) << version;
     EXPECT_EQ((*stored)->version, version);
-    EXPECT_EQ((*stored)->origin, version == 1 ? "predicted" : "fitted");
+    EXPECT_EQ((*stored)->origin, version == 3 ? "rollback" : "predicted");
   }
 }
 

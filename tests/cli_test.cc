@@ -303,7 +303,7 @@ TEST_F(Cli, VerifyReadsAKernelModulesClassIndexNames) {
     little.samples = 5000;
     little.expected_cost_ns = 90000;
     t.entries = {little};
-    ASSERT_TRUE((*store)->AppendPolicyVersion(*id, &t).ok());
+    ASSERT_TRUE((*store)->AppendPolicyVersion(*id, &t, /*based_on=*/0).ok());
   }
   auto verify = [&](const std::string& cpu_class) {
     Write(dir_.File("r.json"),

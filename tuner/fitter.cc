@@ -236,8 +236,11 @@ FitResult Fitter::RunRefit(const Request& r) {
     if (!out.status.ok()) Logger().error("refreshing evidence failed: {}", out.status.ToString());
     return out;
   }
-  auto version = store_->AppendPolicyVersion(target_id, &*table);
-  if (absl::IsFailedPrecondition(version.status())) {
+  auto version = store_->AppendPolicyVersion(target_id, &*table,
+                                             latest->has_value() ? (*latest)->version : 0);
+  // Pinned meanwhile, or another tuner stored a version this fit did not
+  // build on: the next refit starts from it.
+  if (absl::IsFailedPrecondition(version.status()) || absl::IsAborted(version.status())) {
     Logger().info("target={}: {}; refit not stored", target_id, version.status().message());
     return out;
   }
@@ -346,7 +349,11 @@ FitResult Fitter::RunPredict(const Request& r) {
                   table.status().message());
     return out;
   }
-  auto version = store_->AppendPolicyVersion(r.target_id, &*table);
+  auto version = store_->AppendPolicyVersion(r.target_id, &*table, /*based_on=*/0);
+  if (absl::IsAborted(version.status())) {  // a table came first after all
+    Logger().info("target={}: {}; prediction not stored", r.target_id, version.status().message());
+    return out;
+  }
   if (!version.ok()) {
     Logger().error("storing the predicted table failed: {}", version.status().ToString());
     out.status = version.status();

@@ -361,6 +361,11 @@ void TunerCore::OnHello(std::shared_ptr<SessionHandle> session, v1::Hello hello,
     session->target_id = *id;
     session->hello = hello;
     session->resend_bound = *durable;
+    // Another tuner stored batches of this target since this one last did
+    // (its agent moved there and back): the keys they added are not in
+    // known_keys_, which the key limit counts.
+    auto cached = durable_.find(*id);
+    if (cached == durable_.end() || cached->second != *durable) known_keys_.erase(*id);
     durable_[*id] = *durable;
     sessions_[*id].push_back(session);
     {

@@ -221,7 +221,9 @@ absl::StatusOr<VerifyResult> VerifyTarget(Store& store, int64_t target_id,
   }
   if (latest && worse.empty() && SameDecisions(next, *latest)) return result;  // nothing to drop
   next.origin = worse.empty() ? "verify-settled" : "verify-rollback";
-  auto version = store.AppendPolicyVersion(target_id, &next);
+  // Aborted when another process stored a version meanwhile: this
+  // verification fails and runs again on the next outcomes.
+  auto version = store.AppendPolicyVersion(target_id, &next, latest ? latest->version : 0);
   if (absl::IsFailedPrecondition(version.status())) {
     // Pinned by an operator: record the verdicts, change nothing.
     for (auto& [v, w] : worse) {

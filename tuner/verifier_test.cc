@@ -91,7 +91,7 @@ absl::StatusOr<VerifyResult> BeforeAfter(Store& store, uint64_t after_ns,
   SPINTUNE_ASSIGN_OR_RETURN(int64_t id, store.UpsertTarget(board));
   PolicyTable t = SpinningTable(board);
   if (incumbent_j_ns > 0) t.entries[0].trial = Trial{WaitParams::Irq(), 128};
-  SPINTUNE_RETURN_IF_ERROR(store.AppendPolicyVersion(id, &t).status());
+  SPINTUNE_RETURN_IF_ERROR(store.AppendPolicyVersion(id, &t, /*based_on=*/0).status());
   uint64_t seq = 0;
   for (int i = 0; i < 2; ++i) {
     SPINTUNE_RETURN_IF_ERROR(store.IngestBatch(id, Window(++seq, 10'000, 0, 60'000)).status());
@@ -215,7 +215,7 @@ TEST(Verifier, AttachTrialsTrialsChangedKeysUntilDecided) {
   ASSERT_TRUE(fit.entries[0].trial.has_value()) << "changed from the default rule";
   EXPECT_EQ(*fit.entries[0].trial, (Trial{WaitParams::Irq(), 64}));
   EXPECT_FALSE(fit.entries[1].trial.has_value()) << "never on the fallback";
-  ASSERT_TRUE((*store)->AppendPolicyVersion(*id, &fit).ok());
+  ASSERT_TRUE((*store)->AppendPolicyVersion(*id, &fit, /*based_on=*/0).ok());
 
   PolicyTable refit = SpinningTable(board);  // the same wait again
   ASSERT_TRUE(AttachTrials(**store, *id, &fit, 64, &refit).ok());
