@@ -137,6 +137,14 @@ struct HeldKey {
   uint64_t samples_at_hold = 0;
 };
 
+// What a verification stores with the version that acts on it (a rollback
+// of the keys measured worse), in that version's transaction: a refit that
+// starts after the version was stored also finds its key holds.
+struct VersionVerdicts {
+  std::vector<VerificationRecord> verifications;
+  std::vector<HeldKey> holds;
+};
+
 struct BatchDelta {
   uint64_t seq = 0;
   std::vector<KeyEvidence> keys;
@@ -337,8 +345,12 @@ class Store {
   // `based_on` (the one the table was built on; 0: none) by the time of
   // the write: another process stored one meanwhile (a tuner the agent
   // moved to, a verification's rollback), which this table does not know.
+  // `verdicts` (optional): written in the same transaction
+  // (RecordVerification, HoldKey); their version numbers are the caller's
+  // (this one is `based_on` + 1 if it is stored at all).
   absl::StatusOr<uint64_t> AppendPolicyVersion(int64_t target_id, PolicyTable* table,
-                                               uint64_t based_on);
+                                               uint64_t based_on,
+                                               const VersionVerdicts* verdicts = nullptr);
   // Replaces the evidence of the stored version table->version (same
   // decisions, newer samples); sets table->fitted_at.
   absl::Status UpdatePolicyEvidence(int64_t target_id, PolicyTable* table);
@@ -433,8 +445,12 @@ class Store {
   Store(std::unique_ptr<SqlDb> db, StoreOptions options)
       : options_(options), db_(std::move(db)) {}
   absl::StatusOr<uint64_t> AppendVersion(int64_t target_id, PolicyTable* table, bool pin,
-                                         std::optional<uint64_t> based_on)
+                                         std::optional<uint64_t> based_on,
+                                         const VersionVerdicts* verdicts)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status PutVerification(int64_t target_id, const VerificationRecord& v)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status PutHold(int64_t target_id, const HeldKey& held) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Calls `fold(window, delta)` for each of the target's staged deltas,
   // oldest first, one decoded at a time (`fold` may move out of `delta`
   // what it keeps): a target may have thousands staged

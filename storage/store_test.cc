@@ -16,6 +16,7 @@
 #include "storage/backend_test.h"
 #include "storage/migrations.h"
 #include "storage/sql_db.h"
+#include "tests/testing/policy_fixtures.h"
 #include "tests/testing/store_fixtures.h"
 #include "tests/testing/temp_dir.h"
 
@@ -481,6 +482,36 @@ TEST_P(StoreTest, PolicyVersionsIncreaseAndRoundTrip) {
   EXPECT_TRUE(absl::IsAborted(stale.status())) << stale.status();
   EXPECT_EQ((*(*(*store)->LoadPolicy(*id, 0))).version, 3u);
   EXPECT_EQ(*(*store)->AppendPolicyVersion(*id, &t, 3), 4u);
+}
+
+// A verification's rollback stores its version, its verdicts and its key
+// holds together or not at all: a refused rollback (another version was
+// stored meanwhile) leaves no verdict saying it rolled back, and no hold.
+TEST_P(StoreTest, ARollbackStoresItsVerdictsAndHoldsWithItsVersionOrNothing) {
+  ASSERT_NO_FATAL_FAILURE(OpenOneTarget(1000));
+  PolicyTable t = testing::SampleTable();
+  ASSERT_EQ(*store->AppendPolicyVersion(id, &t, 0), 1u);
+  VersionVerdicts verdicts;
+  VerificationRecord v;
+  v.key = {"rocket", "mmc0", 17, 10};
+  v.version = 1;
+  v.verdict = "worse";
+  v.rollback_version = 2;
+  verdicts.verifications.push_back(v);
+  verdicts.holds.push_back({v.key, WaitParams::Irq(), 500});
+  PolicyTable rollback = testing::SampleTable();
+  auto stale = store->AppendPolicyVersion(id, &rollback, 0, &verdicts);
+  EXPECT_TRUE(absl::IsAborted(stale.status())) << stale.status();
+  EXPECT_TRUE(store->ListVerifications(id)->empty());
+  EXPECT_TRUE(store->ListHeldKeys(id)->empty());
+  EXPECT_EQ(*store->AppendPolicyVersion(id, &rollback, 1, &verdicts), 2u);
+  auto verifications = store->ListVerifications(id);
+  auto holds = store->ListHeldKeys(id);
+  ASSERT_TRUE(verifications.ok() && holds.ok());
+  ASSERT_EQ(verifications->size(), 1u);
+  EXPECT_EQ((*verifications)[0].rollback_version, 2u);
+  ASSERT_EQ(holds->size(), 1u);
+  EXPECT_EQ((*holds)[0].samples_at_hold, 500u);
 }
 
 TEST_P(StoreTest, SurvivesReopenAndRefusesNewerSchemas) {

@@ -31,20 +31,22 @@ absl::StatusOr<std::vector<std::pair<int64_t, uint64_t>>> Store::LatestVersions(
 }
 
 absl::StatusOr<uint64_t> Store::AppendPolicyVersion(int64_t target_id, PolicyTable* table,
-                                                    uint64_t based_on) {
+                                                    uint64_t based_on,
+                                                    const VersionVerdicts* verdicts) {
   absl::MutexLock lock(&mu_);
-  return AppendVersion(target_id, table, /*pin=*/false, based_on);
+  return AppendVersion(target_id, table, /*pin=*/false, based_on, verdicts);
 }
 
 absl::StatusOr<uint64_t> Store::AppendPinnedVersion(int64_t target_id, PolicyTable* table) {
   table->origin = "rollback";
   absl::MutexLock lock(&mu_);
   // (An operator's rollback goes on top of whatever is stored.)
-  return AppendVersion(target_id, table, /*pin=*/true, std::nullopt);
+  return AppendVersion(target_id, table, /*pin=*/true, std::nullopt, nullptr);
 }
 
 absl::StatusOr<uint64_t> Store::AppendVersion(int64_t target_id, PolicyTable* table, bool pin,
-                                              std::optional<uint64_t> based_on) {
+                                              std::optional<uint64_t> based_on,
+                                              const VersionVerdicts* verdicts) {
   // The highest version stored, read before the transaction and again in it.
   SPINTUNE_ASSIGN_OR_RETURN(auto latest, db_->Prepare("SELECT COALESCE(MAX(version), 0) FROM "
                                                       "policy_versions WHERE target_id = ?1"));
@@ -98,6 +100,10 @@ absl::StatusOr<uint64_t> Store::AppendVersion(int64_t target_id, PolicyTable* ta
   put->Bind(1, target_id).Bind(2, I(version)).Bind(3, table->fitted_at);
   put->Bind(4, I(table->TotalSamples())).Bind(5, json);
   SPINTUNE_RETURN_IF_ERROR(put->Run());
+  if (verdicts != nullptr) {
+    for (const auto& v : verdicts->verifications) SPINTUNE_RETURN_IF_ERROR(PutVerification(target_id, v));
+    for (const auto& h : verdicts->holds) SPINTUNE_RETURN_IF_ERROR(PutHold(target_id, h));
+  }
   if (pin) {
     SPINTUNE_ASSIGN_OR_RETURN(
         auto p, db_->Prepare("UPDATE targets SET pinned_version = ?2 WHERE id = ?1"));
@@ -155,6 +161,10 @@ absl::StatusOr<std::optional<PolicyTable>> Store::LoadPolicy(int64_t target_id,
 
 absl::Status Store::RecordVerification(int64_t target_id, const VerificationRecord& v) {
   absl::MutexLock lock(&mu_);
+  return PutVerification(target_id, v);
+}
+
+absl::Status Store::PutVerification(int64_t target_id, const VerificationRecord& v) {
   SPINTUNE_ASSIGN_OR_RETURN(
       auto q, db_->Prepare(Upsert(
                   "verifications",
@@ -209,6 +219,10 @@ absl::StatusOr<std::vector<VerificationRecord>> Store::ListVerifications(int64_t
 
 absl::Status Store::HoldKey(int64_t target_id, const HeldKey& held) {
   absl::MutexLock lock(&mu_);
+  return PutHold(target_id, held);
+}
+
+absl::Status Store::PutHold(int64_t target_id, const HeldKey& held) {
   SPINTUNE_ASSIGN_OR_RETURN(
       auto q, db_->Prepare(Upsert("held_keys",
                                   {"target_id", "cpu_class", "device", "opcode", "size_class",

@@ -221,9 +221,22 @@ absl::StatusOr<VerifyResult> VerifyTarget(Store& store, int64_t target_id,
   }
   if (latest && worse.empty() && SameDecisions(next, *latest)) return result;  // nothing to drop
   next.origin = worse.empty() ? "verify-settled" : "verify-rollback";
-  // Aborted when another process stored a version meanwhile: this
-  // verification fails and runs again on the next outcomes.
-  auto version = store.AppendPolicyVersion(target_id, &next, latest ? latest->version : 0);
+  // The rollback's version, its verdicts and its key holds in one
+  // transaction: a refit never sees the version without the holds. Stored
+  // as based_on + 1 or not at all (Aborted when another process stored a
+  // version meanwhile: this verification fails and runs again on the next
+  // outcomes).
+  const uint64_t based_on = latest ? latest->version : 0;
+  VersionVerdicts verdicts;
+  for (const auto& [v, w] : worse) {
+    VerificationRecord rolled = v;
+    rolled.rollback_version = based_on + 1;
+    rolled.reason +=
+        absl::StrFormat("; rolled back to %s in version %d", DescribeWait(w), based_on + 1);
+    verdicts.verifications.push_back(std::move(rolled));
+  }
+  verdicts.holds = std::move(held);
+  auto version = store.AppendPolicyVersion(target_id, &next, based_on, &verdicts);
   if (absl::IsFailedPrecondition(version.status())) {
     // Pinned by an operator: record the verdicts, change nothing.
     for (auto& [v, w] : worse) {
@@ -234,17 +247,13 @@ absl::StatusOr<VerifyResult> VerifyTarget(Store& store, int64_t target_id,
     return result;
   }
   SPINTUNE_RETURN_IF_ERROR(version.status());
-  for (auto& [v, w] : worse) {
-    v.rollback_version = *version;
-    v.reason += absl::StrFormat("; rolled back to %s in version %d", DescribeWait(w), *version);
-    SPINTUNE_RETURN_IF_ERROR(store.RecordVerification(target_id, v));
+  for (auto& v : verdicts.verifications) {
     Logger().warn("target={} key {}/{}/op{}/sc{}: version {} measured worse ({}; {}); "
                   "rolled back in version {}",
                   target_id, v.key.device, v.key.cpu_class, v.key.opcode, v.key.size_class,
                   v.version, v.method, v.reason, *version);
     result.decided.push_back(std::move(v));
   }
-  for (const auto& h : held) SPINTUNE_RETURN_IF_ERROR(store.HoldKey(target_id, h));
   result.rollback = std::move(next);
   return result;
 }
