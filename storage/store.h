@@ -334,7 +334,9 @@ class Store {
   absl::StatusOr<std::vector<VerificationRecord>> ListVerifications(int64_t target_id);
   // Keys held at a rolled-back wait.
   absl::Status HoldKey(int64_t target_id, const HeldKey& held);
-  absl::Status ReleaseKey(int64_t target_id, const PolicyKey& key);
+  // Releases `held` as ListHeldKeys() read it: a hold of its key written
+  // since (another tuner's rollback) stays.
+  absl::Status ReleaseKey(int64_t target_id, const HeldKey& held);
   absl::StatusOr<std::vector<HeldKey>> ListHeldKeys(int64_t target_id);
 
   // Stores `table` as the target's next version, `based_on` + 1; sets

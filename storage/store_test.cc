@@ -487,6 +487,7 @@ TEST_P(StoreTest, PolicyVersionsIncreaseAndRoundTrip) {
 // A verification's rollback stores its version, its verdicts and its key
 // holds together or not at all: a refused rollback (another version was
 // stored meanwhile) leaves no verdict saying it rolled back, and no hold.
+// A refit releases the hold it read, not a newer one of the same key.
 TEST_P(StoreTest, ARollbackStoresItsVerdictsAndHoldsWithItsVersionOrNothing) {
   ASSERT_NO_FATAL_FAILURE(OpenOneTarget(1000));
   PolicyTable t = testing::SampleTable();
@@ -512,6 +513,13 @@ TEST_P(StoreTest, ARollbackStoresItsVerdictsAndHoldsWithItsVersionOrNothing) {
   EXPECT_EQ((*verifications)[0].rollback_version, 2u);
   ASSERT_EQ(holds->size(), 1u);
   EXPECT_EQ((*holds)[0].samples_at_hold, 500u);
+  // A refit that read an earlier hold of the key releases that one only.
+  HeldKey earlier = (*holds)[0];
+  earlier.samples_at_hold = 200;
+  ASSERT_TRUE(store->ReleaseKey(id, earlier).ok());
+  EXPECT_EQ(store->ListHeldKeys(id)->size(), 1u) << "the newer hold stays";
+  ASSERT_TRUE(store->ReleaseKey(id, (*holds)[0]).ok());
+  EXPECT_TRUE(store->ListHeldKeys(id)->empty());
 }
 
 TEST_P(StoreTest, SurvivesReopenAndRefusesNewerSchemas) {

@@ -237,13 +237,18 @@ absl::Status Store::PutHold(int64_t target_id, const HeldKey& held) {
   return q->Run();
 }
 
-absl::Status Store::ReleaseKey(int64_t target_id, const PolicyKey& key) {
+absl::Status Store::ReleaseKey(int64_t target_id, const HeldKey& held) {
   absl::MutexLock lock(&mu_);
   SPINTUNE_ASSIGN_OR_RETURN(
       auto q, db_->Prepare("DELETE FROM held_keys WHERE target_id = ?1 AND cpu_class = ?2 AND "
-                           "device = ?3 AND opcode = ?4 AND size_class = ?5"));
+                           "device = ?3 AND opcode = ?4 AND size_class = ?5 AND strategy = ?6 "
+                           "AND spin_ns = ?7 AND sleep_ns = ?8 AND poll_interval_ns = ?9 AND "
+                           "samples_at_hold = ?10"));
+  const PolicyKey& key = held.key;
   q->Bind(1, target_id).Bind(2, key.cpu_class).Bind(3, key.device).Bind(4, I(key.opcode));
-  q->Bind(5, I(key.size_class));
+  q->Bind(5, I(key.size_class)).Bind(6, static_cast<int64_t>(held.wait.strategy));
+  q->Bind(7, I(held.wait.spin_ns)).Bind(8, I(held.wait.sleep_ns));
+  q->Bind(9, I(held.wait.poll_interval_ns)).Bind(10, I(held.samples_at_hold));
   return q->Run();
 }
 

@@ -300,7 +300,7 @@ absl::StatusOr<std::vector<PolicyKey>> ApplyHeldKeys(Store& store, int64_t targe
                                  [&](const KeyEvidence& k) { return k.key == h.key; });
     const uint64_t samples = evidence == keys.end() ? 0 : evidence->histogram.total_count();
     if (drifted.count(h.key) || samples >= 2 * std::max<uint64_t>(h.samples_at_hold, 1)) {
-      SPINTUNE_RETURN_IF_ERROR(store.ReleaseKey(target_id, h.key));
+      SPINTUNE_RETURN_IF_ERROR(store.ReleaseKey(target_id, h));
       released.push_back(h.key);
       continue;
     }
