@@ -6,6 +6,7 @@
 #include <functional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "spintune/v1/spintune.grpc.pb.h"
@@ -286,6 +287,53 @@ TEST_F(Validation, KeyCardinalityLimit) {
   EXPECT_TRUE(s.Finish().ok());
   OtherAgentStillServed();
   EXPECT_EQ(StoredSamples("many-keys"), 25u);
+}
+
+// Two tuners on one database: an agent that moved to the other tuner and
+// back brings the keys it added there into this tuner's count.
+TEST_F(Validation, KeyLimitCountsKeysAnotherTunerStored) {
+  TunerOptions o;
+  o.max_keys_per_target = 3;
+  server_.reset();
+  StartTuner(o);
+  TunerOptions other_options = o;
+  other_options.db_path = dir_.File("tuner.db");
+  other_options.refit_samples = 1'000'000;
+  auto other = TunerServer::Start("127.0.0.1:0", other_options);
+  ASSERT_TRUE(other.ok()) << other.status();
+  // A batch of one sample per opcode in `opcodes`.
+  auto batch = [](uint64_t seq, std::vector<uint32_t> opcodes) {
+    v1::SampleBatch b = GoodBatch(seq, static_cast<int>(opcodes.size()));
+    for (size_t i = 0; i < opcodes.size(); ++i) {
+      b.mutable_completions()->set_opcode(static_cast<int>(i), opcodes[i]);
+    }
+    return b;
+  };
+  auto send = [](RawSession& s, const v1::SampleBatch& b) {
+    v1::TunerMessage m;
+    EXPECT_TRUE(s.SendBatch(b));
+    EXPECT_TRUE(s.Read(&m));
+    return m;
+  };
+  {
+    RawSession here(server_->address());
+    here.Open(GoodHello("mover"));
+    EXPECT_TRUE(send(here, batch(1, {17})).has_batch_ack());  // this tuner knows 1 key
+    EXPECT_TRUE(here.Finish().ok());
+  }
+  {
+    RawSession there((*other)->address());
+    there.Open(GoodHello("mover"));
+    EXPECT_TRUE(send(there, batch(2, {18, 19})).has_batch_ack());  // 3 keys: the limit
+    EXPECT_TRUE(there.Finish().ok());
+  }
+  RawSession back(server_->address());
+  back.Open(GoodHello("mover"));
+  v1::TunerMessage m = send(back, batch(3, {20}));
+  ASSERT_TRUE(m.has_rejected()) << "a 4th key: " << m.DebugString();
+  EXPECT_EQ(m.rejected().code(), grpc::RESOURCE_EXHAUSTED);
+  EXPECT_TRUE(back.Finish().ok());
+  EXPECT_EQ(StoredSamples("mover"), 3u);
 }
 
 TEST_F(Validation, PerAgentRateLimitDefersAndTheBatchIsTakenLater) {
