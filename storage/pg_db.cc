@@ -217,6 +217,10 @@ absl::Status PgDb::EnsureConnected() {
     conn_ = PQconnectdbParams(keys, values, /*expand_dbname=*/1);
   } else {
     PQreset(conn_);
+    // Session-level advisory locks end with the session: a target lease
+    // taken before is gone, and another tuner may hold it now.
+    lost_target_locks_ += target_locks_.size();
+    target_locks_.clear();
   }
   if (conn_ == nullptr || PQstatus(conn_) != CONNECTION_OK) {
     return absl::UnavailableError(
@@ -234,7 +238,16 @@ absl::Status PgDb::EnsureConnected() {
   SPINTUNE_RETURN_IF_ERROR(
       Exec("SELECT set_config('synchronous_commit', 'on', false) "
            "WHERE current_setting('synchronous_commit') IN ('off', 'local')"));
-  if (read_only_) return Exec("SET default_transaction_read_only = on");
+  if (read_only_) SPINTUNE_RETURN_IF_ERROR(Exec("SET default_transaction_read_only = on"));
+  if (lost_target_locks_ > 0) {
+    // The statement that connected again fails: its caller was working
+    // under a lease it no longer holds (HoldsTargetLock() says which).
+    const size_t lost = lost_target_locks_;
+    lost_target_locks_ = 0;
+    return absl::UnavailableError(absl::StrCat(
+        name_, ": the connection was lost and made again; the ", lost,
+        " target lease(s) held on it ended with it"));
+  }
   return absl::OkStatus();
 }
 
@@ -414,13 +427,18 @@ absl::StatusOr<bool> PgDb::TryLockTarget(int64_t target_id) {
                                    ", CAST(?1 AS INTEGER))")));
   q->Bind(1, target_id);
   SPINTUNE_ASSIGN_OR_RETURN(bool row, q->Step());
-  return row && q->ColumnInt(0) == 1;
+  const bool locked = row && q->ColumnInt(0) == 1;
+  if (locked) target_locks_.insert(target_id);
+  return locked;
 }
 
 void PgDb::UnlockTarget(int64_t target_id) {
+  target_locks_.erase(target_id);
   Exec(absl::StrCat("SELECT pg_advisory_unlock(", kTargetLock, ", ", target_id, ")"))
       .IgnoreError();
 }
+
+bool PgDb::HoldsTargetLock(int64_t target_id) const { return target_locks_.count(target_id) > 0; }
 
 absl::Status PgDb::LockTargetForTransaction(int64_t target_id) {
   SPINTUNE_ASSIGN_OR_RETURN(

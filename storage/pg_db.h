@@ -14,6 +14,7 @@
 #define SPINTUNE_STORAGE_PG_DB_H_
 
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -95,6 +96,7 @@ class PgDb : public SqlDb {
   void UnlockSchema() override;
   absl::StatusOr<bool> TryLockTarget(int64_t target_id) override;
   void UnlockTarget(int64_t target_id) override;
+  bool HoldsTargetLock(int64_t target_id) const override;
   absl::Status LockTargetForTransaction(int64_t target_id) override;
 
   // Runs `sql` ($N parameters) prepared with `params`; the result (rows, or
@@ -113,6 +115,10 @@ class PgDb : public SqlDb {
   const bool read_only_;
   pg_conn* conn_ = nullptr;
   bool in_tx_ = false;
+  // Target locks held by this session (TryLockTarget), and how many went
+  // with a lost one, not reported yet (EnsureConnected).
+  std::set<int64_t> target_locks_;
+  size_t lost_target_locks_ = 0;
   int changes_ = 0;
   // Server-side prepared statements of this connection, by types and SQL.
   absl::flat_hash_map<std::string, std::string> prepared_;

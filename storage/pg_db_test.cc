@@ -178,5 +178,46 @@ TEST(PgDb, ATargetLeaseIsOneStoresUntilReleasedOrItsConnectionEnds) {
   EXPECT_TRUE(*(*a)->LeaseTarget(2));
 }
 
+// A lease ends with its session. A connection lost and made again
+// (PgDb reconnects outside transactions) does not hold it any more, and
+// the statement that made it again fails, saying so: the work it was
+// part of must stop, as another tuner may hold the lease by then.
+TEST(PgDb, ALeaseLostWithItsConnectionIsReported) {
+  SPINTUNE_POSTGRES_OR_SKIP(dir);
+  auto uri = FreshPostgresDatabase();
+  ASSERT_TRUE(uri.ok()) << uri.status();
+  auto a = Store::Open(*uri);
+  auto b = Store::Open(*uri);
+  auto admin = PgDb::Open(*uri, OpenMode::kCreate);
+  ASSERT_TRUE(a.ok() && b.ok() && admin.ok());
+  ASSERT_TRUE(*(*a)->LeaseTarget(7));
+  EXPECT_TRUE((*a)->HoldsLease(7));
+  EXPECT_FALSE((*a)->HoldsLease(8));
+  ASSERT_TRUE((*admin)
+                  ->Exec("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE "
+                         "datname = current_database() AND pid <> pg_backend_pid() AND "
+                         "application_name = 'spintune'")
+                  .ok());
+  // The other store (its connection was ended too, it held no lease)
+  // takes the lease once the first one's session is gone.
+  auto b_leases = [&] {
+    auto leased = (*b)->LeaseTarget(7);
+    return leased.ok() && *leased;
+  };
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (!b_leases() && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(10));
+  EXPECT_TRUE((*b)->HoldsLease(7));
+  auto lost = (*a)->ListTargets();  // finds its connection ended
+  EXPECT_TRUE(absl::IsUnavailable(lost.status())) << lost.status();
+  auto again = (*a)->ListTargets();  // connects again: without the lease
+  EXPECT_TRUE(absl::IsUnavailable(again.status())) << again.status();
+  EXPECT_NE(again.status().message().find("lease"), std::string::npos) << again.status();
+  EXPECT_FALSE((*a)->HoldsLease(7));
+  EXPECT_TRUE((*a)->ListTargets().ok()) << "connected again";
+  auto retaken = (*a)->LeaseTarget(7);
+  ASSERT_TRUE(retaken.ok()) << retaken.status();
+  EXPECT_FALSE(*retaken) << "the other store holds it";
+}
+
 }  // namespace
 }  // namespace spintune

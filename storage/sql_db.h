@@ -134,6 +134,13 @@ class SqlDb {
     return true;
   }
   virtual void UnlockTarget(int64_t target_id) { (void)target_id; }
+  // Whether this connection still holds the lock TryLockTarget() took
+  // (PostgreSQL: not after the connection was lost and made again; the
+  // statement that made it again failed, saying so). SQLite: true.
+  virtual bool HoldsTargetLock(int64_t target_id) const {
+    (void)target_id;
+    return true;
+  }
   // Inside a transaction: waits until no other connection's transaction
   // holds this lock on `target_id`, then holds it until this transaction
   // ends (commit or rollback). Serializes compactions of a target across

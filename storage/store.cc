@@ -491,6 +491,11 @@ void Store::ReleaseTarget(int64_t target_id) {
   db_->UnlockTarget(target_id);
 }
 
+bool Store::HoldsLease(int64_t target_id) {
+  absl::MutexLock lock(&mu_);
+  return db_->HoldsTargetLock(target_id);
+}
+
 absl::StatusOr<int64_t> Store::DataVersion() {
   absl::MutexLock lock(&mu_);
   return db_->DataVersion();

@@ -399,6 +399,10 @@ class Store {
   // fails). SQLite: always true.
   absl::StatusOr<bool> LeaseTarget(int64_t target_id);
   void ReleaseTarget(int64_t target_id);
+  // Whether the lease LeaseTarget() took is still held: false after this
+  // store's PostgreSQL connection was lost and made again (the statement
+  // that made it again failed, saying so).
+  bool HoldsLease(int64_t target_id);
 
   // Changes whenever another connection (another process) committed to
   // the database since the last call (SqlDb::DataVersion).

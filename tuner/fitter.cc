@@ -162,6 +162,15 @@ FitResult Fitter::RunRefit(const Request& r) {
   }
   absl::Cleanup release = [&] { store_->ReleaseTarget(target_id); };
   auto changed = store_->DetectChanges(target_id, options_.change);
+  // Everything below stops at its first failed statement; a failed drift
+  // detection does not stop the refit, unless its connection was made
+  // again and took the lease with it.
+  if (!store_->HoldsLease(target_id)) {
+    Logger().warn("refit target={}: the lease ended with a lost database connection: {}",
+                  target_id, changed.status().ToString());
+    out.status = changed.ok() ? absl::AbortedError("target lease lost") : changed.status();
+    return out;
+  }
   if (!changed.ok()) {
     Logger().error("drift detection for target={} failed: {}", target_id,
                    changed.status().ToString());
