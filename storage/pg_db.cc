@@ -229,16 +229,25 @@ absl::Status PgDb::EnsureConnected() {
   }
   PQsetNoticeProcessor(conn_, IgnoreNotice, nullptr);
   prepared_.clear();  // a new session has none
-  // A tuner cut off by the network loses its target locks within about
-  // 25 s (the server's keepalive probes; nothing on a Unix socket).
-  SPINTUNE_RETURN_IF_ERROR(Exec("SET tcp_keepalives_idle = 10; SET tcp_keepalives_interval = 5; "
-                                "SET tcp_keepalives_count = 3"));
-  // The tuner acknowledges a batch after its commit: the commit must be
-  // durable, whatever the server's default (a stronger setting is kept).
-  SPINTUNE_RETURN_IF_ERROR(
-      Exec("SELECT set_config('synchronous_commit', 'on', false) "
-           "WHERE current_setting('synchronous_commit') IN ('off', 'local')"));
-  if (read_only_) SPINTUNE_RETURN_IF_ERROR(Exec("SET default_transaction_read_only = on"));
+  auto set_up = [this]() -> absl::Status {
+    // A tuner cut off by the network loses its target locks within about
+    // 25 s (the server's keepalive probes; nothing on a Unix socket).
+    SPINTUNE_RETURN_IF_ERROR(Exec("SET tcp_keepalives_idle = 10; SET tcp_keepalives_interval = 5; "
+                                  "SET tcp_keepalives_count = 3"));
+    // The tuner acknowledges a batch after its commit: the commit must be
+    // durable, whatever the server's default (a stronger setting is kept).
+    SPINTUNE_RETURN_IF_ERROR(
+        Exec("SELECT set_config('synchronous_commit', 'on', false) "
+             "WHERE current_setting('synchronous_commit') IN ('off', 'local')"));
+    if (read_only_) return Exec("SET default_transaction_read_only = on");
+    return absl::OkStatus();
+  };
+  if (absl::Status s = set_up(); !s.ok()) {
+    // Not a session to use: the next statement connects and sets up anew.
+    PQfinish(conn_);
+    conn_ = nullptr;
+    return s;
+  }
   if (lost_target_locks_ > 0) {
     // The statement that connected again fails: its caller was working
     // under a lease it no longer holds (HoldsTargetLock() says which).
@@ -434,11 +443,17 @@ absl::StatusOr<bool> PgDb::TryLockTarget(int64_t target_id) {
 
 void PgDb::UnlockTarget(int64_t target_id) {
   target_locks_.erase(target_id);
+  // A lost session's locks ended with it: nothing to unlock, and no
+  // reconnect here to swallow the report of other lost locks.
+  if (conn_ == nullptr || PQstatus(conn_) != CONNECTION_OK) return;
   Exec(absl::StrCat("SELECT pg_advisory_unlock(", kTargetLock, ", ", target_id, ")"))
       .IgnoreError();
 }
 
-bool PgDb::HoldsTargetLock(int64_t target_id) const { return target_locks_.count(target_id) > 0; }
+bool PgDb::HoldsTargetLock(int64_t target_id) const {
+  // A session found dead (a failed statement) took its locks with it.
+  return conn_ != nullptr && PQstatus(conn_) == CONNECTION_OK && target_locks_.count(target_id) > 0;
+}
 
 absl::Status PgDb::LockTargetForTransaction(int64_t target_id) {
   SPINTUNE_ASSIGN_OR_RETURN(

@@ -133,8 +133,6 @@ TEST(PgDb, StoreOpenRefusesAnEmptyOrForeignDatabaseUnlessCreating) {
   EXPECT_FALSE(*(*db)->HasTable("schema_version")) << "left as it was";
 }
 
-// Tuners sharing the database refit a target one at a time: the lease is
-// one store's until it releases it or its connection ends.
 // The tuner polls DataVersion() to push versions other processes stored (a
 // CLI rollback, another tuner's refit). A transaction that began before
 // the newest completed one and commits after it must move it too.
@@ -158,6 +156,8 @@ TEST(PgDb, DataVersionMovesWhenAnOlderTransactionCommits) {
   EXPECT_NE(*after, *before) << "the older transaction's commit went unnoticed";
 }
 
+// Tuners sharing the database refit a target one at a time: the lease is
+// one store's until it releases it or its connection ends.
 TEST(PgDb, ATargetLeaseIsOneStoresUntilReleasedOrItsConnectionEnds) {
   SPINTUNE_POSTGRES_OR_SKIP(dir);
   auto uri = FreshPostgresDatabase();
@@ -209,6 +209,7 @@ TEST(PgDb, ALeaseLostWithItsConnectionIsReported) {
   EXPECT_TRUE((*b)->HoldsLease(7));
   auto lost = (*a)->ListTargets();  // finds its connection ended
   EXPECT_TRUE(absl::IsUnavailable(lost.status())) << lost.status();
+  EXPECT_FALSE((*a)->HoldsLease(7)) << "a dead session holds nothing";
   auto again = (*a)->ListTargets();  // connects again: without the lease
   EXPECT_TRUE(absl::IsUnavailable(again.status())) << again.status();
   EXPECT_NE(again.status().message().find("lease"), std::string::npos) << again.status();

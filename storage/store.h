@@ -332,8 +332,8 @@ class Store {
   // recorded again.
   absl::Status RecordVerification(int64_t target_id, const VerificationRecord& v);
   absl::StatusOr<std::vector<VerificationRecord>> ListVerifications(int64_t target_id);
-  // Keys held at a rolled-back wait.
-  absl::Status HoldKey(int64_t target_id, const HeldKey& held);
+  // Keys held at a rolled-back wait (held with their rollback's version:
+  // AppendPolicyVersion's VersionVerdicts).
   // Releases `held` as ListHeldKeys() read it: a hold of its key written
   // since (another tuner's rollback) stays.
   absl::Status ReleaseKey(int64_t target_id, const HeldKey& held);
@@ -348,7 +348,8 @@ class Store {
   // the write: another process stored one meanwhile (a tuner the agent
   // moved to, a verification's rollback), which this table does not know.
   // `verdicts` (optional): written in the same transaction
-  // (RecordVerification, HoldKey); their version numbers are the caller's
+  // (as RecordVerification would; the holds as ListHeldKeys reads them);
+  // their version numbers are the caller's
   // (this one is `based_on` + 1 if it is stored at all).
   absl::StatusOr<uint64_t> AppendPolicyVersion(int64_t target_id, PolicyTable* table,
                                                uint64_t based_on,

@@ -101,7 +101,9 @@ absl::StatusOr<uint64_t> Store::AppendVersion(int64_t target_id, PolicyTable* ta
   put->Bind(4, I(table->TotalSamples())).Bind(5, json);
   SPINTUNE_RETURN_IF_ERROR(put->Run());
   if (verdicts != nullptr) {
-    for (const auto& v : verdicts->verifications) SPINTUNE_RETURN_IF_ERROR(PutVerification(target_id, v));
+    for (const auto& v : verdicts->verifications) {
+      SPINTUNE_RETURN_IF_ERROR(PutVerification(target_id, v));
+    }
     for (const auto& h : verdicts->holds) SPINTUNE_RETURN_IF_ERROR(PutHold(target_id, h));
   }
   if (pin) {
@@ -215,11 +217,6 @@ absl::StatusOr<std::vector<VerificationRecord>> Store::ListVerifications(int64_t
     out.push_back(std::move(v));
   }
   return out;
-}
-
-absl::Status Store::HoldKey(int64_t target_id, const HeldKey& held) {
-  absl::MutexLock lock(&mu_);
-  return PutHold(target_id, held);
 }
 
 absl::Status Store::PutHold(int64_t target_id, const HeldKey& held) {

@@ -163,8 +163,8 @@ FitResult Fitter::RunRefit(const Request& r) {
   absl::Cleanup release = [&] { store_->ReleaseTarget(target_id); };
   auto changed = store_->DetectChanges(target_id, options_.change);
   // Everything below stops at its first failed statement; a failed drift
-  // detection does not stop the refit, unless its connection was made
-  // again and took the lease with it.
+  // detection does not stop the refit, unless it failed because the
+  // connection was lost (the lease ended with its session).
   if (!store_->HoldsLease(target_id)) {
     Logger().warn("refit target={}: the lease ended with a lost database connection: {}",
                   target_id, changed.status().ToString());

@@ -603,6 +603,12 @@ void TunerCore::IngestGroup(std::vector<TunerJob>& jobs) {
         RefuseOutOfOrder(job, r.last_seq);
         break;
     }
+    // A duplicate's or an out-of-order batch's last_seq is the database's:
+    // beyond this tuner's, another tuner stored batches meanwhile, and
+    // maybe keys (as at a Hello).
+    if (r.outcome != IngestOutcome::kStored && r.last_seq > durable_[session.target_id]) {
+      known_keys_.erase(session.target_id);
+    }
     durable_[session.target_id] = std::max(durable_[session.target_id], r.last_seq);
   }
   for (int64_t target : refit) RequestRefit(target, /*force=*/false);

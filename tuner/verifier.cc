@@ -223,9 +223,7 @@ absl::StatusOr<VerifyResult> VerifyTarget(Store& store, int64_t target_id,
   next.origin = worse.empty() ? "verify-settled" : "verify-rollback";
   // The rollback's version, its verdicts and its key holds in one
   // transaction: a refit never sees the version without the holds. Stored
-  // as based_on + 1 or not at all (Aborted when another process stored a
-  // version meanwhile: this verification fails and runs again on the next
-  // outcomes).
+  // as based_on + 1 or not at all (below).
   const uint64_t based_on = latest ? latest->version : 0;
   VersionVerdicts verdicts;
   for (const auto& [v, w] : worse) {
@@ -246,6 +244,10 @@ absl::StatusOr<VerifyResult> VerifyTarget(Store& store, int64_t target_id,
     }
     return result;
   }
+  // Another process stored a version meanwhile: nothing of the rollback
+  // was stored; the verdicts recorded and the drifts found stand, and the
+  // worse keys are judged again on the next outcomes.
+  if (absl::IsAborted(version.status())) return result;
   SPINTUNE_RETURN_IF_ERROR(version.status());
   for (auto& v : verdicts.verifications) {
     Logger().warn("target={} key {}/{}/op{}/sc{}: version {} measured worse ({}; {}); "
