@@ -27,7 +27,7 @@ class BackendTest : public ::testing::TestWithParam<Backend> {
   }
   void TearDown() override {
     for (const auto& f : files_) {
-      for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(f + suffix);
+      for (const char* suffix : {"", "-wal", "-shm", "-leases"}) std::filesystem::remove(f + suffix);
     }
   }
   bool postgres() const { return GetParam() == Backend::kPostgres; }

@@ -127,8 +127,9 @@ class SqlDb {
   virtual void UnlockSchema() {}
   // A lock between processes on `target_id`, held by this connection until
   // UnlockTarget() or the connection's end (PostgreSQL: an advisory lock,
-  // freed when its process dies). False when another connection holds it.
-  // SQLite: always true (its tuners share one host and one write lock).
+  // freed when its process dies; SQLite: a lock on a byte of a file beside
+  // the database, freed when its connection closes or its process dies).
+  // False when another connection holds it.
   virtual absl::StatusOr<bool> TryLockTarget(int64_t target_id) {
     (void)target_id;
     return true;

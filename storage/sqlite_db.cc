@@ -7,6 +7,9 @@
 
 #include <sqlite3.h>
 
+#include <cerrno>
+#include <cstring>
+
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 
@@ -231,7 +234,40 @@ absl::Status SqliteDb::EnsureRoom() {
 
 SqliteDb::~SqliteDb() {
   LeaveGate();
+  if (lease_fd_ >= 0) close(lease_fd_);  // (ends its leases)
   sqlite3_close_v2(db_);
+}
+
+absl::StatusOr<bool> SqliteDb::TryLockTarget(int64_t target_id) {
+  if (path_.empty() || path_ == ":memory:") return true;  // no other connection sees it
+  if (target_id < 0) return absl::InvalidArgumentError("negative target id");
+  if (lease_fd_ < 0) {
+    const std::string leases = path_ + "-leases";
+    lease_fd_ = open(leases.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (lease_fd_ < 0) {
+      return absl::UnavailableError(
+          absl::StrCat(leases, ": cannot open the target lease file: ", strerror(errno)));
+    }
+  }
+  struct flock lock = {};
+  lock.l_type = F_WRLCK;
+  lock.l_whence = SEEK_SET;
+  lock.l_start = target_id;
+  lock.l_len = 1;
+  if (fcntl(lease_fd_, F_OFD_SETLK, &lock) == 0) return true;
+  if (errno == EAGAIN || errno == EACCES) return false;  // another connection's
+  return absl::UnavailableError(
+      absl::StrCat(path_, "-leases: locking target ", target_id, ": ", strerror(errno)));
+}
+
+void SqliteDb::UnlockTarget(int64_t target_id) {
+  if (lease_fd_ < 0 || target_id < 0) return;
+  struct flock lock = {};
+  lock.l_type = F_UNLCK;
+  lock.l_whence = SEEK_SET;
+  lock.l_start = target_id;
+  lock.l_len = 1;
+  fcntl(lease_fd_, F_OFD_SETLK, &lock);
 }
 
 absl::Status SqliteDb::Error(absl::string_view context, int rc) const {

@@ -95,6 +95,12 @@ class SqliteDb : public SqlDb {
   }
   void SetCommitCheckpoints(bool on) override;
   absl::Status Checkpoint() override;
+  // Target leases between processes (and between connections of one
+  // process): a write lock on byte `target_id` of PATH-leases, an open
+  // file description lock (F_OFD_SETLK), which ends with this connection
+  // or its process however it ends. In memory: always true.
+  absl::StatusOr<bool> TryLockTarget(int64_t target_id) override;
+  void UnlockTarget(int64_t target_id) override;
 
   // Status for the connection's last error, prefixed with `context`.
   // Notes a full disk (see Open()).
@@ -126,6 +132,7 @@ class SqliteDb : public SqlDb {
   std::string path_;
   uint64_t reserve_bytes_;
   mutable bool full_ = false;
+  int lease_fd_ = -1;  // PATH-leases, opened at the first TryLockTarget()
   std::shared_ptr<WriteGate> gate_;  // null: none (SetWriteGate)
   WritePriority gate_priority_ = WritePriority::kBackground;
   bool in_gate_ = false;  // between Begin() and the end of its transaction

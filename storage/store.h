@@ -397,7 +397,8 @@ class Store {
   // store holds it now (or did already); false when another does. A lease
   // ends with ReleaseTarget() or with this store's connection (PostgreSQL:
   // at once when its process dies, within about 25 s when the network
-  // fails). SQLite: always true.
+  // fails; SQLite: a lock on a byte of DB-leases, ending when this store
+  // closes or its process dies). In memory: always true.
   absl::StatusOr<bool> LeaseTarget(int64_t target_id);
   void ReleaseTarget(int64_t target_id);
   // Whether the lease LeaseTarget() took is still held: false after this

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <array>
+#include <csignal>
 #include <atomic>
 #include <cmath>
 #include <filesystem>
@@ -409,6 +410,53 @@ TEST(Store, OpensADatabaseWhoseWriterDiedWithAnUnrecoveredLog) {
   ASSERT_TRUE(writer.ok()) << writer.status();
   auto found = (*writer)->FindTarget("survivor");
   ASSERT_TRUE(found.ok() && found->has_value());
+}
+
+// Tuners sharing an SQLite file refit a target one at a time too: the
+// lease is one store's (one connection's) until it releases it, closes, or
+// its process dies, even by SIGKILL.
+TEST(Store, ATargetLeaseOnSqliteIsOneStoresAcrossProcesses) {
+  const testing::TempDir dir;
+  const std::string path = dir.File("leases.db");
+  auto a = Store::Open(path);
+  auto b = Store::Open(path);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_TRUE(*(*a)->LeaseTarget(1));
+  EXPECT_FALSE(*(*b)->LeaseTarget(1));
+  EXPECT_TRUE(*(*b)->LeaseTarget(2)) << "one lease per target";
+  (*a)->ReleaseTarget(1);
+  EXPECT_TRUE(*(*b)->LeaseTarget(1));
+  EXPECT_FALSE(*(*a)->LeaseTarget(1));
+  b->reset();  // closed: its leases end
+  EXPECT_TRUE(*(*a)->LeaseTarget(1));
+  EXPECT_TRUE(*(*a)->LeaseTarget(2));
+  a->reset();
+  // Another process takes target 3 and is killed holding it.
+  int ready[2];
+  ASSERT_EQ(pipe(ready), 0);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    auto store = Store::Open(path);
+    const bool leased = store.ok() && *(*store)->LeaseTarget(3);
+    const char c = leased ? 'y' : 'n';
+    if (write(ready[1], &c, 1) != 1) _exit(1);
+    pause();  // until killed
+    _exit(0);
+  }
+  char c = 0;
+  ASSERT_EQ(read(ready[0], &c, 1), 1);
+  close(ready[0]);
+  close(ready[1]);
+  EXPECT_EQ(c, 'y');
+  auto parent = Store::Open(path);
+  ASSERT_TRUE(parent.ok());
+  EXPECT_FALSE(*(*parent)->LeaseTarget(3)) << "the other process holds it";
+  EXPECT_TRUE(*(*parent)->LeaseTarget(4));
+  kill(child, SIGKILL);
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_TRUE(*(*parent)->LeaseTarget(3)) << "it ended with the process";
 }
 
 TEST_P(StoreTest, UpsertKeepsTheTargetAndReplacesItsDescription) {
