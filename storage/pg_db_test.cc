@@ -156,28 +156,6 @@ TEST(PgDb, DataVersionMovesWhenAnOlderTransactionCommits) {
   EXPECT_NE(*after, *before) << "the older transaction's commit went unnoticed";
 }
 
-// Tuners sharing the database refit a target one at a time: the lease is
-// one store's until it releases it or its connection ends.
-TEST(PgDb, ATargetLeaseIsOneStoresUntilReleasedOrItsConnectionEnds) {
-  SPINTUNE_POSTGRES_OR_SKIP(dir);
-  auto uri = FreshPostgresDatabase();
-  ASSERT_TRUE(uri.ok()) << uri.status();
-  auto a = Store::Open(*uri);
-  auto b = Store::Open(*uri);
-  ASSERT_TRUE(a.ok() && b.ok());
-  EXPECT_TRUE(*(*a)->LeaseTarget(1));
-  EXPECT_FALSE(*(*b)->LeaseTarget(1));
-  EXPECT_TRUE(*(*b)->LeaseTarget(2)) << "one lease per target";
-  (*a)->ReleaseTarget(1);
-  EXPECT_TRUE(*(*b)->LeaseTarget(1));
-  EXPECT_FALSE(*(*a)->LeaseTarget(1));
-  b->reset();  // a tuner that dies: its server process ends a moment later
-  const absl::Time deadline = absl::Now() + absl::Seconds(10);
-  while (!*(*a)->LeaseTarget(1) && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(10));
-  EXPECT_TRUE(*(*a)->LeaseTarget(1));
-  EXPECT_TRUE(*(*a)->LeaseTarget(2));
-}
-
 // A lease ends with its session. A connection lost and made again
 // (PgDb reconnects outside transactions) does not hold it any more, and
 // the statement that made it again fails, saying so: the work it was
