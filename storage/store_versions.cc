@@ -61,14 +61,20 @@ absl::StatusOr<uint64_t> Store::AppendVersion(int64_t target_id, PolicyTable* ta
   // The table is serialized before the write transaction, numbered as it
   // will most likely be (tens of KiB of JSON, milliseconds on the fitter's
   // low-priority thread while the ingest worker waits for the write turn);
-  // again inside if another appender took that number meanwhile.
+  // again inside if another appender took that number meanwhile (a pinned
+  // version; one `based_on` names is based_on + 1 or refused).
   std::string json;
   auto serialize = [&](uint64_t version) {
     table->version = version;
     table->fitted_at = NowRfc3339();
     json = PolicyTableToJson(*table).dump();
   };
-  SPINTUNE_ASSIGN_OR_RETURN(uint64_t version, next_version());
+  uint64_t version = 0;
+  if (based_on) {
+    version = *based_on + 1;
+  } else {
+    SPINTUNE_ASSIGN_OR_RETURN(version, next_version());
+  }
   serialize(version);
   Transaction tx(db_.get());
   SPINTUNE_RETURN_IF_ERROR(tx.Begin());
@@ -88,7 +94,7 @@ absl::StatusOr<uint64_t> Store::AppendVersion(int64_t target_id, PolicyTable* ta
   SPINTUNE_ASSIGN_OR_RETURN(uint64_t inside, next_version());
   // Checked under the row lock too: a table built on an older version
   // would undo what the newer one decided (a rollback, a hold).
-  if (based_on && inside != *based_on + 1) {
+  if (based_on && inside != version) {
     return absl::AbortedError(absl::StrCat("version ", inside - 1,
                                            " was stored meanwhile; this table was built on ",
                                            *based_on == 0 ? std::string("none")

@@ -361,12 +361,7 @@ void TunerCore::OnHello(std::shared_ptr<SessionHandle> session, v1::Hello hello,
     session->target_id = *id;
     session->hello = hello;
     session->resend_bound = *durable;
-    // Another tuner stored batches of this target since this one last did
-    // (its agent moved there and back): the keys they added are not in
-    // known_keys_, which the key limit counts.
-    auto cached = durable_.find(*id);
-    if (cached == durable_.end() || cached->second != *durable) known_keys_.erase(*id);
-    durable_[*id] = *durable;
+    LearnDurable(*id, *durable);
     sessions_[*id].push_back(session);
     {
       absl::MutexLock lock(&mu_);
@@ -603,16 +598,22 @@ void TunerCore::IngestGroup(std::vector<TunerJob>& jobs) {
         RefuseOutOfOrder(job, r.last_seq);
         break;
     }
-    // A duplicate's or an out-of-order batch's last_seq is the database's:
-    // beyond this tuner's, another tuner stored batches meanwhile, and
-    // maybe keys (as at a Hello).
-    if (r.outcome != IngestOutcome::kStored && r.last_seq > durable_[session.target_id]) {
-      known_keys_.erase(session.target_id);
+    if (r.outcome == IngestOutcome::kStored) {
+      durable_[session.target_id] = std::max(durable_[session.target_id], r.last_seq);
+    } else {
+      LearnDurable(session.target_id, r.last_seq);
     }
-    durable_[session.target_id] = std::max(durable_[session.target_id], r.last_seq);
   }
   for (int64_t target : refit) RequestRefit(target, /*force=*/false);
   for (int64_t target : verify) fitter_->Verify(target);
+}
+
+void TunerCore::LearnDurable(int64_t target_id, uint64_t durable) {
+  auto [known, fresh] = durable_.try_emplace(target_id, durable);
+  if (fresh || durable > known->second) {
+    known_keys_.erase(target_id);
+    known->second = durable;
+  }
 }
 
 void TunerCore::RefuseOutOfOrder(TunerJob& job, uint64_t durable) {

@@ -242,6 +242,12 @@ class TunerCore {
   // Refuses (retry) a batch whose seq is beyond `durable` + 1, and what
   // follows it on its stream.
   void RefuseOutOfOrder(TunerJob& job, uint64_t durable);
+  // The database's durable seq of a target (read at a Hello, or in a
+  // duplicate's or an out-of-order batch's result). Beyond what durable_
+  // holds, another tuner stored batches since (an agent moved there and
+  // back), maybe with keys: the target's known_keys_ go, for the key limit
+  // to count them. Worker only.
+  void LearnDurable(int64_t target_id, uint64_t durable);
   void ObserveIngestLatency(absl::Duration d) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Count(uint64_t TunerCounters::*counter, uint64_t n = 1) ABSL_LOCKS_EXCLUDED(mu_);
   // Worker-only helpers.
