@@ -127,7 +127,7 @@ uint32_t DiskDevT(const std::string& disk) {
   return static_cast<uint32_t>((major_num << 20) | minor_num);
 }
 
-absl::StatusOr<WakeWindows> ParseWakeWindows(absl::string_view text) {
+absl::StatusOr<WakeWindows> ParseWindows(absl::string_view text, absl::string_view flag) {
   WakeWindows w;
   if (text == "all") return w;
   const size_t slash = text.find('/');
@@ -136,7 +136,7 @@ absl::StatusOr<WakeWindows> ParseWakeWindows(absl::string_view text) {
       !absl::ParseDuration(std::string(text.substr(slash + 1)), &w.every) ||
       w.on < absl::Milliseconds(100) || w.on >= w.every) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "--wake-windows '", text, "': \"all\" or ON/EVERY (\"1s/10s\"), ON at least 100ms and below EVERY"));
+        flag, " '", text, "': \"all\" or ON/EVERY (\"1s/10s\"), ON at least 100ms and below EVERY"));
   }
   return w;
 }

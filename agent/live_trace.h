@@ -44,8 +44,11 @@ struct WakeWindows {
   bool always() const { return every <= absl::ZeroDuration(); }
 };
 // "all", or "ON/EVERY" with absl durations ("1s/10s"); InvalidArgument
-// otherwise (ON must be at least 100ms and below EVERY).
-absl::StatusOr<WakeWindows> ParseWakeWindows(absl::string_view text);
+// naming `flag` otherwise (ON must be at least 100ms and below EVERY).
+absl::StatusOr<WakeWindows> ParseWindows(absl::string_view text, absl::string_view flag);
+inline absl::StatusOr<WakeWindows> ParseWakeWindows(absl::string_view text) {
+  return ParseWindows(text, "--wake-windows");
+}
 
 // A span of trace time in which the sched events were on: from `on_ns`
 // (read after they were enabled) to `off_ns` (read before they were

@@ -52,6 +52,7 @@ struct Flags {
   std::string histogram_wire = "arrays";
   uint32_t capture_samples = 0;
   std::string wake_windows = "1s/10s";
+  std::string capture_windows = "all";
   bool probe = false;
   uint64_t max_spin_ns = 0;
   std::string token_file;
@@ -168,6 +169,12 @@ int main(int argc, char** argv) {
                  "then (two thirds of the events a request makes), bpf attaches its "
                  "sched_switch program only then; completions and IRQ handler times are "
                  "measured all the time. --record takes all")
+      ->capture_default_str();
+  app.add_option("--capture-windows", f.capture_windows,
+                 "tracefs with bpf: capture for ON of every EVERY (ON/EVERY, e.g. 1s/10s: a "
+                 "tenth of the requests at a tenth of the cost; windows start at multiples of "
+                 "EVERY on the wall clock) or all the time (all); between windows no program "
+                 "is attached")
       ->capture_default_str();
   app.add_option("--max-spin-ns", f.max_spin_ns,
                  "Refuse pushed tables that busy-wait longer than this (0: no local limit)")
@@ -303,6 +310,7 @@ int main(int argc, char** argv) {
   // --record needs individual samples: the bpf capture then sends them all.
   source_options.capture_samples = !f.record.empty() && f.capture_samples == 0 ? 1 : f.capture_samples;
   source_options.wake_windows = f.record.empty() ? f.wake_windows : "all";
+  source_options.capture_windows = f.capture_windows;
   auto source = f.source.empty()
                     ? absl::StatusOr<std::unique_ptr<spintune::SampleSource>>(
                           std::make_unique<spintune::KnobOnlySource>(*knobs, host))

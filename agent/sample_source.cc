@@ -30,6 +30,8 @@ absl::StatusOr<std::unique_ptr<SampleSource>> OpenTracefs(const std::string& dev
   }
   SPINTUNE_ASSIGN_OR_RETURN(const CaptureMode mode, ParseCaptureMode(options.capture));
   SPINTUNE_ASSIGN_OR_RETURN(const WakeWindows wakes, ParseWakeWindows(options.wake_windows));
+  SPINTUNE_ASSIGN_OR_RETURN(const WakeWindows windows,
+                            ParseWindows(options.capture_windows, "--capture-windows"));
   SPINTUNE_ASSIGN_OR_RETURN(CorrelatorOptions correlator,
                             CorrelatorOptionsFromFlags(options.pairs, options.irq, {}));
   char host[256] = {0};
@@ -53,7 +55,7 @@ absl::StatusOr<std::unique_ptr<SampleSource>> OpenTracefs(const std::string& dev
   SPINTUNE_ASSIGN_OR_RETURN(auto source,
                             TracefsSource::Open(std::move(devices), cpu, irq_overhead_cpu_ns, board,
                                                 std::move(correlator), mode,
-                                                options.capture_samples, wakes));
+                                                options.capture_samples, wakes, windows));
   return std::unique_ptr<SampleSource>(std::move(source));
 }
 

@@ -20,7 +20,8 @@ absl::StatusOr<std::unique_ptr<TracefsSource>> TracefsSource::Open(std::set<std:
                                                                    CorrelatorOptions options,
                                                                    CaptureMode mode,
                                                                    uint32_t sample_every,
-                                                                   WakeWindows wakes) {
+                                                                   WakeWindows wakes,
+                                                                   WakeWindows windows) {
   const std::set<std::string> present = DiscoverDevices();
   std::set<std::string> pair_names;
   for (const auto& p : options.pairs) pair_names.insert(p.name);
@@ -56,6 +57,7 @@ absl::StatusOr<std::unique_ptr<TracefsSource>> TracefsSource::Open(std::set<std:
   config.correlator = std::move(options);
   config.sample_every = sample_every;
   config.wakes = wakes;
+  config.windows = windows;
   SPINTUNE_ASSIGN_OR_RETURN(s->capture_, OpenCapture(mode, std::move(config)));
   Logger().info("capture {}: measuring {}", s->capture_->mode(), absl::StrJoin(names, ","));
   const CaptureStats st = s->capture_->stats();

@@ -35,7 +35,8 @@ class TracefsSource : public SampleSource {
                                                              CorrelatorOptions options,
                                                              CaptureMode mode = CaptureMode::kAuto,
                                                              uint32_t sample_every = 0,
-                                                             WakeWindows wakes = {});
+                                                             WakeWindows wakes = {},
+                                                             WakeWindows windows = {});
 
   // Logs what the capture counted (lost events, drops) on the way out.
   ~TracefsSource() override;

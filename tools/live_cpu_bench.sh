@@ -54,13 +54,38 @@
 # build's spintune-agent binary), the windows with an agent alternate between
 # BUILD's (A) and OTHER_AGENT (B), and each is summed up apart: two builds'
 # whole-machine cost from one load.
+#
+# Windows mode, for the bpf capture's whole-machine figure with the least
+# noise: `live_cpu_bench.sh --windows BUILD [RATE] [SECS] [ON/EVERY]` runs ONE
+# load and ONE agent for SECS (default 600) with `--capture bpf
+# --capture-windows ON/EVERY` (default 1s/2s): its programs are attached for
+# ON of every EVERY, the windows starting at multiples of EVERY on the wall
+# clock, and detached in between. The machine's busy CPU (less the tuner's)
+# and the agent's are sampled every 50 ms; each window's attached part (from
+# 150 ms after its start to 50 ms before its end) is compared with the mean
+# of the detached parts on either side (from 100 ms after the drain to 50 ms
+# before the next window). Per traced request: attached minus detached, plus
+# the agent process's own CPU in the detached parts (what it costs whether
+# or not its programs run; without an agent at all the machine would not pay
+# it). Hundreds of short pairs instead of tens of 12 s ones: the load's own
+# swing is mostly slower than a window, so it cancels within a pair.
+# `--windows BUILD RATE SECS ON/EVERY null` checks the method: the agent
+# captures all the time (--capture-windows all) and the same parts are
+# compared, so the figure should be 0 within its standard error (beyond the
+# agent's own share): a bias of the parts' positions in the window would
+# show there.
 set -euo pipefail
 AB_OTHER=
 TOGGLE=
 TOGGLE_OTHER=
+WINDOWS=
 if [ "${1:-}" = --ab ]; then
   AB_OTHER=${3:?usage: live_cpu_bench.sh --ab BUILD OTHER_AGENT [RATE] [SECS]}
   set -- "$2" "${4:-10000}" "${5:-10}" 1 bpf
+elif [ "${1:-}" = --windows ]; then
+  WINDOWS=${5:-1s/2s}
+  WINDOWS_NULL=${6:-}
+  set -- "${2:?usage: live_cpu_bench.sh --windows BUILD [RATE] [SECS] [ON/EVERY] [null]}" "${3:-10000}" "${4:-600}" 1 bpf
 elif [ "${1:-}" = --toggle ]; then
   TOGGLE=${4:-8}
   TOGGLE_OTHER=${6:-}
@@ -229,6 +254,104 @@ if [ -n "$AB_OTHER" ]; then
           C["A"] / req, T["A"] / req, C["B"] / req, T["B"] / req
       }' "$OUT/A-0" "$OUT/A-1" "$OUT/B-0" "$OUT/B-1"
   done
+  exit 0
+fi
+
+if [ -n "$WINDOWS" ]; then
+  "$BUILD/agent/spintune-ioload" --file /var/tmp/spintune-cpu-bench.bin --duration "$((SECS + 8))" \
+    --threads 4 --sizes 4096 --write-share 0.2 --fsync-every 0 --rate "$RATE" \
+    >"$OUT/load.out" 2>&1 &
+  load_pid=$!
+  sleep 2
+  "$BUILD/agent/spintune-agent" --tuner "$addr" --source "tracefs:$disk" --capture bpf \
+    --capture-windows "$([ "$WINDOWS_NULL" = null ] && echo all || echo "$WINDOWS")" --platform "$OUT/platform.json" --state-dir "" --spool-dir "" \
+    >"$OUT/agent-windows.log" 2>&1 &
+  agent_pid=$!
+  for _ in $(seq 100); do grep -qs "session up" "$OUT/agent-windows.log" && break; sleep 0.1; done
+  grep -q "capture bpf: measuring" "$OUT/agent-windows.log" || { echo "the agent did not start capturing:"; cat "$OUT/agent-windows.log"; exit 1; }
+  drain=$(sed -n 's/.*completions followed for \([^ ]*\) after.*/\1/p' "$OUT/agent-windows.log")
+  if [ "$WINDOWS_NULL" = null ]; then
+    drain=200ms
+    echo "NULL CHECK: the agent captures all the time; the parts are compared as if it did not"
+  fi
+  printf "live capture cost, windows mode: one load at %s requests/s on %s (4 threads of 4 KiB O_DIRECT I/O)\n" "$RATE" "$disk"
+  printf "and one agent (--capture bpf --capture-windows %s, drain %s) for %s s\n" \
+    "$([ "$WINDOWS_NULL" = null ] && echo "all; compared as $WINDOWS" || echo "$WINDOWS")" "$drain" "$SECS"
+  # Samples: wall time, machine busy CPU-s less the tuner's, the agent's CPU-s.
+  python3 - "$SECS" "$tuner_pid" "$agent_pid" >"$OUT/samples" <<'PY'
+import os, sys, time
+secs, tuner, agent = float(sys.argv[1]), sys.argv[2], sys.argv[3]
+hz = os.sysconf("SC_CLK_TCK")
+def task_ns(pid):  # every thread's exact run time (schedstat), summed
+    t = 0
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            t += int(open(f"/proc/{pid}/task/{tid}/schedstat").read().split()[0])
+        except (OSError, ValueError):
+            pass  # a thread that just ended
+    return t
+def sample():
+    with open("/proc/stat") as f:
+        cpu = f.readline().split()
+    now = time.time()  # the wall clock, which the windows follow
+    mono = time.clock_gettime(time.CLOCK_BOOTTIME)
+    idle = (int(cpu[4]) + int(cpu[5]) + int(cpu[8])) / hz  # idle + iowait + steal
+    busy = os.cpu_count() * mono - idle
+    return now, busy - task_ns(tuner) / 1e9, task_ns(agent) / 1e9
+end = time.time() + secs
+while time.time() < end:
+    print("%.4f %.6f %.6f" % sample(), flush=True)
+    time.sleep(0.05 - time.time() % 0.05)
+PY
+  kill -INT "$agent_pid"; wait "$agent_pid" || true; agent_pid=
+  wait "$load_pid"
+  rps=$(sed -n 's/.*(\([0-9]*\) requests\/s).*/\1/p' "$OUT/load.out")
+  python3 - "$OUT/samples" "$WINDOWS" "$drain" "$rps" <<'PY'
+import bisect, re, statistics, sys
+rows = [tuple(map(float, l.split())) for l in open(sys.argv[1]) if l.strip()]
+def seconds(text):
+    total = 0.0
+    for n, unit in re.findall(r"([0-9.]+)(ms|us|s|m)", text):
+        total += float(n) * {"ms": 1e-3, "us": 1e-6, "s": 1, "m": 60}[unit]
+    return total
+on, every = (seconds(x) for x in sys.argv[2].split("/"))
+drain, rps = seconds(sys.argv[3]), float(sys.argv[4])
+times = [r[0] for r in rows]
+def at(t, col):  # a counter at time t, linear between samples
+    i = bisect.bisect_left(times, t)
+    if i == 0 or i >= len(rows):
+        return None
+    (t0, *a), (t1, *b) = rows[i - 1], rows[i]
+    return a[col] + (b[col] - a[col]) * (t - t0) / (t1 - t0)
+def rate(t0, t1, col):
+    a, b = at(t0, col), at(t1, col)
+    return None if a is None or b is None else (b - a) / (t1 - t0)
+first = int(times[0] // every) + 1
+last = int(times[-1] // every) - 1
+att, det, agent_det = {}, {}, {}
+for k in range(first, last + 1):
+    w = k * every
+    att[k] = rate(w + 0.15, w + on - 0.05, 0)
+    det[k] = rate(w + on + drain + 0.1, w + every - 0.05, 0)
+    agent_det[k] = rate(w + on + drain + 0.1, w + every - 0.05, 1)
+diffs, agents = [], []
+for k in range(first + 1, last + 1):
+    if None in (att[k], det[k - 1], det[k], agent_det[k - 1], agent_det[k]):
+        continue
+    agent = (agent_det[k - 1] + agent_det[k]) / 2
+    diffs.append((att[k] - (det[k - 1] + det[k]) / 2 + agent) / rps * 1e6)
+    agents.append(agent / rps * 1e6)
+n = len(diffs)
+if n < 2:
+    sys.exit("windows mode: fewer than two windows measured")
+mean = statistics.mean(diffs)
+print("%d windows at %d requests/s: whole machine (less the tuner) per traced request: mean %+.2f us "
+      "(standard error %.2f), median %+.2f us; of it the agent process %.2f us"
+      % (n, rps, mean, statistics.stdev(diffs) / n ** 0.5, statistics.median(diffs), statistics.mean(agents)))
+print("machine busy (less the tuner), %% of a core: attached %.1f, detached %.1f (mean of the windows)"
+      % (100 * statistics.mean(a for a in att.values() if a is not None),
+         100 * statistics.mean(d for d in det.values() if d is not None)))
+PY
   exit 0
 fi
 

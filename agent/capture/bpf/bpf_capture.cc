@@ -133,6 +133,12 @@ class BpfCapture : public Capture {
   // --wake-windows: pauses or resumes the recording of waiters, and
   // detaches or attaches stc_switch, when `now` reaches next_toggle_.
   void ToggleWakes(absl::Time now);
+  // --capture-windows: pauses the starts, detaches every program after the
+  // drain, or attaches them again, when `now` reaches next_window_toggle_.
+  void ToggleCapture(absl::Time now);
+  // Attaches every program (stc_switch only in a wake window) and resumes
+  // the starts; false (logged) when the kernel refused one.
+  bool AttachForWindow();
 
   // What was reported so far of one histogram slot: deltas are taken
   // against it.
@@ -161,6 +167,13 @@ class BpfCapture : public Capture {
   absl::Duration wake_window_;
   absl::Time window_began_;
   absl::Time next_toggle_ = absl::InfiniteFuture();
+  // Capture windows: on (attached, starts recorded), draining (no new
+  // starts; attached until kCaptureDrain after the window), off (detached).
+  enum class CapturePhase { kOn, kDraining, kOff };
+  WakeWindows windows_;
+  CapturePhase capture_phase_ = CapturePhase::kOn;
+  absl::Duration drain_;
+  absl::Time next_window_toggle_ = absl::InfiniteFuture();
   std::map<uint32_t, Slot> slots_;     // by slot index
   std::vector<stc_hist> values_;        // one slot's histograms, one per CPU
   uint64_t ring_samples_ = 0;
@@ -283,9 +296,12 @@ void BpfCapture::ToggleWakes(absl::Time now) {
       break;
     case WakePhase::kOff:
       // Attached before waiters are recorded again: every one recorded
-      // sees its switch in.
-      skel_->links.stc_switch = bpf_program__attach(skel_->progs.stc_switch);
-      if (skel_->links.stc_switch == nullptr) {
+      // sees its switch in. (Outside a capture window the window's attach
+      // does it.)
+      if (capture_phase_ != CapturePhase::kOff) {
+        skel_->links.stc_switch = bpf_program__attach(skel_->progs.stc_switch);
+      }
+      if (capture_phase_ != CapturePhase::kOff && skel_->links.stc_switch == nullptr) {
         Logger().warn("bpf capture: attaching stc_switch for a wake window failed ({}); wake "
                       "latencies wait for the next window",
                       std::strerror(errno));
@@ -301,10 +317,80 @@ void BpfCapture::ToggleWakes(absl::Time now) {
   }
 }
 
+// The start of the capture window `now` is in (windows start at multiples
+// of `every` since the Unix epoch).
+absl::Time WindowStart(absl::Time now, absl::Duration every) {
+  return absl::UnixEpoch() + absl::Floor(now - absl::UnixEpoch(), every);
+}
+
+uint64_t MonotonicNs() {
+  timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);  // bpf_ktime_get_ns()'s clock
+  return static_cast<uint64_t>(t.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(t.tv_nsec);
+}
+
+bool BpfCapture::AttachForWindow() {
+  // An IRQ or softirq the programs saw enter but not leave before they
+  // were detached would hold its CPU "in interrupt" for good.
+  // (An array indexed by CPU, one irq_state each.)
+  std::vector<uint8_t> zeros(bpf_map__value_size(skel_->maps.irq_last), 0);
+  const int irq_fd = bpf_map__fd(skel_->maps.irq_last);
+  for (uint32_t cpu = 0; cpu < static_cast<uint32_t>(ncpus_); ++cpu) {
+    bpf_map_update_elem(irq_fd, &cpu, zeros.data(), BPF_ANY);
+  }
+  // Every program before the first start: none sees half a request.
+  if (int err = spintune_capture__attach(skel_); err != 0) {
+    Logger().warn("bpf capture: attaching for a capture window failed ({}: {}); trying again at "
+                  "the next window",
+                  std::strerror(-err), TakeLibbpfLines());
+    spintune_capture__detach(skel_);
+    return false;
+  }
+  if (wake_phase_ == WakePhase::kOff) {
+    bpf_link__destroy(skel_->links.stc_switch);
+    skel_->links.stc_switch = nullptr;
+  }
+  // Ends of requests started while detached are not unpaired.
+  skel_->bss->unpaired_from_ns = MonotonicNs() + absl::ToInt64Nanoseconds(drain_);
+  skel_->bss->starts_paused = 0;
+  return true;
+}
+
+void BpfCapture::ToggleCapture(absl::Time now) {
+  if (now < next_window_toggle_) return;
+  const absl::Time start = WindowStart(now, windows_.every);
+  switch (capture_phase_) {
+    case CapturePhase::kOn:
+      skel_->bss->starts_paused = 1;
+      skel_->bss->unpaired_from_ns = ~uint64_t{0};
+      capture_phase_ = CapturePhase::kDraining;
+      next_window_toggle_ = now + drain_;
+      break;
+    case CapturePhase::kDraining:
+      spintune_capture__detach(skel_);
+      capture_phase_ = CapturePhase::kOff;
+      next_window_toggle_ = start + windows_.every;
+      break;
+    case CapturePhase::kOff:
+      if (now >= start + windows_.on) {  // (woken late: this window is over)
+        next_window_toggle_ = start + windows_.every;
+        break;
+      }
+      if (AttachForWindow()) {
+        capture_phase_ = CapturePhase::kOn;
+        next_window_toggle_ = start + windows_.on;
+      } else {
+        next_window_toggle_ = start + windows_.every;
+      }
+      break;
+  }
+}
+
 absl::Status BpfCapture::Take(CaptureOutput* out, absl::Duration timeout) {
   const absl::Time now = absl::Now();
   ToggleWakes(now);
-  const absl::Time until = std::min({now + timeout, next_read_, next_toggle_});
+  ToggleCapture(now);
+  const absl::Time until = std::min({now + timeout, next_read_, next_toggle_, next_window_toggle_});
   if (ring_ != nullptr) {
     sink_ = out;
     // Rounded up: a poll of 0 ms would spin until `until`.
@@ -485,6 +571,23 @@ absl::StatusOr<std::unique_ptr<Capture>> BpfCapture::Open(const CaptureConfig& o
   c->next_read_ = absl::Now() + c->interval_;
   c->wakes_ = options.wakes;
   c->wake_window_ = absl::Nanoseconds(options.correlator.wake_window_ns);
+  c->windows_ = options.windows;
+  if (!c->windows_.always()) {
+    c->drain_ = std::min(kCaptureDrain, (c->windows_.every - c->windows_.on) / 2);
+    const absl::Time now = absl::Now();
+    const absl::Time start = WindowStart(now, c->windows_.every);
+    if (now < start + c->windows_.on) {
+      c->next_window_toggle_ = start + c->windows_.on;
+    } else {  // between windows: detached until the next
+      spintune_capture__detach(s);
+      c->capture_phase_ = CapturePhase::kOff;
+      c->next_window_toggle_ = start + c->windows_.every;
+    }
+    Logger().info("capture windows: the programs attached for {} of every {} (from each "
+                  "multiple of it on the wall clock), completions followed for {} after",
+                  absl::FormatDuration(c->windows_.on), absl::FormatDuration(c->windows_.every),
+                  absl::FormatDuration(c->drain_));
+  }
   c->window_began_ = absl::Now();  // the first window: from the start
   if (!c->wakes_.always() && c->skel_->links.stc_switch != nullptr) {
     c->next_toggle_ = c->window_began_ + c->wakes_.on;

@@ -5,7 +5,9 @@
 // - its wake latencies (IRQ entry -> the sleeping issuer switched in) are
 //   the raw capture's on the same load;
 // - starts that collide in the direct-mapped table of pending starts and
-//   spill into the LRU hash are paired as exactly as the others.
+//   spill into the LRU hash are paired as exactly as the others;
+// - capture windows measure their share of the requests and run nothing
+//   in between.
 #include <signal.h>
 #include <unistd.h>
 
@@ -344,6 +346,128 @@ TEST(BpfCaptureTest, StartsThatCollideInTheDirectTableArePairedExactly) {
   EXPECT_TRUE(near(one_after.unended_starts - one_before.unended_starts,
                    full_after.unended_starts - full_before.unended_starts));
   std::cout << completions << " completions in " << full_keys.size() << " keys\n";
+}
+
+// --capture-windows: the programs are attached for ON of every EVERY
+// (windows at multiples of EVERY on the wall clock) and measure the requests
+// started then; in between nothing runs. Against a capture all the time on
+// the same load, both read every 20 ms:
+// - about ON/EVERY of the completions over the run;
+// - between windows (after the drain) the windowed capture's completions
+//   and IRQ handler times (dispatches) do not move, read after read: no
+//   program ran (one that only stopped recording starts would go on timing
+//   the disk's IRQ handlers);
+// - in the reads that fall in a window, the same completions with the same
+//   median, tail and IRQ-path share as the full capture's: detaching and
+//   attaching again leaves no stale interrupt state behind;
+// - the drains leave few starts unended and the resumes few ends unpaired.
+// About 4 s.
+TEST(BpfCaptureTest, CaptureWindowsMeasureTheirShareAndRunNothingBetween) {
+  std::string disk;
+  SKIP_UNLESS_HERE(false, &disk);
+  CaptureConfig config;
+  config.devices = {disk};
+  config.histogram_interval = absl::ZeroDuration();
+  auto all = OpenCapture(CaptureMode::kBpf, config);
+  ASSERT_TRUE(all.ok()) << all.status();
+  auto windows = ParseWindows("400ms/1s", "--capture-windows");
+  ASSERT_TRUE(windows.ok());
+  config.windows = *windows;
+  auto some = OpenCapture(CaptureMode::kBpf, config);
+  ASSERT_TRUE(some.ok()) << some.status();
+  {
+    CaptureOutput before;
+    ASSERT_TRUE((*all)->Take(&before, absl::ZeroDuration()).ok());
+    ASSERT_TRUE((*some)->Take(&before, absl::ZeroDuration()).ok());
+  }
+  const CaptureStats some_before = (*some)->stats();
+  struct Sums {
+    LatencyHistogram wait;
+    uint64_t irq_path = 0;
+    uint64_t Add(const CaptureOutput& out) {
+      const uint64_t before = wait.total_count();
+      for (const auto& h : out.histograms) {
+        for (const auto& [index, n] : h.wait.buckets) wait.AddToBucket(index, n);
+        irq_path += h.irq_path;
+      }
+      return wait.total_count() - before;
+    }
+  };
+  Sums all_run, some_run, all_in, some_in;
+  // Reads between windows, after the drain: (second, completions +
+  // dispatches so far).
+  std::vector<std::pair<int64_t, uint64_t>> between;
+  auto take_both = [&]() -> absl::Status {
+    CaptureOutput s, a;
+    absl::Status status = (*some)->Take(&s, absl::ZeroDuration());
+    if (status.ok()) status = (*all)->Take(&a, absl::ZeroDuration());
+    const int64_t ms = absl::ToUnixMillis(absl::Now());
+    const int64_t in_second = ms % 1000;
+    if (in_second >= 680 && in_second <= 980) {
+      const CaptureStats st = (*some)->stats();
+      between.emplace_back(ms / 1000, st.completions + st.dispatches);
+    }
+    const uint64_t some_n = some_run.Add(s), all_n = all_run.Add(a);
+    if (all_n > 0 && 2 * some_n >= all_n) {
+      some_in.Add(s);
+      all_in.Add(a);
+    }
+    return status;
+  };
+  std::atomic<bool> loading{true};
+  absl::Status taking;
+  std::thread taker([&] {
+    while (loading && taking.ok()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      taking = take_both();
+    }
+  });
+  const auto ran = RunIoLoad(SmallLoad("capture-windows", {4096}, 2, absl::Seconds(4)));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  loading = false;
+  taker.join();
+  ASSERT_TRUE(ran.ok()) << ran.status();
+  ASSERT_TRUE(taking.ok()) << taking;
+  ASSERT_TRUE(take_both().ok());
+  const CaptureStats some_after = (*some)->stats();
+
+  const double completions = static_cast<double>(all_run.wait.total_count());
+  ASSERT_GT(completions, 2000) << "the load's requests were captured";
+  const double share = static_cast<double>(some_run.wait.total_count()) / completions;
+  EXPECT_GT(share, 0.3) << "windows of 400 ms in 1 s";
+  EXPECT_LT(share, 0.5) << "windows of 400 ms in 1 s";
+  int quiet_pairs = 0;
+  for (size_t i = 1; i < between.size(); ++i) {
+    if (between[i].first != between[i - 1].first) continue;
+    ++quiet_pairs;
+    EXPECT_EQ(between[i].second, between[i - 1].second)
+        << "a completion or IRQ counted between windows, in second " << between[i].first;
+  }
+  EXPECT_GE(quiet_pairs, 10) << "reads between windows";
+  const double in = static_cast<double>(all_in.wait.total_count());
+  ASSERT_GT(in, 500) << "reads in the windows";
+  EXPECT_NEAR(static_cast<double>(some_in.wait.total_count()), in, 0.05 * in);
+  for (double q : {0.5, 0.9}) {
+    EXPECT_NEAR(some_in.wait.QuantileNs(q), all_in.wait.QuantileNs(q),
+                0.05 * all_in.wait.QuantileNs(q))
+        << "quantile " << q;
+  }
+  EXPECT_NEAR(static_cast<double>(some_in.irq_path) / static_cast<double>(some_in.wait.total_count()),
+              static_cast<double>(all_in.irq_path) / in, 0.03)
+      << "the IRQ path's share";
+  const double some_n = static_cast<double>(some_after.completions - some_before.completions);
+  EXPECT_LE(static_cast<double>(some_after.unended_starts - some_before.unended_starts),
+            5 + 0.01 * some_n);
+  EXPECT_LE(static_cast<double>(some_after.unpaired_ends - some_before.unpaired_ends),
+            5 + 0.01 * some_n);
+  std::cout << "completions " << some_run.wait.total_count() << "/" << all_run.wait.total_count()
+            << " (windows/all), in the windows' reads " << some_in.wait.total_count() << "/"
+            << all_in.wait.total_count() << ", p50 "
+            << static_cast<int64_t>(some_in.wait.QuantileNs(0.5)) << "/"
+            << static_cast<int64_t>(all_in.wait.QuantileNs(0.5)) << " ns; " << quiet_pairs
+            << " pairs of reads between windows; unended "
+            << some_after.unended_starts - some_before.unended_starts << ", unpaired "
+            << some_after.unpaired_ends - some_before.unpaired_ends << "\n";
 }
 
 }  // namespace

@@ -120,6 +120,17 @@ __u64 spilled = 0;	/* live starts in `pending` (or more) */
  */
 __u32 wakes_paused = 0;
 
+/*
+ * Set by the loader outside its capture windows (--capture-windows): no
+ * start is recorded; the completions of those already recorded are followed
+ * until the loader detaches every program, and attaches them again before
+ * it clears this. An end without a start is counted as unpaired only from
+ * unpaired_from_ns on (the loader's: after a window's first requests, whose
+ * starts came while the programs were detached, have ended).
+ */
+__u32 starts_paused = 0;
+__u64 unpaired_from_ns = 0;
+
 /* The last irq_handler_entry of one CPU, and its interrupt context. */
 struct irq_state {
 	__u64 entry_ns;
@@ -616,6 +627,8 @@ static __always_inline void start_request(__u64 ts_ns, __u32 kind, __u64 id, __u
 	struct direct_entry *d = direct_entry_of(kind, word);
 	struct start *p;
 
+	if (starts_paused)
+		return;
 	if (d && d->id == word && d->kind == kind)
 		p = &d->s;
 	else
@@ -725,14 +738,15 @@ static __always_inline void complete(__u64 now, const struct start *s, bool erro
 }
 
 /* Takes the pending start of (kind, id); false when there is none. */
-static __always_inline bool take(__u32 kind, __u64 id, struct start *out)
+static __always_inline bool take(__u64 now, __u32 kind, __u64 id, struct start *out)
 {
 	struct start_key k = { .id = id, .kind = kind };
 	struct direct_entry *d;
 	struct start *p = find_live(&k, &d);
 
 	if (!p) {
-		count(STC_UNPAIRED_ENDS);
+		if (now >= unpaired_from_ns)
+			count(STC_UNPAIRED_ENDS);
 		return false;
 	}
 	*out = *p;
@@ -810,7 +824,7 @@ static __always_inline void rq_complete(__u64 now, struct request *rq, __u8 erro
 		__u32 device;
 
 		/* (Only measured devices' requests have starts.) */
-		if (device_index(STC_DEV_BLOCK, block_dev(rq), &device) == 0)
+		if (now >= unpaired_from_ns && device_index(STC_DEV_BLOCK, block_dev(rq), &device) == 0)
 			count(STC_UNPAIRED_ENDS);
 		return;
 	}
@@ -1054,9 +1068,9 @@ int BPF_PROG(stc_mmc_done, struct mmc_host *host, struct mmc_request *mrq)
 	if (device_index(STC_DEV_MMC, index, &device))
 		return 0;
 	if (opcode == 0 && tag >= 0) {
-		if (!take(STC_START_MMC_CQE, cqe_id(index, tag), &s))
+		if (!take(now, STC_START_MMC_CQE, cqe_id(index, tag), &s))
 			return 0;
-	} else if (!take(STC_START_MMC, (__u64)mrq, &s)) {
+	} else if (!take(now, STC_START_MMC, (__u64)mrq, &s)) {
 		return 0;
 	}
 	error = mmc_cmd_error(cmd) || mmc_cmd_error(BPF_CORE_READ(mrq, sbc)) ||
@@ -1104,7 +1118,7 @@ int BPF_PROG(stc_spi_xfer_stop, struct spi_message *msg, struct spi_transfer *xf
 	__u64 now = bpf_ktime_get_ns();
 	struct start s;
 
-	if (take(STC_START_SPI_XFER, (__u64)xfer, &s))
+	if (take(now, STC_START_SPI_XFER, (__u64)xfer, &s))
 		complete(now, &s, false);
 	return 0;
 }
@@ -1127,7 +1141,7 @@ int BPF_PROG(stc_spi_msg_done, struct spi_message *msg)
 	__u64 now = bpf_ktime_get_ns();
 	struct start s;
 
-	if (!take(STC_START_SPI_MSG, (__u64)msg, &s))
+	if (!take(now, STC_START_SPI_MSG, (__u64)msg, &s))
 		return 0;
 	s.bytes = BPF_CORE_READ(msg, actual_length);	/* the actual length */
 	s.slot = wait_slot(&s);
