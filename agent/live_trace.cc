@@ -6,6 +6,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstring>
 #include <fstream>
@@ -208,7 +209,8 @@ absl::StatusOr<TracefsOptions> CaptureOptions(const std::set<std::string>& devic
 
 absl::StatusOr<std::unique_ptr<LiveTrace>> LiveTrace::Start(const std::set<std::string>& devices,
                                                            CorrelatorOptions options, bool raw,
-                                                           WakeWindows wakes) {
+                                                           WakeWindows wakes, WakeWindows windows,
+                                                           absl::Duration drain) {
   auto t = CaptureOptions(devices, options.pairs);
   if (!t.ok()) return t.status();
   t->open_trace_pipe = !raw;
@@ -235,14 +237,42 @@ absl::StatusOr<std::unique_ptr<LiveTrace>> LiveTrace::Start(const std::set<std::
   }
   live->wakes_ = wakes;
   live->wake_window_ns_ = options.wake_window_ns;
+  std::set<std::string> starts = {"block_rq_issue", "mmc_request_start", "spi_transfer_start",
+                                  "spi_message_start"};
+  for (const auto& p : options.pairs) starts.insert(p.start_event);
   for (const auto& e : live->instance_->enabled_events()) {
-    if (absl::StartsWith(e, "sched/")) live->sched_events_.push_back(e);
+    if (absl::StartsWith(e, "sched/")) {
+      live->sched_events_.push_back(e);
+    } else if (starts.count(e.substr(e.find('/') + 1)) != 0) {
+      live->start_events_.push_back(e);
+    } else {
+      live->end_events_.push_back(e);
+    }
   }
   live->spans_.push_back({MonotonicNs(), UINT64_MAX});  // the events are on from the start
   live->next_toggle_ns_ = live->spans_.back().on_ns + absl::ToInt64Nanoseconds(wakes.on);
   if (!wakes.always()) {
     Logger().info("wake latencies in windows: sched events on for {} of every {}",
                   absl::FormatDuration(wakes.on), absl::FormatDuration(wakes.every));
+  }
+  live->windows_ = windows;
+  live->drain_ = drain;
+  if (!windows.always()) {
+    const absl::Time now = absl::Now();
+    const absl::Time start = WindowStart(now, windows.every);
+    live->next_window_toggle_ = start + windows.on;
+    if (now >= start + windows.on) {  // between windows: off until the next
+      std::vector<std::string> all = live->start_events_;
+      all.insert(all.end(), live->end_events_.begin(), live->end_events_.end());
+      if (absl::Status st = live->instance_->SetEnabled(all, false); !st.ok()) return st;
+      live->capture_phase_ = CapturePhase::kOff;
+      live->ApplySched();
+      live->next_window_toggle_ = start + windows.every;
+    }
+    Logger().info("capture windows: events on for {} of every {} (from each multiple of it on "
+                  "the wall clock), completions followed for {} after",
+                  absl::FormatDuration(windows.on), absl::FormatDuration(windows.every),
+                  absl::FormatDuration(drain));
   }
   live->correlator_ = std::make_unique<TraceCorrelator>(std::move(options));
   live->reader_ = std::thread([p = live.get(), raw] { raw ? p->ReadRawLoop() : p->ReadLoop(); });
@@ -261,10 +291,13 @@ void LiveTrace::ReadLoop() {
   std::vector<char> buffer(1 << 18);
   while (!stop_) {
     ToggleWakes();
+    ToggleCapture();
     // trace_pipe hands out about a page per read: drain it, then pause.
     // It also wakes its reader on every event, and the reader's own
     // wake-ups are sched events: reading eagerly would feed on itself.
-    absl::Duration wait = absl::Milliseconds(100);
+    // (Waking for a capture window's edge on time.)
+    absl::Duration wait =
+        std::max(absl::ZeroDuration(), std::min(absl::Milliseconds(100), next_window_toggle_ - absl::Now()));
     size_t total = 0;
     while (!stop_) {
       auto n = instance_->Read(buffer.data(), buffer.size(), wait);
@@ -282,24 +315,79 @@ void LiveTrace::ReadLoop() {
 void LiveTrace::Pause() {
   // One wait, not a loop of short sleeps: every wake-up of the reader costs
   // a context switch (and, in a VM, an exit or two).
-  stopping_.WaitForNotificationWithTimeout(absl::Milliseconds(kGatherMs));
+  const absl::Duration to_window = next_window_toggle_ - absl::Now();
+  stopping_.WaitForNotificationWithTimeout(
+      std::max(absl::ZeroDuration(), std::min(absl::Milliseconds(kGatherMs), to_window)));
 }
 
 void LiveTrace::ToggleWakes() {
   if (wakes_.always() || sched_events_.empty()) return;
   const uint64_t now = MonotonicNs();
   if (now < next_toggle_ns_) return;
-  const bool on = spans_.back().off_ns != UINT64_MAX;
-  if (!on) spans_.back().off_ns = now;  // before the events stop
-  if (absl::Status st = instance_->SetEnabled(sched_events_, on); !st.ok()) {
+  wake_on_ = !wake_on_;
+  next_toggle_ns_ = now + absl::ToInt64Nanoseconds(wake_on_ ? wakes_.on : wakes_.every - wakes_.on);
+  ApplySched();
+}
+
+void LiveTrace::ApplySched() {
+  if (sched_events_.empty()) return;
+  const bool want = wake_on_ && capture_phase_ != CapturePhase::kOff;
+  const bool on = spans_.back().off_ns == UINT64_MAX;
+  if (want == on) return;
+  if (on) spans_.back().off_ns = MonotonicNs();  // before the events stop
+  if (absl::Status st = instance_->SetEnabled(sched_events_, want); !st.ok()) {
     // Left as they are: dispatch samples stop (off) or wait for the next
     // window (on); completions go on.
     Logger().warn("wake windows: {}", st.ToString());
-  } else if (on) {
+  } else if (want) {
     spans_.push_back({MonotonicNs(), UINT64_MAX});  // after they started
     if (spans_.size() > 8) spans_.pop_front();  // older than any sample still held
   }
-  next_toggle_ns_ = now + absl::ToInt64Nanoseconds(on ? wakes_.on : wakes_.every - wakes_.on);
+}
+
+void LiveTrace::ToggleCapture() {
+  const absl::Time now = absl::Now();
+  if (windows_.always() || now < next_window_toggle_) return;
+  const absl::Time start = WindowStart(now, windows_.every);
+  absl::Status st;
+  switch (capture_phase_) {
+    case CapturePhase::kOn:
+      starts_off_ns_ = MonotonicNs();  // before: no end after it has its start
+      st = instance_->SetEnabled(start_events_, false);
+      capture_phase_ = CapturePhase::kDraining;
+      next_window_toggle_ = now + drain_;
+      break;
+    case CapturePhase::kDraining:
+      st = instance_->SetEnabled(end_events_, false);
+      capture_phase_ = CapturePhase::kOff;
+      ApplySched();
+      // (A drain that ran into the next window: on again at once.)
+      next_window_toggle_ = now < start + windows_.on ? now : start + windows_.every;
+      break;
+    case CapturePhase::kOff:
+      next_window_toggle_ = start + windows_.every;
+      if (now >= start + windows_.on) break;  // (woken late: this window is over)
+      // The ends first: no request started in the window goes unseen.
+      st = instance_->SetEnabled(end_events_, true);
+      capture_phase_ = CapturePhase::kOn;
+      ApplySched();
+      if (st.ok()) st = instance_->SetEnabled(start_events_, true);
+      starts_off_ns_ = UINT64_MAX;
+      edge_until_ns_ = MonotonicNs() + absl::ToInt64Nanoseconds(drain_);
+      next_window_toggle_ = start + windows_.on;
+      break;
+  }
+  if (!st.ok()) Logger().warn("capture windows: {}", st.ToString());
+}
+
+bool LiveTrace::Correlate(const TraceRecord& r, LiveTraceStats* delta) {
+  const uint64_t unpaired = correlator_->stats().unpaired_ends;
+  const bool parsed = correlator_->Process(r);
+  if (correlator_->stats().unpaired_ends != unpaired &&
+      (r.ts_ns < edge_until_ns_ || r.ts_ns >= starts_off_ns_)) {
+    ++delta->window_edge_ends;  // started before the window, or after its start events
+  }
+  return parsed;
 }
 
 void LiveTrace::Fail(absl::Status status) {
@@ -311,11 +399,12 @@ void LiveTrace::ReadRawLoop() {
   // The binary buffers do not wake a reader per event: poll every kGatherMs.
   while (!stop_) {
     ToggleWakes();
+    ToggleCapture();
     LiveTraceStats delta;
     const uint64_t lost_before = raw_->lost_events();
     const uint64_t events_before = raw_->events();
     auto n = raw_->Poll([&](const TraceRecord& r) {
-      if (!correlator_->Process(r)) ++delta.unparsed_lines;
+      if (!Correlate(r, &delta)) ++delta.unparsed_lines;
     });
     if (!n.ok()) return Fail(n.status());
     delta.bytes = *n;
@@ -336,7 +425,7 @@ void LiveTrace::Consume(absl::string_view text) {
     switch (ParseTraceLine(line, &record)) {
       case LineKind::kEvent:
         ++delta.events;
-        if (!correlator_->Process(record)) ++delta.unparsed_lines;
+        if (!Correlate(record, &delta)) ++delta.unparsed_lines;
         break;
       case LineKind::kLost:
         delta.lost_events += LostCount(line);
@@ -403,6 +492,7 @@ void LiveTrace::Publish(LiveTraceStats delta) {
   stats_.unparsed_lines += delta.unparsed_lines;
   stats_.queue_overflow += delta.queue_overflow;
   stats_.dispatches_unseen += delta.dispatches_unseen;
+  stats_.window_edge_ends += delta.window_edge_ends;
   stats_.correlator = correlator_->stats();
 }
 

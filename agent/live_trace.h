@@ -49,6 +49,11 @@ absl::StatusOr<WakeWindows> ParseWindows(absl::string_view text, absl::string_vi
 inline absl::StatusOr<WakeWindows> ParseWakeWindows(absl::string_view text) {
   return ParseWindows(text, "--wake-windows");
 }
+// The start of the capture window `now` is in: capture windows start at
+// multiples of `every` since the Unix epoch.
+inline absl::Time WindowStart(absl::Time now, absl::Duration every) {
+  return absl::UnixEpoch() + absl::Floor(now - absl::UnixEpoch(), every);
+}
 
 // A span of trace time in which the sched events were on: from `on_ns`
 // (read after they were enabled) to `off_ns` (read before they were
@@ -77,6 +82,10 @@ struct LiveTraceStats {
   uint64_t unparsed_lines = 0;
   uint64_t queue_overflow = 0;    // dropped because nobody drained the queue
   uint64_t dispatches_unseen = 0; // not seen whole in a wake window (WakeWindows)
+  // Capture windows: ends whose start came while the start events were off
+  // (before a window, in its first drain; or in the drain after it). The
+  // correlator counts them in correlator.unpaired_ends.
+  uint64_t window_edge_ends = 0;
   CorrelatorStats correlator;     // pairing counts (unpaired ends, evictions...)
 };
 
@@ -87,11 +96,16 @@ class LiveTrace {
   // root/tracefs (TracefsInstance::Open).
   // `raw`: read the binary per-CPU buffers instead of trace_pipe text.
   // `wakes`: when the sched events are on (dispatch samples come only from
-  // those windows).
+  // those windows). `windows`: when any event is on (CaptureConfig::windows:
+  // windows at multiples of `every` on the wall clock; the start events go
+  // off at a window's end, the rest `drain` later, and all come on again,
+  // the start events last, at the next window).
   static absl::StatusOr<std::unique_ptr<LiveTrace>> Start(const std::set<std::string>& devices,
                                                           CorrelatorOptions options,
                                                           bool raw = false,
-                                                          WakeWindows wakes = {});
+                                                          WakeWindows wakes = {},
+                                                          WakeWindows windows = {},
+                                                          absl::Duration drain = absl::ZeroDuration());
   // Stops the reader and removes the tracing instance.
   ~LiveTrace();
 
@@ -116,10 +130,17 @@ class LiveTrace {
   void ReadRawLoop();
   // Parses and correlates trace_pipe text.
   void Consume(absl::string_view text);
-  // Waits kGatherMs, or until the destructor stops the reader.
+  // Waits kGatherMs (less when a window turns sooner), or until the
+  // destructor stops the reader.
   void Pause();
   // Turns the sched events on or off when a wake window begins or ends.
   void ToggleWakes();
+  // Turns the events off and on at the capture windows' edges.
+  void ToggleCapture();
+  // Turns the sched events on or off as the wake and capture windows say.
+  void ApplySched();
+  // Feeds one record to the correlator, counting window edge ends.
+  bool Correlate(const TraceRecord& r, LiveTraceStats* delta);
   // Queues what the correlator produced and adds `delta` to the stats.
   void Publish(LiveTraceStats delta) ABSL_LOCKS_EXCLUDED(mu_);
   void Fail(absl::Status status) ABSL_LOCKS_EXCLUDED(mu_);
@@ -136,6 +157,18 @@ class LiveTrace {
   std::vector<std::string> sched_events_;  // the enabled sched/* events
   std::deque<SchedSpan> spans_;            // reader thread only
   uint64_t next_toggle_ns_ = 0;            // reader thread only
+  bool wake_on_ = true;                    // reader thread only: in a wake window
+  // Capture windows (reader thread only): on (every event), draining (no
+  // start events), off (none).
+  enum class CapturePhase { kOn, kDraining, kOff };
+  WakeWindows windows_;
+  absl::Duration drain_;
+  CapturePhase capture_phase_ = CapturePhase::kOn;
+  absl::Time next_window_toggle_ = absl::InfiniteFuture();
+  std::vector<std::string> start_events_;  // the requests' start events
+  std::vector<std::string> end_events_;    // the others but sched
+  uint64_t edge_until_ns_ = 0;             // a window's first ends until then
+  uint64_t starts_off_ns_ = UINT64_MAX;    // the start events went off then
   std::atomic<bool> stop_{false};
   absl::Notification stopping_;  // notified with stop_
   std::thread reader_;

@@ -171,10 +171,10 @@ int main(int argc, char** argv) {
                  "measured all the time. --record takes all")
       ->capture_default_str();
   app.add_option("--capture-windows", f.capture_windows,
-                 "tracefs with bpf: capture for ON of every EVERY (ON/EVERY, e.g. 1s/10s: a "
-                 "tenth of the requests at a tenth of the cost; windows start at multiples of "
-                 "EVERY on the wall clock) or all the time (all); between windows no program "
-                 "is attached")
+                 "tracefs: capture for ON of every EVERY (ON/EVERY, e.g. 1s/10s: a tenth of "
+                 "the requests at about a tenth of the cost; windows start at multiples of "
+                 "EVERY on the wall clock) or all the time (all); between windows bpf's "
+                 "programs are detached and raw's and text's events disabled")
       ->capture_default_str();
   app.add_option("--max-spin-ns", f.max_spin_ns,
                  "Refuse pushed tables that busy-wait longer than this (0: no local limit)")

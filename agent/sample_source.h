@@ -49,7 +49,7 @@ struct SourceOptions {
   std::string capture = "auto";  // tracefs: auto | bpf | raw | text
   uint32_t capture_samples = 0;  // tracefs bpf: every Nth completion as a sample (0: none)
   std::string wake_windows = "all";  // tracefs raw/text: ParseWakeWindows()
-  std::string capture_windows = "all";  // tracefs bpf: ParseWindows()
+  std::string capture_windows = "all";  // tracefs: ParseWindows()
   // sim: the board's true timer oversleep is its declared one times this
   // (a platform model that is wrong, for verification).
   double sim_timer_wake_factor = 1;

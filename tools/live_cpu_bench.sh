@@ -55,12 +55,13 @@
 # BUILD's (A) and OTHER_AGENT (B), and each is summed up apart: two builds'
 # whole-machine cost from one load.
 #
-# Windows mode, for the bpf capture's whole-machine figure with the least
-# noise: `live_cpu_bench.sh --windows BUILD [RATE] [SECS] [ON/EVERY]` runs ONE
-# load and ONE agent for SECS (default 600) with `--capture bpf
-# --capture-windows ON/EVERY` (default 1s/2s): its programs are attached for
-# ON of every EVERY, the windows starting at multiples of EVERY on the wall
-# clock, and detached in between. The machine's busy CPU (less the tuner's)
+# Windows mode, for a capture's whole-machine figure with the least noise:
+# `live_cpu_bench.sh --windows BUILD [RATE] [SECS] [ON/EVERY] [MODE]` runs ONE
+# load and ONE agent for SECS (default 600) with `--capture MODE` (default
+# bpf) and `--capture-windows ON/EVERY` (default 1s/2s): the capture runs
+# (bpf's programs attached, raw's and text's events enabled) for ON of every
+# EVERY, the windows starting at multiples of EVERY on the wall clock, and
+# nothing of it runs in between. The machine's busy CPU (less the tuner's)
 # and the agent's are sampled every 50 ms; each window's attached part (from
 # 150 ms after its start to 50 ms before its end) is compared with the mean
 # of the detached parts on either side (from 100 ms after the drain to 50 ms
@@ -69,7 +70,7 @@
 # or not its programs run; without an agent at all the machine would not pay
 # it). Hundreds of short pairs instead of tens of 12 s ones: the load's own
 # swing is mostly slower than a window, so it cancels within a pair.
-# `--windows BUILD RATE SECS ON/EVERY null` checks the method: the agent
+# `--windows BUILD RATE SECS ON/EVERY MODE null` checks the method: the agent
 # captures all the time (--capture-windows all) and the same parts are
 # compared, so the figure should be 0 within its standard error (beyond the
 # agent's own share): a bias of the parts' positions in the window would
@@ -84,8 +85,8 @@ if [ "${1:-}" = --ab ]; then
   set -- "$2" "${4:-10000}" "${5:-10}" 1 bpf
 elif [ "${1:-}" = --windows ]; then
   WINDOWS=${5:-1s/2s}
-  WINDOWS_NULL=${6:-}
-  set -- "${2:?usage: live_cpu_bench.sh --windows BUILD [RATE] [SECS] [ON/EVERY] [null]}" "${3:-10000}" "${4:-600}" 1 bpf
+  WINDOWS_NULL=${7:-}
+  set -- "${2:?usage: live_cpu_bench.sh --windows BUILD [RATE] [SECS] [ON/EVERY] [MODE] [null]}" "${3:-10000}" "${4:-600}" 1 "${6:-bpf}"
 elif [ "${1:-}" = --toggle ]; then
   TOGGLE=${4:-8}
   TOGGLE_OTHER=${6:-}
@@ -263,19 +264,19 @@ if [ -n "$WINDOWS" ]; then
     >"$OUT/load.out" 2>&1 &
   load_pid=$!
   sleep 2
-  "$BUILD/agent/spintune-agent" --tuner "$addr" --source "tracefs:$disk" --capture bpf \
-    --capture-windows "$([ "$WINDOWS_NULL" = null ] && echo all || echo "$WINDOWS")" --platform "$OUT/platform.json" --state-dir "" --spool-dir "" \
+  "$BUILD/agent/spintune-agent" --tuner "$addr" --source "tracefs:$disk" --capture "$MODES" \
+    --capture-windows "$([ "$WINDOWS_NULL" = null ] && echo all || echo "$WINDOWS")" --platform "$OUT/platform.json" --state-dir "" --spool-dir "" --batch-size 4096 \
     >"$OUT/agent-windows.log" 2>&1 &
   agent_pid=$!
   for _ in $(seq 100); do grep -qs "session up" "$OUT/agent-windows.log" && break; sleep 0.1; done
-  grep -q "capture bpf: measuring" "$OUT/agent-windows.log" || { echo "the agent did not start capturing:"; cat "$OUT/agent-windows.log"; exit 1; }
+  grep -q "capture $MODES: measuring" "$OUT/agent-windows.log" || { echo "the agent did not start capturing:"; cat "$OUT/agent-windows.log"; exit 1; }
   drain=$(sed -n 's/.*completions followed for \([^ ]*\) after.*/\1/p' "$OUT/agent-windows.log")
   if [ "$WINDOWS_NULL" = null ]; then
     drain=200ms
     echo "NULL CHECK: the agent captures all the time; the parts are compared as if it did not"
   fi
   printf "live capture cost, windows mode: one load at %s requests/s on %s (4 threads of 4 KiB O_DIRECT I/O)\n" "$RATE" "$disk"
-  printf "and one agent (--capture bpf --capture-windows %s, drain %s) for %s s\n" \
+  printf "and one agent (--capture %s --capture-windows %s, drain %s) for %s s\n" "$MODES" \
     "$([ "$WINDOWS_NULL" = null ] && echo "all; compared as $WINDOWS" || echo "$WINDOWS")" "$drain" "$SECS"
   # Samples: wall time, machine busy CPU-s less the tuner's, the agent's CPU-s.
   python3 - "$SECS" "$tuner_pid" "$agent_pid" >"$OUT/samples" <<'PY'

@@ -100,23 +100,6 @@ absl::StatusOr<std::unique_ptr<Capture>> OpenCapture(CaptureMode mode, CaptureCo
     return absl::FailedPreconditionError(
         absl::StrCat("--capture ", what, " is not possible here: ", support.detail));
   };
-  if (!options.windows.always()) {
-    // Only bpf can stop and resume everything at once, at no cost between windows.
-    if (mode == CaptureMode::kRaw || mode == CaptureMode::kText) {
-      return absl::InvalidArgumentError(
-          "--capture-windows needs --capture bpf (or auto where bpf is possible)");
-    }
-    if (!bpf_ok) return unavailable("bpf (needed by --capture-windows)");
-    if (!options.correlator.pairs.empty()) {
-      return absl::InvalidArgumentError(
-          "--capture-windows needs the bpf capture, which cannot follow --pairs events");
-    }
-    auto bpf = OpenBpfCapture(options);
-    if (bpf.ok() && mode == CaptureMode::kAuto) {
-      Logger().info("capture: bpf (BPF syscall and BTF available; in-kernel histograms)");
-    }
-    return bpf;
-  }
   switch (mode) {
     case CaptureMode::kBpf:
       if (!bpf_ok) return unavailable("bpf");

@@ -21,6 +21,7 @@
 #ifndef SPINTUNE_AGENT_CAPTURE_CAPTURE_H_
 #define SPINTUNE_AGENT_CAPTURE_CAPTURE_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -138,20 +139,23 @@ struct CaptureConfig {
   // When wake latencies are measured: raw and text trace the sched events
   // then, bpf records waiters and attaches its sched_switch program then.
   WakeWindows wakes;
-  // bpf only: when the capture runs at all (--capture-windows). Its
-  // programs are attached for `on` of every `every`, the windows starting
-  // at multiples of `every` since the Unix epoch (every agent's windows
-  // coincide, and a benchmark can line up with them); only requests started
-  // in a window are measured, their completions followed for up to
-  // kCaptureDrain after it. Always attached when always().
+  // When the capture runs at all (--capture-windows): bpf's programs are
+  // attached, raw's and text's events enabled, for `on` of every `every`,
+  // the windows starting at multiples of `every` since the Unix epoch
+  // (every agent's windows coincide, and a benchmark can line up with
+  // them); only requests started in a window are measured, their
+  // completions followed for CaptureDrain() after it. All the time when
+  // always().
   WakeWindows windows;
 };
 
 // How long after a capture window the completions of its requests are
-// still followed before the programs are detached (at most half the time
-// between windows); longer ones are lost and their starts later counted as
-// unended.
-inline constexpr absl::Duration kCaptureDrain = absl::Milliseconds(200);
+// still followed before everything stops: 200 ms, at most half the time
+// between windows. Longer requests are lost (bpf counts their starts as
+// unended later, raw and text as evicted).
+inline absl::Duration CaptureDrain(const WakeWindows& windows) {
+  return std::min(absl::Milliseconds(200), (windows.every - windows.on) / 2);
+}
 
 // Opens a capture. kAuto tries bpf, raw, text in that order (logging which
 // one and why the others were passed over); a named mode fails with

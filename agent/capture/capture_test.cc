@@ -81,34 +81,15 @@ TEST(OpenCaptureTest, ANamedModeTheKernelRefusesSaysWhy) {
   EXPECT_NE(std::string(c.status().message()).find("trace_pipe_raw"), std::string::npos);
 }
 
-// --capture-windows is bpf's alone: raw and text refuse it, and auto does
-// not fall back to them with it (the user asked for a share of the cost).
-// No real capture is opened: each refusal comes first.
-TEST(OpenCaptureTest, CaptureWindowsNeedBpf) {
-  CaptureConfig config;
-  config.devices = {"vda"};
+// --capture-windows ON/EVERY: the same rules as --wake-windows, its own
+// flag in the message.
+TEST(OpenCaptureTest, CaptureWindowsParseAndNameTheirFlag) {
   auto windows = ParseWindows("1s/10s", "--capture-windows");
   ASSERT_TRUE(windows.ok()) << windows.status();
-  config.windows = *windows;
-  for (CaptureMode mode : {CaptureMode::kRaw, CaptureMode::kText}) {
-    auto c = OpenCapture(mode, config, Everything);
-    ASSERT_FALSE(c.ok());
-    EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument);
-    EXPECT_NE(std::string(c.status().message()).find("--capture-windows needs --capture bpf"),
-              std::string::npos)
-        << c.status();
-  }
-  auto no_btf = [] {
-    CaptureSupport s = Everything();
-    s.btf = false;
-    s.detail = "no BTF at /sys/kernel/btf/vmlinux (CONFIG_DEBUG_INFO_BTF)";
-    return s;
-  };
-  auto c = OpenCapture(CaptureMode::kAuto, config, no_btf);
-  ASSERT_FALSE(c.ok());
-  EXPECT_EQ(c.status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_NE(std::string(c.status().message()).find("--capture-windows"), std::string::npos);
-  EXPECT_NE(std::string(c.status().message()).find("no BTF"), std::string::npos) << c.status();
+  EXPECT_EQ(windows->on, absl::Seconds(1));
+  EXPECT_EQ(CaptureDrain(*windows), absl::Milliseconds(200));
+  EXPECT_EQ(CaptureDrain(*ParseWindows("900ms/1s", "--capture-windows")), absl::Milliseconds(50))
+      << "at most half the time between windows";
   EXPECT_FALSE(ParseWindows("2s/1s", "--capture-windows").ok());
   EXPECT_NE(std::string(ParseWindows("x", "--capture-windows").status().message())
                 .find("--capture-windows 'x'"),

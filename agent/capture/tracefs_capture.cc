@@ -7,7 +7,9 @@ namespace spintune {
 
 absl::StatusOr<std::unique_ptr<Capture>> TracefsCapture::Open(const CaptureConfig& config,
                                                               bool raw) {
-  SPINTUNE_ASSIGN_OR_RETURN(auto live, LiveTrace::Start(config.devices, config.correlator, raw, config.wakes));
+  SPINTUNE_ASSIGN_OR_RETURN(auto live, LiveTrace::Start(config.devices, config.correlator, raw,
+                                                        config.wakes, config.windows,
+                                                        CaptureDrain(config.windows)));
   return std::unique_ptr<Capture>(new TracefsCapture(std::move(live), raw));
 }
 
@@ -23,7 +25,8 @@ CaptureStats TracefsCapture::stats() const {
   c.dispatches = s.dispatches;
   c.dispatches_unseen = s.dispatches_unseen;
   c.lost_events = s.lost_events;
-  c.unpaired_ends = s.correlator.unpaired_ends + s.correlator.flush_sequence_ends;
+  c.unpaired_ends =
+      s.correlator.unpaired_ends + s.correlator.flush_sequence_ends - s.window_edge_ends;
   c.last_event_ns = s.correlator.last_ts_ns;
   c.dropped = s.queue_overflow + s.correlator.evicted;
   for (const auto& e : live_->instance().missing_events()) {

@@ -317,12 +317,6 @@ void BpfCapture::ToggleWakes(absl::Time now) {
   }
 }
 
-// The start of the capture window `now` is in (windows start at multiples
-// of `every` since the Unix epoch).
-absl::Time WindowStart(absl::Time now, absl::Duration every) {
-  return absl::UnixEpoch() + absl::Floor(now - absl::UnixEpoch(), every);
-}
-
 uint64_t MonotonicNs() {
   timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);  // bpf_ktime_get_ns()'s clock
@@ -369,7 +363,8 @@ void BpfCapture::ToggleCapture(absl::Time now) {
     case CapturePhase::kDraining:
       spintune_capture__detach(skel_);
       capture_phase_ = CapturePhase::kOff;
-      next_window_toggle_ = start + windows_.every;
+      // (A drain that ran into the next window: attached again at once.)
+      next_window_toggle_ = now < start + windows_.on ? now : start + windows_.every;
       break;
     case CapturePhase::kOff:
       if (now >= start + windows_.on) {  // (woken late: this window is over)
@@ -573,7 +568,7 @@ absl::StatusOr<std::unique_ptr<Capture>> BpfCapture::Open(const CaptureConfig& o
   c->wake_window_ = absl::Nanoseconds(options.correlator.wake_window_ns);
   c->windows_ = options.windows;
   if (!c->windows_.always()) {
-    c->drain_ = std::min(kCaptureDrain, (c->windows_.every - c->windows_.on) / 2);
+    c->drain_ = CaptureDrain(c->windows_);
     const absl::Time now = absl::Now();
     const absl::Time start = WindowStart(now, c->windows_.every);
     if (now < start + c->windows_.on) {

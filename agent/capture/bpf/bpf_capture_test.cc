@@ -11,7 +11,6 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cstdio>
 #include <iostream>
 #include <fstream>
@@ -29,6 +28,7 @@
 #include "gtest/gtest.h"
 #include "models/latency_histogram.h"
 #include "nlohmann/json.hpp"
+#include "tests/testing/capture_windows.h"
 #include "tests/testing/subprocess.h"
 #include "tests/testing/temp_dir.h"
 
@@ -230,21 +230,8 @@ TEST(BpfCaptureTest, WakeWindowsSampleTheWakes) {
     }
     return status;
   };
-  std::atomic<bool> loading{true};
-  absl::Status taking;
-  std::thread taker([&] {
-    while (loading && taking.ok()) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-      taking = take_both();
-    }
-  });
-  const auto ran = RunIoLoad(SmallLoad("wake-windows-bpf", {4096}, 2, absl::Seconds(3)));
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  loading = false;
-  taker.join();
-  ASSERT_TRUE(ran.ok()) << ran.status();
-  ASSERT_TRUE(taking.ok()) << taking;
-  ASSERT_TRUE(take_both().ok());
+  testing::TakeWhileLoading(take_both, SmallLoad("wake-windows-bpf", {4096}, 2, absl::Seconds(3)));
+  if (HasFatalFailure()) return;
 
   const double completions = static_cast<double>(all_run.completions);
   ASSERT_GT(completions, 2000) << "the load's requests were captured";
@@ -381,80 +368,35 @@ TEST(BpfCaptureTest, CaptureWindowsMeasureTheirShareAndRunNothingBetween) {
     ASSERT_TRUE((*some)->Take(&before, absl::ZeroDuration()).ok());
   }
   const CaptureStats some_before = (*some)->stats();
-  struct Sums {
-    LatencyHistogram wait;
-    uint64_t irq_path = 0;
-    uint64_t Add(const CaptureOutput& out) {
-      const uint64_t before = wait.total_count();
-      for (const auto& h : out.histograms) {
-        for (const auto& [index, n] : h.wait.buckets) wait.AddToBucket(index, n);
-        irq_path += h.irq_path;
-      }
-      return wait.total_count() - before;
+  auto add = [](const CaptureOutput& out, testing::WaitSums* sums) {
+    const uint64_t before = sums->wait.total_count();
+    for (const auto& h : out.histograms) {
+      for (const auto& [index, n] : h.wait.buckets) sums->wait.AddToBucket(index, n);
+      sums->irq_path += h.irq_path;
     }
+    return sums->wait.total_count() - before;
   };
-  Sums all_run, some_run, all_in, some_in;
-  // Reads between windows, after the drain: (second, completions +
-  // dispatches so far).
-  std::vector<std::pair<int64_t, uint64_t>> between;
+  // Over the run, and over the reads in which `some` saw at least half of
+  // `all`'s completions (those in its windows; histograms carry no times).
+  testing::WaitSums all_run, some_run, all_in, some_in;
+  testing::BetweenWindows between;
   auto take_both = [&]() -> absl::Status {
     CaptureOutput s, a;
     absl::Status status = (*some)->Take(&s, absl::ZeroDuration());
     if (status.ok()) status = (*all)->Take(&a, absl::ZeroDuration());
-    const int64_t ms = absl::ToUnixMillis(absl::Now());
-    const int64_t in_second = ms % 1000;
-    if (in_second >= 680 && in_second <= 980) {
-      const CaptureStats st = (*some)->stats();
-      between.emplace_back(ms / 1000, st.completions + st.dispatches);
-    }
-    const uint64_t some_n = some_run.Add(s), all_n = all_run.Add(a);
+    between.Read(**some);
+    const uint64_t some_n = add(s, &some_run), all_n = add(a, &all_run);
     if (all_n > 0 && 2 * some_n >= all_n) {
-      some_in.Add(s);
-      all_in.Add(a);
+      add(s, &some_in);
+      add(a, &all_in);
     }
     return status;
   };
-  std::atomic<bool> loading{true};
-  absl::Status taking;
-  std::thread taker([&] {
-    while (loading && taking.ok()) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-      taking = take_both();
-    }
-  });
-  const auto ran = RunIoLoad(SmallLoad("capture-windows", {4096}, 2, absl::Seconds(4)));
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  loading = false;
-  taker.join();
-  ASSERT_TRUE(ran.ok()) << ran.status();
-  ASSERT_TRUE(taking.ok()) << taking;
-  ASSERT_TRUE(take_both().ok());
+  testing::TakeWhileLoading(take_both, SmallLoad("capture-windows", {4096}, 2, absl::Seconds(4)));
+  if (HasFatalFailure()) return;
   const CaptureStats some_after = (*some)->stats();
-
-  const double completions = static_cast<double>(all_run.wait.total_count());
-  ASSERT_GT(completions, 2000) << "the load's requests were captured";
-  const double share = static_cast<double>(some_run.wait.total_count()) / completions;
-  EXPECT_GT(share, 0.3) << "windows of 400 ms in 1 s";
-  EXPECT_LT(share, 0.5) << "windows of 400 ms in 1 s";
-  int quiet_pairs = 0;
-  for (size_t i = 1; i < between.size(); ++i) {
-    if (between[i].first != between[i - 1].first) continue;
-    ++quiet_pairs;
-    EXPECT_EQ(between[i].second, between[i - 1].second)
-        << "a completion or IRQ counted between windows, in second " << between[i].first;
-  }
-  EXPECT_GE(quiet_pairs, 10) << "reads between windows";
-  const double in = static_cast<double>(all_in.wait.total_count());
-  ASSERT_GT(in, 500) << "reads in the windows";
-  EXPECT_NEAR(static_cast<double>(some_in.wait.total_count()), in, 0.05 * in);
-  for (double q : {0.5, 0.9}) {
-    EXPECT_NEAR(some_in.wait.QuantileNs(q), all_in.wait.QuantileNs(q),
-                0.05 * all_in.wait.QuantileNs(q))
-        << "quantile " << q;
-  }
-  EXPECT_NEAR(static_cast<double>(some_in.irq_path) / static_cast<double>(some_in.wait.total_count()),
-              static_cast<double>(all_in.irq_path) / in, 0.03)
-      << "the IRQ path's share";
+  testing::ExpectWindowedLikeAll(all_run, some_run, all_in, some_in, 0.05);
+  const int quiet_pairs = between.ExpectQuiet();
   const double some_n = static_cast<double>(some_after.completions - some_before.completions);
   EXPECT_LE(static_cast<double>(some_after.unended_starts - some_before.unended_starts),
             5 + 0.01 * some_n);
@@ -462,9 +404,7 @@ TEST(BpfCaptureTest, CaptureWindowsMeasureTheirShareAndRunNothingBetween) {
             5 + 0.01 * some_n);
   std::cout << "completions " << some_run.wait.total_count() << "/" << all_run.wait.total_count()
             << " (windows/all), in the windows' reads " << some_in.wait.total_count() << "/"
-            << all_in.wait.total_count() << ", p50 "
-            << static_cast<int64_t>(some_in.wait.QuantileNs(0.5)) << "/"
-            << static_cast<int64_t>(all_in.wait.QuantileNs(0.5)) << " ns; " << quiet_pairs
+            << all_in.wait.total_count() << "; " << quiet_pairs
             << " pairs of reads between windows; unended "
             << some_after.unended_starts - some_before.unended_starts << ", unpaired "
             << some_after.unpaired_ends - some_before.unpaired_ends << "\n";
