@@ -300,6 +300,10 @@ void LiveTrace::ReadLoop() {
         std::max(absl::ZeroDuration(), std::min(absl::Milliseconds(100), next_window_toggle_ - absl::Now()));
     size_t total = 0;
     while (!stop_) {
+      if (total > 0) {  // (a long drain under load must not hold the windows' edges back)
+        ToggleWakes();
+        ToggleCapture();
+      }
       auto n = instance_->Read(buffer.data(), buffer.size(), wait);
       if (!n.ok()) return Fail(n.status());
       if (*n == 0) break;

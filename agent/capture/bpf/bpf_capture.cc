@@ -574,6 +574,7 @@ absl::StatusOr<std::unique_ptr<Capture>> BpfCapture::Open(const CaptureConfig& o
     if (now < start + c->windows_.on) {
       c->next_window_toggle_ = start + c->windows_.on;
     } else {  // between windows: detached until the next
+      s->bss->starts_paused = 1;  // (AttachForWindow lets them in once all is attached)
       spintune_capture__detach(s);
       c->capture_phase_ = CapturePhase::kOff;
       c->next_window_toggle_ = start + c->windows_.every;
