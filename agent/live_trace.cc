@@ -142,6 +142,45 @@ absl::StatusOr<WakeWindows> ParseWindows(absl::string_view text, absl::string_vi
   return w;
 }
 
+CaptureWindowTurns::CaptureWindowTurns(WakeWindows windows, absl::Duration drain, absl::Time now)
+    : windows_(windows), drain_(drain) {
+  if (windows_.always()) return;
+  const absl::Time start = WindowStart(now, windows_.every);
+  if (now < start + windows_.on) {
+    next_ = start + windows_.on;
+  } else {
+    phase_ = Phase::kOff;
+    next_ = start + windows_.every;
+  }
+}
+
+CaptureWindowTurns::Turn CaptureWindowTurns::Next(absl::Time now) {
+  if (now < next_) return Turn::kNone;
+  const absl::Time start = WindowStart(now, windows_.every);
+  switch (phase_) {
+    case Phase::kOn:
+      phase_ = Phase::kDraining;
+      next_ = now + drain_;
+      return Turn::kPauseStarts;
+    case Phase::kDraining:
+      phase_ = Phase::kOff;
+      next_ = now < start + windows_.on ? now : start + windows_.every;
+      return Turn::kStop;
+    case Phase::kOff:
+      next_ = start + windows_.every;
+      if (now >= start + windows_.on) return Turn::kNone;  // (this window is over)
+      phase_ = Phase::kOn;
+      next_ = start + windows_.on;
+      return Turn::kResume;
+  }
+  return Turn::kNone;
+}
+
+void CaptureWindowTurns::ResumeFailed(absl::Time now) {
+  phase_ = Phase::kOff;
+  next_ = WindowStart(now, windows_.every) + windows_.every;
+}
+
 bool DispatchSeenWhole(const DispatchEvent& d, const std::deque<SchedSpan>& spans,
                        uint64_t wake_window_ns) {
   for (const auto& s : spans) {
@@ -255,19 +294,13 @@ absl::StatusOr<std::unique_ptr<LiveTrace>> LiveTrace::Start(const std::set<std::
     Logger().info("wake latencies in windows: sched events on for {} of every {}",
                   absl::FormatDuration(wakes.on), absl::FormatDuration(wakes.every));
   }
-  live->windows_ = windows;
-  live->drain_ = drain;
+  live->turns_ = CaptureWindowTurns(windows, drain, absl::Now());
   if (!windows.always()) {
-    const absl::Time now = absl::Now();
-    const absl::Time start = WindowStart(now, windows.every);
-    live->next_window_toggle_ = start + windows.on;
-    if (now >= start + windows.on) {  // between windows: off until the next
+    if (live->turns_.off()) {  // between windows: off until the next
       std::vector<std::string> all = live->start_events_;
       all.insert(all.end(), live->end_events_.begin(), live->end_events_.end());
       if (absl::Status st = live->instance_->SetEnabled(all, false); !st.ok()) return st;
-      live->capture_phase_ = CapturePhase::kOff;
       live->ApplySched();
-      live->next_window_toggle_ = start + windows.every;
     }
     Logger().info("capture windows: events on for {} of every {} (from each multiple of it on "
                   "the wall clock), completions followed for {} after",
@@ -297,7 +330,7 @@ void LiveTrace::ReadLoop() {
     // wake-ups are sched events: reading eagerly would feed on itself.
     // (Waking for a capture window's edge on time.)
     absl::Duration wait =
-        std::max(absl::ZeroDuration(), std::min(absl::Milliseconds(100), next_window_toggle_ - absl::Now()));
+        std::max(absl::ZeroDuration(), std::min(absl::Milliseconds(100), turns_.next() - absl::Now()));
     size_t total = 0;
     while (!stop_) {
       if (total > 0) {  // (a long drain under load must not hold the windows' edges back)
@@ -319,7 +352,7 @@ void LiveTrace::ReadLoop() {
 void LiveTrace::Pause() {
   // One wait, not a loop of short sleeps: every wake-up of the reader costs
   // a context switch (and, in a VM, an exit or two).
-  const absl::Duration to_window = next_window_toggle_ - absl::Now();
+  const absl::Duration to_window = turns_.next() - absl::Now();
   stopping_.WaitForNotificationWithTimeout(
       std::max(absl::ZeroDuration(), std::min(absl::Milliseconds(kGatherMs), to_window)));
 }
@@ -335,7 +368,7 @@ void LiveTrace::ToggleWakes() {
 
 void LiveTrace::ApplySched() {
   if (sched_events_.empty()) return;
-  const bool want = wake_on_ && capture_phase_ != CapturePhase::kOff;
+  const bool want = wake_on_ && !turns_.off();
   const bool on = spans_.back().off_ns == UINT64_MAX;
   if (want == on) return;
   if (on) spans_.back().off_ns = MonotonicNs();  // before the events stop
@@ -350,35 +383,25 @@ void LiveTrace::ApplySched() {
 }
 
 void LiveTrace::ToggleCapture() {
-  const absl::Time now = absl::Now();
-  if (windows_.always() || now < next_window_toggle_) return;
-  const absl::Time start = WindowStart(now, windows_.every);
   absl::Status st;
-  switch (capture_phase_) {
-    case CapturePhase::kOn:
+  switch (turns_.Next(absl::Now())) {
+    case CaptureWindowTurns::Turn::kNone:
+      return;
+    case CaptureWindowTurns::Turn::kPauseStarts:
       starts_off_ns_ = MonotonicNs();  // before: no end after it has its start
       st = instance_->SetEnabled(start_events_, false);
-      capture_phase_ = CapturePhase::kDraining;
-      next_window_toggle_ = now + drain_;
       break;
-    case CapturePhase::kDraining:
+    case CaptureWindowTurns::Turn::kStop:
       st = instance_->SetEnabled(end_events_, false);
-      capture_phase_ = CapturePhase::kOff;
       ApplySched();
-      // (A drain that ran into the next window: on again at once.)
-      next_window_toggle_ = now < start + windows_.on ? now : start + windows_.every;
       break;
-    case CapturePhase::kOff:
-      next_window_toggle_ = start + windows_.every;
-      if (now >= start + windows_.on) break;  // (woken late: this window is over)
+    case CaptureWindowTurns::Turn::kResume:
       // The ends first: no request started in the window goes unseen.
       st = instance_->SetEnabled(end_events_, true);
-      capture_phase_ = CapturePhase::kOn;
       ApplySched();
       if (st.ok()) st = instance_->SetEnabled(start_events_, true);
       starts_off_ns_ = UINT64_MAX;
-      edge_until_ns_ = MonotonicNs() + absl::ToInt64Nanoseconds(drain_);
-      next_window_toggle_ = start + windows_.on;
+      edge_until_ns_ = MonotonicNs() + absl::ToInt64Nanoseconds(turns_.drain());
       break;
   }
   if (!st.ok()) Logger().warn("capture windows: {}", st.ToString());

@@ -55,6 +55,34 @@ inline absl::Time WindowStart(absl::Time now, absl::Duration every) {
   return absl::UnixEpoch() + absl::Floor(now - absl::UnixEpoch(), every);
 }
 
+// When a capture with windows (CaptureConfig::windows) turns, whatever
+// turns it (bpf attaches and detaches programs, raw and text enable and
+// disable events): on in a window (from its start, or from construction);
+// draining from the window's end (no new starts) for `drain`; off until
+// the next window. A drain that runs into a window turns it on at once; a
+// turn noticed after its window ended waits for the next. With always()
+// windows it never turns. Not thread-safe: one caller.
+class CaptureWindowTurns {
+ public:
+  enum class Turn { kNone, kPauseStarts, kStop, kResume };
+  // On when `now` is in a window, else off (the caller stops what runs).
+  CaptureWindowTurns(WakeWindows windows, absl::Duration drain, absl::Time now);
+  // The turn due at `now` (kNone before next()), the phase moved past it.
+  Turn Next(absl::Time now);
+  // A kResume the caller could not carry out: off until the next window.
+  void ResumeFailed(absl::Time now);
+  bool off() const { return phase_ == Phase::kOff; }
+  absl::Time next() const { return next_; }
+  absl::Duration drain() const { return drain_; }
+
+ private:
+  enum class Phase { kOn, kDraining, kOff };
+  WakeWindows windows_;
+  absl::Duration drain_;
+  Phase phase_ = Phase::kOn;
+  absl::Time next_ = absl::InfiniteFuture();
+};
+
 // A span of trace time in which the sched events were on: from `on_ns`
 // (read after they were enabled) to `off_ns` (read before they were
 // disabled; UINT64_MAX while they are on).
@@ -160,11 +188,7 @@ class LiveTrace {
   bool wake_on_ = true;                    // reader thread only: in a wake window
   // Capture windows (reader thread only): on (every event), draining (no
   // start events), off (none).
-  enum class CapturePhase { kOn, kDraining, kOff };
-  WakeWindows windows_;
-  absl::Duration drain_;
-  CapturePhase capture_phase_ = CapturePhase::kOn;
-  absl::Time next_window_toggle_ = absl::InfiniteFuture();
+  CaptureWindowTurns turns_{WakeWindows{}, absl::ZeroDuration(), absl::InfinitePast()};
   std::vector<std::string> start_events_;  // the requests' start events
   std::vector<std::string> end_events_;    // the others but sched
   uint64_t edge_until_ns_ = 0;             // a window's first ends until then

@@ -180,6 +180,49 @@ TEST(LiveTraceTest, UnknownDevicesAndEventsAreRefused) {
   EXPECT_EQ(t.status().code(), absl::StatusCode::kNotFound);
 }
 
+// Capture windows of 400 ms in 1 s with a 200 ms drain, turned by an
+// abstract clock: on from construction inside a window, starts paused at
+// 400 ms, stopped 200 ms later, resumed at the next second; a turn noticed
+// after its window ended waits for the next; a drain that runs into a
+// window resumes at once; always() never turns.
+TEST(CaptureWindowTurnsTest, TurnAtTheWindowsEdges) {
+  using Turn = CaptureWindowTurns::Turn;
+  const absl::Time t0 = absl::FromUnixSeconds(1000);
+  auto at = [t0](int ms) { return t0 + absl::Milliseconds(ms); };
+  const WakeWindows w{absl::Milliseconds(400), absl::Seconds(1)};
+  CaptureWindowTurns turns(w, absl::Milliseconds(200), at(100));
+  EXPECT_FALSE(turns.off());
+  EXPECT_EQ(turns.next(), at(400));
+  EXPECT_EQ(turns.Next(at(399)), Turn::kNone);
+  EXPECT_EQ(turns.Next(at(400)), Turn::kPauseStarts);
+  EXPECT_EQ(turns.next(), at(600));
+  EXPECT_EQ(turns.Next(at(600)), Turn::kStop);
+  EXPECT_TRUE(turns.off());
+  EXPECT_EQ(turns.next(), at(1000));
+  EXPECT_EQ(turns.Next(at(1000)), Turn::kResume);
+  EXPECT_FALSE(turns.off());
+  EXPECT_EQ(turns.next(), at(1400));
+  EXPECT_EQ(turns.Next(at(1400)), Turn::kPauseStarts);
+  EXPECT_EQ(turns.Next(at(1600)), Turn::kStop);
+  EXPECT_EQ(turns.Next(at(2500)), Turn::kNone) << "woken after the window: wait for the next";
+  EXPECT_EQ(turns.next(), at(3000));
+  EXPECT_EQ(turns.Next(at(3000)), Turn::kResume);
+  EXPECT_EQ(turns.Next(at(3900)), Turn::kPauseStarts);  // late, past the window
+  EXPECT_EQ(turns.Next(at(4100)), Turn::kStop);
+  EXPECT_EQ(turns.next(), at(4100)) << "a drain into a window resumes at once";
+  EXPECT_EQ(turns.Next(at(4100)), Turn::kResume);
+  turns.ResumeFailed(at(4100));
+  EXPECT_TRUE(turns.off());
+  EXPECT_EQ(turns.next(), at(5000));
+
+  CaptureWindowTurns between(w, absl::Milliseconds(200), at(700));
+  EXPECT_TRUE(between.off()) << "opened between windows";
+  EXPECT_EQ(between.next(), at(1000));
+  CaptureWindowTurns always(WakeWindows{}, absl::ZeroDuration(), at(0));
+  EXPECT_EQ(always.Next(at(123456)), Turn::kNone);
+  EXPECT_FALSE(always.off());
+}
+
 TEST(WakeWindowsTest, ParsesAllOrOnEvery) {
   auto all = ParseWakeWindows("all");
   ASSERT_TRUE(all.ok());

@@ -238,6 +238,21 @@ SqliteDb::~SqliteDb() {
   sqlite3_close_v2(db_);
 }
 
+namespace {
+
+// Sets (F_WRLCK) or clears (F_UNLCK) the open file description lock on
+// byte `target_id` of `fd`, without waiting; fcntl's result.
+int LockLeaseByte(int fd, int64_t target_id, short type) {
+  struct flock lock = {};
+  lock.l_type = type;
+  lock.l_whence = SEEK_SET;
+  lock.l_start = target_id;
+  lock.l_len = 1;
+  return fcntl(fd, F_OFD_SETLK, &lock);
+}
+
+}  // namespace
+
 absl::StatusOr<bool> SqliteDb::TryLockTarget(int64_t target_id) {
   if (path_.empty() || path_ == ":memory:") return true;  // no other connection sees it
   if (target_id < 0) return absl::InvalidArgumentError("negative target id");
@@ -249,12 +264,7 @@ absl::StatusOr<bool> SqliteDb::TryLockTarget(int64_t target_id) {
           absl::StrCat(leases, ": cannot open the target lease file: ", strerror(errno)));
     }
   }
-  struct flock lock = {};
-  lock.l_type = F_WRLCK;
-  lock.l_whence = SEEK_SET;
-  lock.l_start = target_id;
-  lock.l_len = 1;
-  if (fcntl(lease_fd_, F_OFD_SETLK, &lock) == 0) return true;
+  if (LockLeaseByte(lease_fd_, target_id, F_WRLCK) == 0) return true;
   if (errno == EAGAIN || errno == EACCES) return false;  // another connection's
   return absl::UnavailableError(
       absl::StrCat(path_, "-leases: locking target ", target_id, ": ", strerror(errno)));
@@ -262,12 +272,7 @@ absl::StatusOr<bool> SqliteDb::TryLockTarget(int64_t target_id) {
 
 void SqliteDb::UnlockTarget(int64_t target_id) {
   if (lease_fd_ < 0 || target_id < 0) return;
-  struct flock lock = {};
-  lock.l_type = F_UNLCK;
-  lock.l_whence = SEEK_SET;
-  lock.l_start = target_id;
-  lock.l_len = 1;
-  fcntl(lease_fd_, F_OFD_SETLK, &lock);
+  LockLeaseByte(lease_fd_, target_id, F_UNLCK);
 }
 
 absl::Status SqliteDb::Error(absl::string_view context, int rc) const {

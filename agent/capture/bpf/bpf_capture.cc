@@ -25,6 +25,7 @@
 #include "agent/capture/bpf/capture_abi.h"
 #include "agent/capture/bpf/capture.skel.h"
 #include "agent/live_trace.h"
+#include "common/cpu_clock.h"
 #include "common/logging.h"
 #include "models/latency_histogram.h"
 
@@ -134,7 +135,7 @@ class BpfCapture : public Capture {
   // detaches or attaches stc_switch, when `now` reaches next_toggle_.
   void ToggleWakes(absl::Time now);
   // --capture-windows: pauses the starts, detaches every program after the
-  // drain, or attaches them again, when `now` reaches next_window_toggle_.
+  // drain, or attaches them again, as turns_ says at `now`.
   void ToggleCapture(absl::Time now);
   // Attaches every program (stc_switch only in a wake window) and resumes
   // the starts; false (logged) when the kernel refused one.
@@ -168,12 +169,8 @@ class BpfCapture : public Capture {
   absl::Time window_began_;
   absl::Time next_toggle_ = absl::InfiniteFuture();
   // Capture windows: on (attached, starts recorded), draining (no new
-  // starts; attached until kCaptureDrain after the window), off (detached).
-  enum class CapturePhase { kOn, kDraining, kOff };
-  WakeWindows windows_;
-  CapturePhase capture_phase_ = CapturePhase::kOn;
-  absl::Duration drain_;
-  absl::Time next_window_toggle_ = absl::InfiniteFuture();
+  // starts; attached until the drain's end), off (detached).
+  CaptureWindowTurns turns_{WakeWindows{}, absl::ZeroDuration(), absl::InfinitePast()};
   std::map<uint32_t, Slot> slots_;     // by slot index
   std::vector<stc_hist> values_;        // one slot's histograms, one per CPU
   uint64_t ring_samples_ = 0;
@@ -298,10 +295,8 @@ void BpfCapture::ToggleWakes(absl::Time now) {
       // Attached before waiters are recorded again: every one recorded
       // sees its switch in. (Outside a capture window the window's attach
       // does it.)
-      if (capture_phase_ != CapturePhase::kOff) {
-        skel_->links.stc_switch = bpf_program__attach(skel_->progs.stc_switch);
-      }
-      if (capture_phase_ != CapturePhase::kOff && skel_->links.stc_switch == nullptr) {
+      if (!turns_.off()) skel_->links.stc_switch = bpf_program__attach(skel_->progs.stc_switch);
+      if (!turns_.off() && skel_->links.stc_switch == nullptr) {
         Logger().warn("bpf capture: attaching stc_switch for a wake window failed ({}); wake "
                       "latencies wait for the next window",
                       std::strerror(errno));
@@ -315,12 +310,6 @@ void BpfCapture::ToggleWakes(absl::Time now) {
       next_toggle_ = now + wakes_.on;
       break;
   }
-}
-
-uint64_t MonotonicNs() {
-  timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);  // bpf_ktime_get_ns()'s clock
-  return static_cast<uint64_t>(t.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(t.tv_nsec);
 }
 
 bool BpfCapture::AttachForWindow() {
@@ -344,40 +333,27 @@ bool BpfCapture::AttachForWindow() {
     bpf_link__destroy(skel_->links.stc_switch);
     skel_->links.stc_switch = nullptr;
   }
-  // Ends of requests started while detached are not unpaired.
-  skel_->bss->unpaired_from_ns = MonotonicNs() + absl::ToInt64Nanoseconds(drain_);
+  // Ends of requests started while detached are not unpaired
+  // (CLOCK_MONOTONIC: bpf_ktime_get_ns()'s clock).
+  skel_->bss->unpaired_from_ns = MonotonicNs() + absl::ToInt64Nanoseconds(turns_.drain());
   skel_->bss->starts_paused = 0;
   return true;
 }
 
 void BpfCapture::ToggleCapture(absl::Time now) {
-  if (now < next_window_toggle_) return;
-  const absl::Time start = WindowStart(now, windows_.every);
-  switch (capture_phase_) {
-    case CapturePhase::kOn:
+  switch (turns_.Next(now)) {
+    case CaptureWindowTurns::Turn::kNone:
+      return;
+    case CaptureWindowTurns::Turn::kPauseStarts:
       skel_->bss->starts_paused = 1;
       skel_->bss->unpaired_from_ns = ~uint64_t{0};
-      capture_phase_ = CapturePhase::kDraining;
-      next_window_toggle_ = now + drain_;
-      break;
-    case CapturePhase::kDraining:
+      return;
+    case CaptureWindowTurns::Turn::kStop:
       spintune_capture__detach(skel_);
-      capture_phase_ = CapturePhase::kOff;
-      // (A drain that ran into the next window: attached again at once.)
-      next_window_toggle_ = now < start + windows_.on ? now : start + windows_.every;
-      break;
-    case CapturePhase::kOff:
-      if (now >= start + windows_.on) {  // (woken late: this window is over)
-        next_window_toggle_ = start + windows_.every;
-        break;
-      }
-      if (AttachForWindow()) {
-        capture_phase_ = CapturePhase::kOn;
-        next_window_toggle_ = start + windows_.on;
-      } else {
-        next_window_toggle_ = start + windows_.every;
-      }
-      break;
+      return;
+    case CaptureWindowTurns::Turn::kResume:
+      if (!AttachForWindow()) turns_.ResumeFailed(now);
+      return;
   }
 }
 
@@ -385,7 +361,7 @@ absl::Status BpfCapture::Take(CaptureOutput* out, absl::Duration timeout) {
   const absl::Time now = absl::Now();
   ToggleWakes(now);
   ToggleCapture(now);
-  const absl::Time until = std::min({now + timeout, next_read_, next_toggle_, next_window_toggle_});
+  const absl::Time until = std::min({now + timeout, next_read_, next_toggle_, turns_.next()});
   if (ring_ != nullptr) {
     sink_ = out;
     // Rounded up: a poll of 0 ms would spin until `until`.
@@ -443,10 +419,7 @@ CaptureStats BpfCapture::stats() const {
   s.dropped = c[STC_MAP_FULL];
   s.unended_starts = c[STC_UNENDED];
   s.missing_tracepoints = missing_;
-  timespec now;
-  clock_gettime(CLOCK_MONOTONIC, &now);  // the counters are current
-  s.last_event_ns = static_cast<uint64_t>(now.tv_sec) * 1'000'000'000ull +
-                    static_cast<uint64_t>(now.tv_nsec);
+  s.last_event_ns = MonotonicNs();  // the counters are current
   return s;
 }
 
@@ -566,23 +539,16 @@ absl::StatusOr<std::unique_ptr<Capture>> BpfCapture::Open(const CaptureConfig& o
   c->next_read_ = absl::Now() + c->interval_;
   c->wakes_ = options.wakes;
   c->wake_window_ = absl::Nanoseconds(options.correlator.wake_window_ns);
-  c->windows_ = options.windows;
-  if (!c->windows_.always()) {
-    c->drain_ = CaptureDrain(c->windows_);
-    const absl::Time now = absl::Now();
-    const absl::Time start = WindowStart(now, c->windows_.every);
-    if (now < start + c->windows_.on) {
-      c->next_window_toggle_ = start + c->windows_.on;
-    } else {  // between windows: detached until the next
+  c->turns_ = CaptureWindowTurns(options.windows, CaptureDrain(options.windows), absl::Now());
+  if (!options.windows.always()) {
+    if (c->turns_.off()) {  // between windows: detached until the next
       s->bss->starts_paused = 1;  // (AttachForWindow lets them in once all is attached)
       spintune_capture__detach(s);
-      c->capture_phase_ = CapturePhase::kOff;
-      c->next_window_toggle_ = start + c->windows_.every;
     }
     Logger().info("capture windows: the programs attached for {} of every {} (from each "
                   "multiple of it on the wall clock), completions followed for {} after",
-                  absl::FormatDuration(c->windows_.on), absl::FormatDuration(c->windows_.every),
-                  absl::FormatDuration(c->drain_));
+                  absl::FormatDuration(options.windows.on), absl::FormatDuration(options.windows.every),
+                  absl::FormatDuration(c->turns_.drain()));
   }
   c->window_began_ = absl::Now();  // the first window: from the start
   if (!c->wakes_.always() && c->skel_->links.stc_switch != nullptr) {
