@@ -154,14 +154,15 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"trace", "platform"}))
       ->capture_default_str();
   app.add_option("--histogram-wire", f.histogram_wire,
-                 "How histogram deltas (bpf capture) go on the wire: arrays (every tuner reads "
+                 "How histogram deltas (tracefs) go on the wire: arrays (every tuner reads "
                  "them) or bytes (half the bytes, and less of the tuner's CPU per batch; only "
                  "to tuners that say they read them: the agent sends nothing to an older one)")
       ->check(CLI::IsMember({"arrays", "bytes"}))
       ->capture_default_str();
   app.add_option("--capture-samples", f.capture_samples,
-                 "tracefs with bpf: send every Nth completion as an individual sample (for "
-                 "--record and exact replays; 1: all, 0: histograms only)")
+                 "tracefs: send every Nth completion as an individual sample instead of in "
+                 "the histogram batches (for --record and exact replays; 1: all, with raw's "
+                 "and text's IRQ dispatch samples too; 0: histograms only)")
       ->capture_default_str();
   app.add_option("--wake-windows", f.wake_windows,
                  "tracefs: measure wake latencies for ON of every EVERY (ON/EVERY, e.g. "
@@ -307,7 +308,7 @@ int main(int argc, char** argv) {
   source_options.irq = f.irq;
   source_options.block_dev = f.block_dev;
   source_options.capture = f.capture;
-  // --record needs individual samples: the bpf capture then sends them all.
+  // --record needs individual samples: the capture then sends them all.
   source_options.capture_samples = !f.record.empty() && f.capture_samples == 0 ? 1 : f.capture_samples;
   source_options.wake_windows = f.record.empty() ? f.wake_windows : "all";
   source_options.capture_windows = f.capture_windows;

@@ -47,7 +47,7 @@ struct SourceOptions {
   std::vector<std::string> irq;  // DEVICE=IRQNAME
   std::vector<std::string> block_dev;  // replay: MAJOR:MINOR=NAME
   std::string capture = "auto";  // tracefs: auto | bpf | raw | text
-  uint32_t capture_samples = 0;  // tracefs bpf: every Nth completion as a sample (0: none)
+  uint32_t capture_samples = 0;  // tracefs: every Nth completion as a sample (0: none)
   std::string wake_windows = "all";  // tracefs raw/text: ParseWakeWindows()
   std::string capture_windows = "all";  // tracefs: ParseWindows()
   // sim: the board's true timer oversleep is its declared one times this

@@ -58,7 +58,12 @@ absl::StatusOr<std::unique_ptr<TracefsSource>> TracefsSource::Open(std::set<std:
   config.sample_every = sample_every;
   config.wakes = wakes;
   config.windows = windows;
+  s->histogram_interval_ = config.histogram_interval;
   SPINTUNE_ASSIGN_OR_RETURN(s->capture_, OpenCapture(mode, std::move(config)));
+  // bpf aggregates in the kernel; its completions are the samples asked for.
+  s->fold_ = std::string(s->capture_->mode()) != "bpf" && sample_every != 1;
+  s->sample_every_ = sample_every;
+  s->next_flush_ = absl::Now() + s->histogram_interval_;
   Logger().info("capture {}: measuring {}", s->capture_->mode(), absl::StrJoin(names, ","));
   const CaptureStats st = s->capture_->stats();
   if (!st.missing_tracepoints.empty()) {
@@ -87,13 +92,37 @@ absl::StatusOr<size_t> TracefsSource::Fill(size_t max_completions, v1::SampleBat
     const absl::Duration left = deadline - absl::Now();
     if (left <= absl::ZeroDuration()) break;
     SPINTUNE_RETURN_IF_ERROR(capture_->Take(&pending_, left));
+    if (fold_) Fold();
   }
   size_t n = batcher_->Drain(&pending_.completions, &pending_.dispatches, max_completions, batch);
+  samples_kept_ = pending_.completions.size();
   n += AppendHistograms(pending_.histograms, pending_.dispatch_histograms, device_index_, batch,
                         &dropped_);
   pending_.histograms.clear();
   pending_.dispatch_histograms.clear();
   return n;
+}
+
+void TracefsSource::Fold() {
+  std::deque<CompletionEvent>& c = pending_.completions;
+  size_t kept = samples_kept_;
+  for (size_t i = samples_kept_; i < c.size(); ++i) {
+    if (sample_every_ != 0 && ++since_sample_ == sample_every_) {
+      since_sample_ = 0;
+      if (kept != i) c[kept] = std::move(c[i]);
+      ++kept;
+    } else {
+      histograms_.Add(c[i]);
+    }
+  }
+  c.resize(kept);
+  samples_kept_ = kept;
+  for (const DispatchEvent& d : pending_.dispatches) histograms_.Add(d);
+  pending_.dispatches.clear();
+  const absl::Time now = absl::Now();
+  if (now < next_flush_) return;
+  histograms_.Flush(&pending_.histograms, &pending_.dispatch_histograms);
+  next_flush_ = now + histogram_interval_;
 }
 
 }  // namespace spintune

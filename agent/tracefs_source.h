@@ -1,9 +1,12 @@
 // TracefsSource: live capture on this machine (`--source tracefs[:DEV,...]`).
 // A Capture (agent/capture/capture.h: bpf, raw or text, `--capture`)
 // measures the named devices (default: every disk with hardware behind it,
-// MMC host and SPI device, see DiscoverDevices); Fill hands its samples to
-// the agent as they arrive: individual samples as columns, the BPF
-// capture's in-kernel histograms as histogram deltas. The hello describes
+// MMC host and SPI device, see DiscoverDevices); Fill hands what it measures
+// to the agent as histogram deltas, once a second: the bpf capture's
+// in-kernel histograms, and the raw and text captures' samples folded into
+// the same histograms here (CompletionHistograms). With `sample_every` N,
+// every Nth completion goes as an individual sample instead (in columns;
+// 1: all, with the dispatch samples too, as --record needs). The hello describes
 // this host: CPU model, clock and kernel release, the devices' drivers and
 // models, and the platform costs given (from --platform or the host probe).
 //
@@ -17,6 +20,7 @@
 #include <string>
 
 #include "agent/capture/capture.h"
+#include "agent/capture/completion_histograms.h"
 #include "agent/sample_source.h"
 #include "agent/trace/trace_batcher.h"
 #include "policy/policy_table.h"
@@ -42,7 +46,7 @@ class TracefsSource : public SampleSource {
   ~TracefsSource() override;
 
   void Describe(v1::Hello* hello) const override { *hello = hello_; }
-  // Waits up to 100 ms for a full batch.
+  // Waits up to 100 ms for a full batch or the interval's histograms.
   absl::StatusOr<size_t> Fill(size_t max_completions, v1::SampleBatch* batch) override;
   bool exhausted() const override { return false; }
   bool live() const override { return true; }
@@ -52,12 +56,26 @@ class TracefsSource : public SampleSource {
 
  private:
   TracefsSource() = default;
+  // raw and text: moves the completions taken since the last call, but every
+  // Nth, and all dispatch samples into histograms_; hands those over once
+  // an interval.
+  void Fold();
+
   v1::Hello hello_;
   std::unique_ptr<Capture> capture_;
   std::unique_ptr<TraceBatcher> batcher_;
   std::map<std::string, uint32_t> device_index_;
   CaptureOutput pending_;
   uint64_t dropped_ = 0;
+  // raw and text (unless every completion goes as a sample): pending_'s
+  // first `samples_kept_` completions stay samples; the rest were folded.
+  bool fold_ = false;
+  uint32_t sample_every_ = 0;
+  uint32_t since_sample_ = 0;
+  size_t samples_kept_ = 0;
+  CompletionHistograms histograms_;
+  absl::Duration histogram_interval_;
+  absl::Time next_flush_;
 };
 
 }  // namespace spintune

@@ -23,6 +23,7 @@
 #include "agent/io_load.h"
 #include "agent/live_trace.h"
 #include "agent/tracefs_instance.h"
+#include "agent/tracefs_source.h"
 #include "common/cpu_clock.h"
 #include "gtest/gtest.h"
 #include "models/latency_histogram.h"
@@ -545,6 +546,89 @@ TEST(CaptureLiveTest, RawAndTextCaptureWindowsMeasureTheirShareAndTraceNothingBe
               << some_in.wait.total_count() << "/" << all_in.wait.total_count() << "; ended between "
               << some_ended_between << "/" << all_ended_between << "; unpaired "
               << some_after.unpaired_ends - some_before.unpaired_ends << "\n";
+  }
+}
+
+// What a live agent sends from raw and text (TracefsSource): histogram
+// batches once a second, the samples folded into them; with
+// --capture-samples N every Nth completion as an individual sample instead;
+// with 1 (--record) every completion and dispatch as samples and no
+// histograms. Whatever the form, every completion the capture counted is
+// sent once: none invented, none lost (those of the load, and
+// the disk's other requests meanwhile). About 13 s.
+TEST(CaptureLiveTest, RawAndTextSendHistogramBatchesAndEveryNthSample) {
+  SKIP_UNLESS_LIVE();
+  const std::string disk = DiskOf("/var/tmp/");
+  ASSERT_FALSE(disk.empty());
+  for (auto [mode, every] : std::vector<std::pair<CaptureMode, uint32_t>>{
+           {CaptureMode::kRaw, 0}, {CaptureMode::kText, 0}, {CaptureMode::kRaw, 3},
+           {CaptureMode::kRaw, 1}}) {
+    SCOPED_TRACE(absl::StrCat(CaptureModeName(mode), " --capture-samples ", every));
+    CpuClassInfo cpu;
+    cpu.name = "default";
+    auto source = TracefsSource::Open({disk}, cpu, 0, "test", CorrelatorOptions{}, mode, every);
+    ASSERT_TRUE(source.ok()) << source.status();
+    uint64_t samples = 0, folded = 0, dispatch_samples = 0, dispatch_folded = 0;
+    size_t histogram_batches = 0;
+    auto fill_until = [&](absl::Time until) {
+      while (absl::Now() < until) {
+        v1::SampleBatch batch;
+        auto n = (*source)->Fill(4096, &batch);
+        ASSERT_TRUE(n.ok()) << n.status();
+        const auto& c = batch.completions();
+        samples += static_cast<uint64_t>(c.wait_ns_size());
+        dispatch_samples += static_cast<uint64_t>(batch.dispatches().handler_ns_size());
+        histogram_batches += batch.histograms_size() > 0 ? 1 : 0;
+        uint64_t in_histograms = 0;
+        for (const auto& h : batch.histograms()) {
+          uint64_t buckets = 0;
+          for (uint64_t count : h.wait().bucket_count()) buckets += count;
+          EXPECT_EQ(buckets, h.wait().count());
+          EXPECT_EQ(h.cpu_class_index(), 0u);
+          EXPECT_LE(h.irq_path() + h.spin_path(), h.wait().count());
+          in_histograms += h.wait().count();
+        }
+        for (const auto& d : batch.dispatch_histograms()) dispatch_folded += d.handler().count();
+        folded += in_histograms;
+        EXPECT_EQ(*n, static_cast<size_t>(c.wait_ns_size()) + in_histograms);
+      }
+    };
+    IoLoadOptions load;
+    load.path = "/var/tmp/spintune-capture-test.bin";
+    load.file_bytes = 8ull << 20;
+    load.sizes = {4096};
+    load.fsync_every = 0;
+    load.duration = absl::Milliseconds(1300);  // over at least two intervals
+    load.requests_per_second = 3000;
+    absl::StatusOr<IoLoadResult> done;
+    std::thread loader([&] { done = RunIoLoad(load); });
+    fill_until(absl::Now() + absl::Milliseconds(1400));
+    loader.join();
+    ASSERT_TRUE(done.ok()) << done.status();
+    // Everything the capture counted by the load's end is sent within the
+    // next interval; the reader may lag a little.
+    fill_until(absl::Now() + absl::Milliseconds(300));
+    const uint64_t counted_at_end = (*source)->stats().completions;
+    fill_until(absl::Now() + absl::Milliseconds(1500));
+    const uint64_t counted = (*source)->stats().completions;
+    const uint64_t sent = samples + folded;
+    EXPECT_GE(counted_at_end, 2000u) << "the load did too little I/O";
+    EXPECT_GE(sent, counted_at_end);
+    EXPECT_LE(sent, counted);
+    if (every == 1) {
+      EXPECT_EQ(folded, 0u);
+      EXPECT_EQ(histogram_batches, 0u);
+      EXPECT_EQ(dispatch_folded, 0u);
+    } else {
+      EXPECT_GE(histogram_batches, 2u);
+      EXPECT_EQ(dispatch_samples, 0u) << "dispatch times go into the histograms";
+      if (every == 0) {
+        EXPECT_EQ(samples, 0u);
+      } else {
+        EXPECT_NEAR(static_cast<double>(samples), static_cast<double>(sent) / every,
+                    0.02 * static_cast<double>(sent) + 3);
+      }
+    }
   }
 }
 

@@ -158,34 +158,40 @@ void TraceCorrelator::Start(const std::string& key, const TraceRecord& r, uint32
                             uint64_t bytes, uint64_t sectors) {
   pending_[key].push_back({r.ts_ns, r.cpu, r.pid, opcode, bytes, sectors, next_seq_});
   order_.emplace_back(next_seq_++, key);
-  if (++pending_count_ > options_.max_pending) {
-    // Evict the oldest start that is still pending.
-    while (!order_.empty()) {
-      auto [seq, k] = order_.front();
-      order_.pop_front();
-      auto it = pending_.find(k);
-      if (it == pending_.end() || it->second.empty() || it->second.front().seq != seq) continue;
-      it->second.erase(it->second.begin());
-      if (it->second.empty()) pending_.erase(it);
-      --pending_count_;
-      ++stats_.evicted;
-      break;
+  ++pending_count_;
+  // The oldest starts have mostly ended by now: their entries go at once,
+  // so order_ stays about as long as what is in flight. (Trimmed only on
+  // eviction, it grew to 4 * max_pending entries between compactions: about
+  // 10 MB of ever new memory, a tenth of the raw agent's CPU in malloc.)
+  auto live = [this](const std::pair<uint64_t, std::string>& e) {
+    auto it = pending_.find(e.second);
+    if (it == pending_.end()) return false;
+    for (const auto& p : it->second) {
+      if (p.seq == e.first) return true;
     }
+    return false;
+  };
+  while (!order_.empty() && !live(order_.front())) order_.pop_front();
+  if (pending_count_ > options_.max_pending && !order_.empty()) {
+    // Evict the oldest start that is still pending: order_'s front now.
+    auto it = pending_.find(order_.front().second);
+    auto& starts = it->second;
+    starts.erase(std::find_if(starts.begin(), starts.end(), [&](const Pending& p) {
+      return p.seq == order_.front().first;
+    }));
+    if (starts.empty()) pending_.erase(it);
+    order_.pop_front();
+    --pending_count_;
+    ++stats_.evicted;
   }
   if (order_.size() > 4 * options_.max_pending) {
-    // Compact: drop order entries whose starts are gone.
-    std::deque<std::pair<uint64_t, std::string>> live;
+    // Compact: drop order entries whose starts are gone (behind a start
+    // that stays pending for long).
+    std::deque<std::pair<uint64_t, std::string>> kept;
     for (auto& e : order_) {
-      auto it = pending_.find(e.second);
-      if (it == pending_.end()) continue;
-      for (const auto& p : it->second) {
-        if (p.seq == e.first) {
-          live.push_back(std::move(e));
-          break;
-        }
-      }
+      if (live(e)) kept.push_back(std::move(e));
     }
-    order_ = std::move(live);
+    order_ = std::move(kept);
   }
 }
 

@@ -447,6 +447,33 @@ TEST(CorrelatorTest, TraceCmdPluginSchedLines) {
   EXPECT_EQ(*c->dispatches()[0].wake_ns, 45'000u);
 }
 
+TEST(CorrelatorTest, EvictionTakesTheOldestStartStillPending) {
+  CorrelatorOptions o;
+  o.max_pending = 4;
+  TraceCorrelator c(o);
+  auto feed = [&c](const std::string& event, int sector) {
+    const std::string line =
+        "  x-1 [000] ..... 1.000000: " + event + ": 8,0 R " +
+        (event == "block_rq_issue" ? "4096 () " : "() ") + std::to_string(sector) + " + 8 " +
+        (event == "block_rq_issue" ? "be,0,4 [x]" : "be,0,4 [0]");
+    TraceRecord r;
+    ASSERT_EQ(ParseTraceLine(line, &r), LineKind::kEvent) << line;
+    c.Process(r);
+  };
+  for (int s : {0, 8, 16, 24}) feed("block_rq_issue", s);
+  feed("block_rq_complete", 8);  // ended: the oldest still pending stays 0
+  feed("block_rq_complete", 16);
+  for (int s : {32, 40}) feed("block_rq_issue", s);
+  EXPECT_EQ(c.stats().evicted, 0u);
+  feed("block_rq_issue", 48);  // the fifth pending start
+  EXPECT_EQ(c.stats().evicted, 1u);
+  feed("block_rq_complete", 0);  // the evicted one: no start any more
+  EXPECT_EQ(c.stats().unpaired_ends, 1u);
+  for (int s : {24, 32, 40, 48}) feed("block_rq_complete", s);
+  EXPECT_EQ(c.completions().size(), 2u + 4u);
+  EXPECT_EQ(c.stats().unpaired_ends, 1u);
+}
+
 TEST(CorrelatorTest, MemoryIsBoundedByEvictingOldStarts) {
   CorrelatorOptions o;
   o.max_pending = 4;

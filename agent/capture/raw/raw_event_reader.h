@@ -83,6 +83,11 @@ class RawEventReader {
 
   RawEventReader() = default;
   void Decode(const Held& h, const std::function<void(const TraceRecord&)>& each);
+  // Puts held_ in time order, events of one time in the order they were
+  // read (a stable sort by time). held_ is runs_'s runs, each normally in
+  // time order already (the events kept from the last poll, then each
+  // CPU's buffer): they are merged.
+  void SortHeld();
   const std::string& TaskOf(int pid);
 
   tep_handle* tep_ = nullptr;
@@ -95,6 +100,8 @@ class RawEventReader {
   std::vector<unsigned char> arena_;
   std::vector<unsigned char> spare_arena_;  // the next arena_, reused
   std::vector<Held> held_;  // events not handed out yet
+  std::vector<size_t> run_ends_;  // where each run of held_ ends
+  std::vector<Held> merged_;  // SortHeld's, reused
   std::string payload_;
   TypedEvent typed_;  // the hot events' fields, for the record handed out
   std::unordered_map<int, std::string> comm_;  // pid -> task name (threaded IRQs)
