@@ -179,15 +179,16 @@ TEST(Drift, AKeyWithASmallShareOfAHistogramAgentsSamplesIsWatchedToo) {
   // holding 512 samples of the key, each row about 4 windows).
   EXPECT_GE(drift->begin()->second, 8u);
   EXPECT_LE(drift->begin()->second, 18u);
-  // The key's evidence is what came after the change (20 x 20 us), the
-  // others' all of theirs.
+  // The key's evidence is what came after the change (20 x 20 us): all 12
+  // batches of it when the detector marks the change where it happened,
+  // fewer when it marks it later. The others' evidence is all of theirs.
   auto keys = (*store)->LoadKeys((*target)->id);
   ASSERT_TRUE(keys.ok()) << keys.status();
   ASSERT_EQ(keys->size(), ManyKeysBoard::kKeys);
   for (const auto& k : *keys) {
     if (k.key == drift->begin()->first) {
       EXPECT_GT(k.histogram.QuantileNs(0.5), 200e3);
-      EXPECT_LT(k.histogram.total_count(), 12u * ManyKeysBoard::kPerKey);
+      EXPECT_LE(k.histogram.total_count(), 12u * ManyKeysBoard::kPerKey);
     } else {
       EXPECT_EQ(k.histogram.total_count(), 24u * ManyKeysBoard::kPerKey);
     }
