@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
@@ -50,6 +51,7 @@ class Agent::Impl {
   absl::Status Run();
   void Stop() ABSL_LOCKS_EXCLUDED(mu_) {
     absl::MutexLock lock(&mu_);
+    if (!stop_ && running_) ProduceInterval();
     // With a spool nothing is lost by stopping: give batches in flight a
     // moment to be acknowledged, no more.
     if (!stop_) {
@@ -121,6 +123,9 @@ class Agent::Impl {
   // Produces the next batch (seq = generated_seq_ + 1) into pending_.
   // Returns false when the source has nothing (now, or at its end).
   absl::StatusOr<bool> Produce() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Stopping: a live source's interval in progress (the histograms it has
+  // not handed over yet) goes into pending_, sent with what is in flight.
+  void ProduceInterval() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status Record(const v1::SampleBatch& batch) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Stop() was called and everything in flight is acknowledged, or the
   // flush deadline passed.
@@ -165,6 +170,7 @@ class Agent::Impl {
   uint64_t acked_at_session_start_ ABSL_GUARDED_BY(mu_) = 0;
   bool drained_ ABSL_GUARDED_BY(mu_) = false;
   bool source_done_ ABSL_GUARDED_BY(mu_) = false;
+  bool running_ ABSL_GUARDED_BY(mu_) = false;  // inside Run(): batches may still go out
   // Seq of the newest batch produced. For a deterministic source seq N is
   // always the source's Nth batch, across restarts.
   uint64_t generated_seq_ ABSL_GUARDED_BY(mu_) = 0;
@@ -211,6 +217,20 @@ absl::StatusOr<bool> Agent::Impl::Produce() {
   }
   Keep(std::move(message));
   return true;
+}
+
+void Agent::Impl::ProduceInterval() {
+  if (!source_->live() || AllProduced()) return;
+  source_->EndInterval();
+  // Bounded: what the source held, not what it measures meanwhile.
+  for (int i = 0; i < 64; ++i) {
+    auto more = Produce();
+    if (!more.ok()) {
+      Logger().warn("stopping: the interval in progress is lost: {}", more.status().message());
+      return;
+    }
+    if (!*more) return;
+  }
 }
 
 absl::Status Agent::Impl::FastForward(uint64_t batches) {
@@ -709,7 +729,12 @@ absl::Status Agent::Impl::Run() {
     absl::MutexLock lock(&mu_);  // Stop() and stats() may look already
     source_->Describe(&hello_);
     pace_start_ = absl::Now();
+    running_ = true;
   }
+  absl::Cleanup not_running = [this] {
+    absl::MutexLock lock(&mu_);
+    running_ = false;
+  };
   hello_.set_agent_id(options_.agent_id);
   hello_.set_agent_version(Version());
   hello_.set_max_blob_format(sink_->MaxBlobFormat());

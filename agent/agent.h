@@ -138,8 +138,10 @@ class Agent {
   // DeadlineExceeded when give_up_after passed without a session, the
   // source's or recorder's errors.
   absl::Status Run();
-  // Asks Run() to flush what is in flight and return. Async-signal-unsafe;
-  // call it from a normal thread.
+  // Asks Run() to flush what is in flight and return. A live source first
+  // hands over its interval in progress (SampleSource::EndInterval), which
+  // goes out with the rest: Stop() may take a source's Fill() wait (~100
+  // ms) per batch of it. Async-signal-unsafe; call it from a normal thread.
   void Stop();
   AgentStats stats() const;
 

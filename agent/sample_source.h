@@ -38,6 +38,10 @@ class SampleSource {
   // The agent applied `table` (a simulated driver waits by it from now on
   // and reports what its waits cost). Called between Fill() calls.
   virtual void OnTableApplied(const PolicyTable& table) {}
+  // The agent is stopping: a live source that aggregates over intervals
+  // hands over the interval in progress at the next Fill(), so that a clean
+  // stop loses nothing it counted. Called between Fill() calls.
+  virtual void EndInterval() {}
 };
 
 struct SourceOptions {

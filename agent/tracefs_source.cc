@@ -7,6 +7,7 @@
 #include "agent/capture/histogram_batch.h"
 #include "agent/host_probe.h"
 #include "agent/live_trace.h"
+#include "common/file_util.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
 #include "policy/policy_proto.h"
@@ -30,7 +31,9 @@ absl::StatusOr<std::unique_ptr<TracefsSource>> TracefsSource::Open(std::set<std:
     devices.insert(pair_names.begin(), pair_names.end());
   }
   for (const auto& d : devices) {
-    if (present.count(d) == 0 && pair_names.count(d) == 0) {
+    // A disk without hardware behind it (loop, zram) is measured when named:
+    // not discovered, but its requests are real block requests.
+    if (present.count(d) == 0 && pair_names.count(d) == 0 && !PathExists("/sys/block/" + d + "/dev")) {
       return absl::InvalidArgumentError(absl::StrCat(
           "tracefs: no device '", d, "' on this machine (found: ", absl::StrJoin(present, ","),
           ")"));
@@ -61,7 +64,7 @@ absl::StatusOr<std::unique_ptr<TracefsSource>> TracefsSource::Open(std::set<std:
   s->histogram_interval_ = config.histogram_interval;
   SPINTUNE_ASSIGN_OR_RETURN(s->capture_, OpenCapture(mode, std::move(config)));
   // bpf aggregates in the kernel; its completions are the samples asked for.
-  s->fold_ = std::string(s->capture_->mode()) != "bpf" && sample_every != 1;
+  s->fold_ = !s->capture_->aggregates() && sample_every != 1;
   s->sample_every_ = sample_every;
   s->next_flush_ = absl::Now() + s->histogram_interval_;
   Logger().info("capture {}: measuring {}", s->capture_->mode(), absl::StrJoin(names, ","));
@@ -101,6 +104,11 @@ absl::StatusOr<size_t> TracefsSource::Fill(size_t max_completions, v1::SampleBat
   pending_.histograms.clear();
   pending_.dispatch_histograms.clear();
   return n;
+}
+
+void TracefsSource::EndInterval() {
+  capture_->EndInterval();
+  next_flush_ = absl::InfinitePast();
 }
 
 void TracefsSource::Fold() {

@@ -50,6 +50,7 @@ class TracefsSource : public SampleSource {
   absl::StatusOr<size_t> Fill(size_t max_completions, v1::SampleBatch* batch) override;
   bool exhausted() const override { return false; }
   bool live() const override { return true; }
+  void EndInterval() override;
 
   CaptureStats stats() const { return capture_->stats(); }
   const char* capture_mode() const { return capture_->mode(); }

@@ -429,6 +429,85 @@ TEST(EndToEnd, HistogramDeltasAsBytesAreStoredAsTheArraysAre) {
   }
 }
 
+// A live board whose capture aggregates over long intervals: every Fill()
+// counts 10 completions of one key into its histogram and hands nothing
+// over, until EndInterval(); the next Fill() hands over all it counted,
+// and it counts nothing after that.
+class IntervalBoard final : public SampleSource {
+ public:
+  IntervalBoard() {
+    auto sim = MakeSampleSource("sim:microwatt-100mhz", 7);
+    EXPECT_TRUE(sim.ok());
+    if (sim.ok()) (*sim)->Describe(&hello_);
+  }
+  void Describe(v1::Hello* hello) const override { *hello = hello_; }
+  absl::StatusOr<size_t> Fill(size_t, v1::SampleBatch* batch) override {
+    if (ended_) return 0;
+    if (end_asked_) {
+      ended_ = true;
+      d_.device = hello_.devices(0).name();
+      d_.opcode = 17;
+      d_.size_class = 12;
+      d_.wait.buckets = h_.buckets();
+      d_.wait.count = h_.total_count();
+      uint64_t dropped = 0;
+      return AppendHistograms({d_}, {}, {{hello_.devices(0).name(), 0}}, batch, &dropped);
+    }
+    for (int i = 0; i < 10; ++i) {
+      const uint64_t ns = 20000 + 977 * static_cast<uint64_t>(counted_ % 50);
+      h_.Record(ns);
+      d_.wait.sum_ns += ns;
+      ++counted_;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));  // a live source waits
+    return 0;
+  }
+  bool exhausted() const override { return false; }
+  bool live() const override { return true; }
+  void EndInterval() override { end_asked_ = true; }
+  // Completions counted so far (read by the test once the agent is done).
+  uint64_t counted() const { return counted_; }
+
+ private:
+  v1::Hello hello_;
+  LatencyHistogram h_;
+  KeyHistogramDelta d_;
+  std::atomic<uint64_t> counted_{0};
+  bool end_asked_ = false;
+  bool ended_ = false;
+};
+
+// A clean stop sends what a live source counted in the interval in
+// progress: the tuner stores every completion the board counted, though
+// the board never reached the end of an interval.
+TEST(EndToEnd, AStoppedAgentSendsTheIntervalInProgress) {
+  testing::TempDir dir;
+  auto tuner = StartTuner(dir.File("tuner.db"));
+  ASSERT_NE(tuner, nullptr);
+  auto sink = MakePolicySink("none", {"mmc0"});
+  ASSERT_TRUE(sink.ok());
+  auto board = std::make_unique<IntervalBoard>();
+  IntervalBoard* counting = board.get();
+  Agent agent(HistogramAgentOptions(tuner->address(), "interval", false), std::move(board),
+              std::move(*sink));
+  absl::Status run;
+  std::thread runner([&] { run = agent.Run(); });
+  const absl::Time give_up = absl::Now() + absl::Seconds(20);
+  while (counting->counted() < 500 && absl::Now() < give_up) absl::SleepFor(absl::Milliseconds(10));
+  agent.Stop();
+  runner.join();
+  EXPECT_TRUE(run.ok()) << run;
+  const uint64_t counted = counting->counted();
+  ASSERT_GE(counted, 500u);
+  EXPECT_EQ(agent.stats().batches_acked, 1u);
+  tuner->Shutdown(absl::Seconds(5));
+  auto store = Store::Open(dir.File("tuner.db"));
+  ASSERT_TRUE(store.ok()) << store.status();
+  auto target = (*store)->FindTarget("interval");
+  ASSERT_TRUE(target.ok() && target->has_value());
+  EXPECT_EQ((*target)->total_samples, counted);
+}
+
 // A tuner from before HistogramDelta.buckets: it answers the Hello without
 // accepts_bucket_bytes and would refuse such deltas. It counts what comes.
 class OldTuner final : public v1::Tuner::Service {

@@ -106,9 +106,16 @@ class Capture {
   virtual ~Capture() = default;
   // "bpf", "raw" or "text".
   virtual const char* mode() const = 0;
+  // True when the capture hands over histograms itself, once an interval
+  // (bpf: the kernel aggregates); false when it hands over every completion
+  // and dispatch (raw, text), which its caller folds.
+  virtual bool aggregates() const { return false; }
   // Appends what was captured since the last call to `out`, waiting up to
   // `timeout` for something to hand over. Errors: the capture broke.
   virtual absl::Status Take(CaptureOutput* out, absl::Duration timeout) = 0;
+  // The next Take hands over the histograms of the interval in progress
+  // (a clean stop sends everything counted). Same thread as Take.
+  virtual void EndInterval() {}
   virtual CaptureStats stats() const = 0;
 };
 

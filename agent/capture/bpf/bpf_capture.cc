@@ -121,7 +121,9 @@ class BpfCapture : public Capture {
   }
 
   const char* mode() const override { return "bpf"; }
+  bool aggregates() const override { return true; }
   absl::Status Take(CaptureOutput* out, absl::Duration timeout) override;
+  void EndInterval() override { next_read_ = absl::InfinitePast(); }
   CaptureStats stats() const override;
 
   static absl::StatusOr<std::unique_ptr<Capture>> Open(const CaptureConfig& options,
