@@ -51,6 +51,22 @@ struct BucketCounts {
   uint64_t sum_ns = 0;
 };
 
+// The non-zero counts of the dense `buckets` as sparse ones (sum_ns left
+// 0), zeroing them; stops once `total` are taken (all of them when it is
+// not known).
+template <typename Count>
+BucketCounts TakeBucketCounts(std::vector<Count>* buckets, uint64_t total = ~uint64_t{0}) {
+  BucketCounts b;
+  for (size_t i = 0; i < buckets->size() && b.count < total; ++i) {
+    Count& n = (*buckets)[i];
+    if (n == 0) continue;
+    b.buckets.emplace_back(static_cast<int>(i), n);
+    b.count += n;
+    n = 0;
+  }
+  return b;
+}
+
 // One key's completions over an interval, aggregated in the kernel.
 struct KeyHistogramDelta {
   std::string device;

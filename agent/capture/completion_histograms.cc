@@ -18,13 +18,7 @@ void CompletionHistograms::Times::Add(uint64_t ns) {
 }
 
 BucketCounts CompletionHistograms::Times::Take() {
-  BucketCounts b;
-  for (size_t i = 0; i < buckets.size() && b.count < count; ++i) {
-    if (buckets[i] == 0) continue;
-    b.buckets.emplace_back(static_cast<int>(i), buckets[i]);
-    b.count += buckets[i];
-    buckets[i] = 0;
-  }
+  BucketCounts b = TakeBucketCounts(&buckets, count);
   b.sum_ns = sum_ns;
   count = 0;
   sum_ns = 0;

@@ -82,16 +82,6 @@ absl::StatusOr<stc_device_key> DeviceKey(const std::string& name) {
       absl::StrCat("bpf capture: cannot measure '", name, "' (not a disk, MMC host or SPI device)"));
 }
 
-BucketCounts ToBucketCounts(const std::vector<uint64_t>& deltas) {
-  BucketCounts b;
-  for (size_t index = 0; index < deltas.size(); ++index) {
-    if (deltas[index] == 0) continue;
-    b.buckets.emplace_back(static_cast<int>(index), deltas[index]);
-    b.count += deltas[index];
-  }
-  return b;
-}
-
 // Clamps a reported sum into what the reported buckets allow (a map read
 // races with the program: a sample may be in the sum but not yet in its
 // bucket); the rest is reported with the next delta.
@@ -206,6 +196,7 @@ void BpfCapture::ReadHistograms(CaptureOutput* out) {
   const int hist_fd = bpf_map__fd(skel_->maps.hists);
   values_.resize(static_cast<size_t>(ncpus_));
   std::map<std::pair<uint32_t, uint32_t>, DispatchHistogramDelta> dispatch;
+  std::vector<uint64_t> deltas(STC_BUCKET_COUNT, 0);  // one slot's, zeroed as taken
   for (auto& [index, slot] : slots_) {
     if (bpf_map_lookup_elem(hist_fd, &index, values_.data()) != 0) {
       Logger().warn("bpf capture: reading histogram slot {}: {}", index, std::strerror(errno));
@@ -213,7 +204,6 @@ void BpfCapture::ReadHistograms(CaptureOutput* out) {
     }
     const stc_slot_key& k = slot.key;
     if (k.device >= device_names_.size()) continue;
-    std::vector<uint64_t> deltas(STC_BUCKET_COUNT, 0);
     uint64_t sum_ns = 0, irq_path = 0, spin_path = 0, errors = 0;
     for (size_t c = 0; c < values_.size(); ++c) {
       const stc_hist& h = values_[c];
@@ -227,7 +217,7 @@ void BpfCapture::ReadHistograms(CaptureOutput* out) {
         seen[b] = h.buckets[b];
       }
     }
-    BucketCounts counts = ToBucketCounts(deltas);
+    BucketCounts counts = TakeBucketCounts(&deltas);
     if (counts.count == 0) continue;
     counts.sum_ns = ClampSum(counts, sum_ns - slot.sum_ns);
     slot.sum_ns += counts.sum_ns;

@@ -142,9 +142,8 @@ const std::string& RawEventReader::TaskOf(int pid) {
 absl::StatusOr<size_t> RawEventReader::Poll(const std::function<void(const TraceRecord&)>& each) {
   const uint64_t watermark = MonotonicNs() - kWatermarkSlackNs;
   size_t bytes = 0;
-  run_ends_.assign(1, held_.size());
+  run_ends_.assign(1, held_.size());  // the events held from the last poll: one run
   for (size_t cpu = 0; cpu < fds_.size(); ++cpu) {
-    run_ends_.push_back(held_.size());  // (the last CPU's run ends at held_'s end)
     while (true) {
       const ssize_t n = ::read(fds_[cpu], page_.data(), page_.size());
       if (n < 0) {
@@ -167,6 +166,7 @@ absl::StatusOr<size_t> RawEventReader::Poll(const std::function<void(const Trace
         held_.push_back({ts, static_cast<int>(cpu), at, static_cast<size_t>(size)});
       }
     }
+    run_ends_.push_back(held_.size());  // this CPU's run
   }
   // Every CPU was read after `watermark`: what is older can no longer be
   // overtaken by an event still in a buffer.
@@ -199,7 +199,6 @@ absl::StatusOr<size_t> RawEventReader::Poll(const std::function<void(const Trace
 }
 
 void RawEventReader::SortHeld() {
-  run_ends_.push_back(held_.size());
   auto by_time = [](const Held& a, const Held& b) { return a.ts_ns < b.ts_ns; };
   size_t begin = 0;
   for (size_t end : run_ends_) {

@@ -84,7 +84,7 @@ class RawEventReader {
   RawEventReader() = default;
   void Decode(const Held& h, const std::function<void(const TraceRecord&)>& each);
   // Puts held_ in time order, events of one time in the order they were
-  // read (a stable sort by time). held_ is runs_'s runs, each normally in
+  // read (a stable sort by time). held_ is run_ends_'s runs, each normally in
   // time order already (the events kept from the last poll, then each
   // CPU's buffer): they are merged.
   void SortHeld();
