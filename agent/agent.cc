@@ -51,10 +51,12 @@ class Agent::Impl {
   absl::Status Run();
   void Stop() ABSL_LOCKS_EXCLUDED(mu_) {
     absl::MutexLock lock(&mu_);
-    if (!stop_ && running_) ProduceInterval();
-    // With a spool nothing is lost by stopping: give batches in flight a
-    // moment to be acknowledged, no more.
-    if (!stop_) {
+    if (stop_) {
+      stop_deadline_ = absl::Now();  // asked again: no more waiting for acks
+    } else {
+      if (running_) ProduceInterval();
+      // With a spool nothing is lost by stopping: give batches in flight a
+      // moment to be acknowledged, no more.
       stop_deadline_ = absl::Now() + (spool_ ? std::min(options_.drain_timeout, absl::Seconds(5))
                                              : options_.drain_timeout);
     }

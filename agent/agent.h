@@ -138,10 +138,13 @@ class Agent {
   // DeadlineExceeded when give_up_after passed without a session, the
   // source's or recorder's errors.
   absl::Status Run();
-  // Asks Run() to flush what is in flight and return. A live source first
-  // hands over its interval in progress (SampleSource::EndInterval), which
-  // goes out with the rest: Stop() may take a source's Fill() wait (~100
-  // ms) per batch of it. Async-signal-unsafe; call it from a normal thread.
+  // Asks Run() to flush what is in flight and return: it waits for the
+  // acks up to drain_timeout (5 s at most with a spool, which keeps the
+  // rest). A live source first hands over its interval in progress
+  // (SampleSource::EndInterval), which goes out with the rest: Stop() may
+  // take a source's Fill() wait (~100 ms) per batch of it. A second call
+  // ends the wait: Run() returns at once. Async-signal-unsafe; call it from
+  // a normal thread.
   void Stop();
   AgentStats stats() const;
 

@@ -395,8 +395,13 @@ int main(int argc, char** argv) {
     options.knobs = std::move(*controller);
   }
   spintune::Agent agent(options, std::move(*source), std::move(*sink));
-  spintune::SignalWaiter signals([&agent](int sig) {
-    spintune::Logger().info("signal {}: flushing and stopping", sig);
+  int stops = 0;  // signals so far (only the waiting thread counts)
+  spintune::SignalWaiter signals([&agent, &stops](int sig) {
+    if (++stops == 1) {
+      spintune::Logger().info("signal {}: flushing and stopping (again: stop at once)", sig);
+    } else {
+      spintune::Logger().info("signal {} again: stopping without waiting for acks", sig);
+    }
     agent.Stop();
   });
   spintune::Logger().info("agent id={} source={} tuner={}", f.agent_id,

@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <thread>
 #include <vector>
 
@@ -100,6 +101,41 @@ TEST_F(Outage, RestartDuringTheOutageResumesFromTheSpool) {
   EXPECT_GT(agent->stats().restored_batches, 0u);
   EXPECT_EQ(agent->stats().tuner_total_samples, 20000u) << "nothing lost, nothing doubled";
   EXPECT_EQ(Stored().total_samples, 20000u);
+}
+
+// Without a spool a stopping agent waits up to drain_timeout for a tuner
+// to acknowledge what it holds; asked to stop again (a second SIGINT), it
+// stops at once and says how much was not acknowledged.
+TEST_F(Outage, ASecondStopEndsTheWaitForATuner) {
+  auto source = MakeSampleSource("sim:microwatt-100mhz", 3);
+  ASSERT_TRUE(source.ok());
+  auto sink = MakePolicySink("none", {"mmc0"});
+  ASSERT_TRUE(sink.ok());
+  AgentOptions o;
+  o.tuner_address = address_;  // nothing listens
+  o.agent_id = "outage-board";
+  o.batch_size = 250;
+  o.samples_per_second = 40000;
+  o.initial_backoff = absl::Milliseconds(50);
+  o.max_backoff = absl::Milliseconds(200);
+  o.drain_timeout = absl::Seconds(60);
+  Agent agent(o, std::move(*source), std::move(*sink));
+  absl::Status result;
+  std::atomic<bool> done{false};
+  std::thread run([&] {
+    result = agent.Run();
+    done = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  agent.Stop();
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  EXPECT_FALSE(done) << "the first stop waits for a tuner";
+  const absl::Time second = absl::Now();
+  agent.Stop();
+  run.join();
+  EXPECT_LT(absl::Now() - second, absl::Seconds(2));
+  EXPECT_EQ(result.code(), absl::StatusCode::kUnavailable) << result;
+  EXPECT_NE(result.message().find("not acknowledged"), std::string::npos) << result;
 }
 
 TEST_F(Outage, FullSpoolDropsTheOldestAndTheTunerIsToldExactly) {
