@@ -33,7 +33,8 @@ absl::StatusOr<std::unique_ptr<TracefsSource>> TracefsSource::Open(std::set<std:
   for (const auto& d : devices) {
     // A disk without hardware behind it (loop, zram) is measured when named:
     // not discovered, but its requests are real block requests.
-    if (present.count(d) == 0 && pair_names.count(d) == 0 && !PathExists("/sys/block/" + d + "/dev")) {
+    if (present.count(d) == 0 && pair_names.count(d) == 0 &&
+        !PathExists("/sys/block/" + d + "/dev")) {
       return absl::InvalidArgumentError(absl::StrCat(
           "tracefs: no device '", d, "' on this machine (found: ", absl::StrJoin(present, ","),
           ")"));

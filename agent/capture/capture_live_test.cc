@@ -506,7 +506,8 @@ TEST(CaptureLiveTest, RawAndTextCaptureWindowsMeasureTheirShareAndTraceNothingBe
         const int64_t issue_ms =
             (static_cast<int64_t>(c.issue_ns) + wall_less_mono_ns) / 1'000'000;
         const int64_t into_ms = end_ms % 1000;
-        const bool inside = end_ms / 1000 == issue_ms / 1000 && issue_ms % 1000 >= 50 && into_ms < 350;
+        const bool inside =
+            end_ms / 1000 == issue_ms / 1000 && issue_ms % 1000 >= 50 && into_ms < 350;
         *between_n += into_ms >= 750 && into_ms < 950;
         for (testing::WaitSums* sums : {run, in}) {
           if (sums == in && !inside) continue;
@@ -713,7 +714,8 @@ TEST(CaptureLiveTest, ALoopDiskIsMeasuredWhenNamed) {
       TracefsSource::Open({"nosuchdisk9"}, cpu, 0, "test", CorrelatorOptions{}, CaptureMode::kRaw);
   ASSERT_FALSE(unknown.ok());
   EXPECT_EQ(unknown.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(unknown.status().message().find("'nosuchdisk9'"), std::string::npos) << unknown.status();
+  EXPECT_NE(unknown.status().message().find("'nosuchdisk9'"), std::string::npos)
+      << unknown.status();
 }
 
 TEST(CaptureLiveTest, MissingTracepointsAreReportedByNameAndSkipped) {
