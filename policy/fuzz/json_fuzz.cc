@@ -2,13 +2,11 @@
 // policy table (`spintune header --json`), a profile (`spintune profiles
 // import`), a platform file (`--platform`) and user-defined event pairs
 // (`--pairs`).
-#include <unistd.h>
-
 #include <cstdint>
-#include <cstdio>
 #include <string>
 
 #include "agent/trace/trace_correlator.h"
+#include "policy/fuzz/scratch_file.h"
 #include "policy/platform_json.h"
 #include "policy/policy_json.h"
 #include "storage/profile.h"
@@ -27,11 +25,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (!again.ok()) __builtin_trap();
   }
   (void)spintune::ParseEventPairs(text);
-  static const std::string path = "/dev/shm/spintune-fuzz-" + std::to_string(getpid()) + ".json";
-  FILE* f = std::fopen(path.c_str(), "wb");
-  if (f == nullptr) return 0;
-  std::fwrite(data, 1, size, f);
-  std::fclose(f);
-  (void)spintune::ReadPlatformFile(path);
+  static const spintune::FuzzScratchFile file(".json");
+  if (!file.Write(data, size)) return 0;
+  (void)spintune::ReadPlatformFile(file.path());
   return 0;
 }
