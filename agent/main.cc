@@ -106,6 +106,9 @@ int main(int argc, char** argv) {
       "      --sink file:/tmp/spintune-{device}.bin --max-samples 20000\n"
       "  spintune-agent --tuner 127.0.0.1:50051 --knobs sim:ahci-sunxi-a20-txts5-rxts6\n"
       "  sudo spintune-agent --tuner 127.0.0.1:50051 --knobs vda-queue.json\n"
+      "SIGINT/SIGTERM: sends what was measured (the histograms of the interval in progress\n"
+      "too) and waits for the tuner's acks (5 s at most with a spool); a second signal stops at\n"
+      "once.\n"
       "Exit codes: 0 ok, 1 runtime failure, 2 usage or bad input, 3 finished but some samples\n"
       "were not stored (refused by the tuner or dropped from a full spool; see the last line).");
   app.set_version_flag("--version", spintune::Version());
