@@ -103,10 +103,7 @@ HZ=$(getconf CLK_TCK)
 rm -rf "$OUT"; mkdir -p "$OUT"
 . "$(dirname "$0")/lib.sh"
 disk=$(disk_under /var/tmp)
-cat >"$OUT/platform.json" <<'JSON'
-{"irq_cpu_ns": 8000, "irq_wake_ns": 60000, "poll_read_ns": 200,
- "timer_cpu_ns": 15000, "timer_wake_ns": 15000}
-JSON
+write_bench_platform "$OUT/platform.json"
 
 # Busy jiffies of the whole machine so far: every CPU's time since the epoch
 # minus its idle, iowait and steal time (the "cpu" line of /proc/stat). Not
