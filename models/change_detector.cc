@@ -35,8 +35,8 @@ bool DistributionChanged(const LatencyHistogram& reference, const LatencyHistogr
 }
 
 WindowVerdict JudgeWindows(const std::vector<std::pair<int64_t, LatencyHistogram>>& windows,
-                           int64_t since, const ChangeTest& test, uint64_t min_recent,
-                           uint64_t keep_windows) {
+                           int64_t since, int64_t changed_through, const ChangeTest& test,
+                           uint64_t min_recent, uint64_t keep_windows) {
   WindowVerdict v;
   // The recent evidence: windows [first_recent, end).
   LatencyHistogram recent;
@@ -60,6 +60,9 @@ WindowVerdict JudgeWindows(const std::vector<std::pair<int64_t, LatencyHistogram
   if (v.changed) {
     v.since = windows[first_recent].first;
     v.keep_from = v.since;
+    // Compared with nothing but the last change's own evidence: that change.
+    v.refined = windows[first_recent - 1].first <= changed_through;
+    v.through = v.refined ? changed_through : windows.back().first;
     return v;
   }
   const int64_t latest = windows.back().first;

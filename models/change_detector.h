@@ -41,12 +41,21 @@ struct WindowVerdict {
   // The latest windows differ: the key's evidence starts at window `since`
   // from now on.
   bool changed = false;
+  // The change is the last one again, located later: everything it was
+  // compared with lies within the evidence that detected the last one (a
+  // window there straddled the change, so the evidence from `since` mixed
+  // the distributions before and after it). Not a new change.
+  bool refined = false;
   int64_t since = 0;
+  // For a change that is not `refined`: the latest window of the evidence
+  // that detected it (the `changed_through` of the next judgement).
+  int64_t through = -1;
   // Windows before this one are no longer needed (0: keep every one).
   int64_t keep_from = 0;
 };
 
 // `windows`: the key's (window, histogram) from `since` on, in window order.
+// `changed_through`: the `through` of the key's last change (-1: none).
 // The recent evidence is the fewest latest windows that hold `min_recent`
 // samples together (the latest alone for a key with that many samples per
 // window; several for a key with a small share of its target's samples,
@@ -57,8 +66,8 @@ struct WindowVerdict {
 // and `min_recent` samples before it need more (and, after a change, only
 // the recent evidence).
 WindowVerdict JudgeWindows(const std::vector<std::pair<int64_t, LatencyHistogram>>& windows,
-                           int64_t since, const ChangeTest& test, uint64_t min_recent,
-                           uint64_t keep_windows);
+                           int64_t since, int64_t changed_through, const ChangeTest& test,
+                           uint64_t min_recent, uint64_t keep_windows);
 
 }  // namespace spintune
 

@@ -44,18 +44,18 @@ TEST(ChangeDetector, JudgeWindowsChangesOrPrunesOnlyOnEnoughEvidence) {
   std::vector<std::pair<int64_t, LatencyHistogram>> w;
   for (int64_t i = 0; i < 40; ++i) w.emplace_back(i, Draw(rng, 600, 150e3, 0.03));
   // Stationary: no change; the last 32 windows kept.
-  WindowVerdict v = JudgeWindows(w, 0, ChangeTest(), 512, 32);
+  WindowVerdict v = JudgeWindows(w, 0, -1, ChangeTest(), 512, 32);
   EXPECT_FALSE(v.changed);
   EXPECT_EQ(v.keep_from, 39 - 32);
   // Never before the key's evidence starts.
-  EXPECT_EQ(JudgeWindows({w.begin() + 20, w.end()}, 20, ChangeTest(), 512, 32).keep_from, 20);
+  EXPECT_EQ(JudgeWindows({w.begin() + 20, w.end()}, 20, -1, ChangeTest(), 512, 32).keep_from, 20);
   // Too few samples in all windows after the first, or a single window: no
   // verdict.
-  EXPECT_EQ(JudgeWindows(w, 0, ChangeTest(), 39 * 600 + 1, 32).keep_from, 0);
-  EXPECT_EQ(JudgeWindows({w.back()}, 39, ChangeTest(), 512, 32).keep_from, 0);
+  EXPECT_EQ(JudgeWindows(w, 0, -1, ChangeTest(), 39 * 600 + 1, 32).keep_from, 0);
+  EXPECT_EQ(JudgeWindows({w.back()}, 39, -1, ChangeTest(), 512, 32).keep_from, 0);
   // Garbage collection starts: evidence from the latest window on.
   w.emplace_back(40, Draw(rng, 600, 150e3, 0.30));
-  v = JudgeWindows(w, 0, ChangeTest(), 512, 32);
+  v = JudgeWindows(w, 0, -1, ChangeTest(), 512, 32);
   EXPECT_TRUE(v.changed);
   EXPECT_EQ(v.since, 40);
   EXPECT_EQ(v.keep_from, 40);
@@ -71,23 +71,64 @@ TEST(ChangeDetector, JudgeWindowsJudgesASparseKeyOnItsLatestWindowsTogether) {
   for (int64_t i = 0; i < 40; ++i) w.emplace_back(i, Draw(rng, 100, 150e3, 0.03));
   // Stationary: judged (windows 34-39 hold 600 >= 512), no change. It keeps
   // the last 32 windows, which hold more than it needs.
-  WindowVerdict v = JudgeWindows(w, 0, ChangeTest(), 512, 32);
+  WindowVerdict v = JudgeWindows(w, 0, -1, ChangeTest(), 512, 32);
   EXPECT_FALSE(v.changed);
   EXPECT_EQ(v.keep_from, 39 - 32);
   // With 4 windows kept it still keeps the 6 + 6 the verdict needs.
-  EXPECT_EQ(JudgeWindows(w, 0, ChangeTest(), 512, 4).keep_from, 28);
+  EXPECT_EQ(JudgeWindows(w, 0, -1, ChangeTest(), 512, 4).keep_from, 28);
   // Garbage collection starts at window 40. One window of it is not enough
   // evidence: windows 35-39 join it, and a sixth of them changed...
   auto changed_from_40 = w;
   changed_from_40.emplace_back(40, Draw(rng, 100, 150e3, 0.30));
-  EXPECT_FALSE(JudgeWindows(changed_from_40, 0, ChangeTest(), 512, 32).changed);
+  EXPECT_FALSE(JudgeWindows(changed_from_40, 0, -1, ChangeTest(), 512, 32).changed);
   // ...six are: windows 40-45, the fewest latest ones with 512 samples,
   // differ, and the key's evidence starts at the first of them.
   for (int64_t i = 41; i < 46; ++i) changed_from_40.emplace_back(i, Draw(rng, 100, 150e3, 0.30));
-  v = JudgeWindows(changed_from_40, 0, ChangeTest(), 512, 32);
+  v = JudgeWindows(changed_from_40, 0, -1, ChangeTest(), 512, 32);
   EXPECT_TRUE(v.changed);
   EXPECT_EQ(v.since, 40);
   EXPECT_EQ(v.keep_from, 40);
+}
+
+// A change inside a window: the window that detects it mixes the
+// distributions before and after it, and the next judgement finds the pure
+// windows after it differ from that mixed one. That is the same change,
+// located later (refined), not a second; a change against windows after
+// the mixed one is a new change.
+TEST(ChangeDetector, AChangeInsideAWindowIsRefinedNotDetectedTwice) {
+  std::mt19937_64 rng(7);
+  std::vector<std::pair<int64_t, LatencyHistogram>> w;
+  for (int64_t i = 0; i < 40; ++i) w.emplace_back(i, Draw(rng, 600, 150e3, 0.03));
+  LatencyHistogram mixed = Draw(rng, 300, 150e3, 0.03);
+  mixed.Merge(Draw(rng, 300, 150e3, 0.60));
+  w.emplace_back(40, mixed);
+  WindowVerdict v = JudgeWindows(w, 0, -1, ChangeTest(), 512, 32);
+  ASSERT_TRUE(v.changed);
+  EXPECT_FALSE(v.refined);
+  EXPECT_EQ(v.since, 40);
+  EXPECT_EQ(v.through, 40);
+  // The next window is all after the change; the mixed one differs from it.
+  std::vector<std::pair<int64_t, LatencyHistogram>> after = {w.back()};
+  after.emplace_back(41, Draw(rng, 600, 150e3, 0.60));
+  v = JudgeWindows(after, 40, 40, ChangeTest(), 512, 32);
+  ASSERT_TRUE(v.changed);
+  EXPECT_TRUE(v.refined);
+  EXPECT_EQ(v.since, 41);
+  EXPECT_EQ(v.through, 40);
+  // Without the last change's span it would count as a change of its own.
+  EXPECT_FALSE(JudgeWindows(after, 40, -1, ChangeTest(), 512, 32).refined);
+  // Stationary after it: nothing.
+  after.erase(after.begin());
+  for (int64_t i = 42; i < 46; ++i) after.emplace_back(i, Draw(rng, 600, 150e3, 0.60));
+  EXPECT_FALSE(JudgeWindows(after, 41, 40, ChangeTest(), 512, 32).changed);
+  // The distribution changes back: compared with windows 41-45, after the
+  // last change's evidence, a new change.
+  after.emplace_back(46, Draw(rng, 600, 150e3, 0.03));
+  v = JudgeWindows(after, 41, 40, ChangeTest(), 512, 32);
+  ASSERT_TRUE(v.changed);
+  EXPECT_FALSE(v.refined);
+  EXPECT_EQ(v.since, 46);
+  EXPECT_EQ(v.through, 46);
 }
 
 }  // namespace

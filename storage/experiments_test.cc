@@ -111,11 +111,11 @@ TEST_P(StoreExperiments, KeepsExperimentsTrialsAndConclusions) {
 }
 
 // Migrations 1-8 are main's, unchanged; 9 adds the knob tables (10: A/B
-// outcome arms). A version 8 database (this one with migrations 9 and 10
+// outcome arms; 14: keys.changed_through). A version 8 database (this one with migrations 9 and 10
 // undone) upgrades in place and keeps its rows; a newer one is refused.
 TEST_P(StoreExperiments, UpgradesAVersion8DatabaseAndRefusesNewer) {
   // (Migration 13 runs again as it is: it copies pending_deltas.)
-  ASSERT_EQ(LatestSchemaVersion(), 13);
+  ASSERT_EQ(LatestSchemaVersion(), 14);
   const std::string path = NewDb(/*file=*/true);
   {
     auto store = Store::Open(path);
@@ -129,6 +129,7 @@ TEST_P(StoreExperiments, UpgradesAVersion8DatabaseAndRefusesNewer) {
                             "DROP TABLE experiments; ALTER TABLE verifications DROP COLUMN method; "
                             "ALTER TABLE targets DROP COLUMN max_blob_format; "
                             "ALTER TABLE ingested DROP COLUMN fingerprint_version; "
+                            "ALTER TABLE keys DROP COLUMN changed_through; "
                             "DELETE FROM schema_version WHERE version >= 9")
                     .ok());
     EXPECT_EQ(*SchemaVersion(db->get()), 8);
@@ -144,8 +145,8 @@ TEST_P(StoreExperiments, UpgradesAVersion8DatabaseAndRefusesNewer) {
   {
     auto db = OpenSqlDb(path);
     ASSERT_TRUE(db.ok());
-    EXPECT_EQ(*SchemaVersion(db->get()), 13);
-    ASSERT_TRUE((*db)->Exec("INSERT INTO schema_version VALUES (14)").ok());
+    EXPECT_EQ(*SchemaVersion(db->get()), 14);
+    ASSERT_TRUE((*db)->Exec("INSERT INTO schema_version VALUES (15)").ok());
   }
   auto newer = Store::Open(path);
   EXPECT_TRUE(absl::IsFailedPrecondition(newer.status())) << newer.status();

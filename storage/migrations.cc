@@ -354,6 +354,12 @@ DROP TABLE pending_deltas;
 ALTER TABLE pending_deltas_v13 RENAME TO pending_deltas;
 CREATE INDEX pending_deltas_target ON pending_deltas(target_id, seq, staged_at);
 )sql",
+      // 14: the latest window of the evidence that detected a key's last
+      // change (-1: none), so that the same change found again later (a
+      // window straddled it) is not counted as a new one.
+      R"sql(
+ALTER TABLE keys ADD COLUMN changed_through INTEGER NOT NULL DEFAULT -1;
+)sql",
   };
   return kMigrations;
 }

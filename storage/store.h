@@ -314,7 +314,10 @@ class Store {
   // its samples together) with its evidence before them
   // (models/change_detector.h, JudgeWindows); a key that changed uses only
   // windows from the first of them on as evidence from now on.
-  // Prunes windows no longer needed. Returns the keys that changed.
+  // Prunes windows no longer needed. Returns the keys that changed, less
+  // those whose change is their last one found again later (refined:
+  // compared with nothing but the evidence that detected it; their
+  // evidence still moves on).
   absl::StatusOr<std::vector<PolicyKey>> DetectChanges(int64_t target_id,
                                                        const ChangeTest& test,
                                                        uint64_t min_recent = kMinWindowSamples);

@@ -587,20 +587,22 @@ absl::StatusOr<std::vector<PolicyKey>> Store::DetectChanges(int64_t target_id,
   // holds the target's lease) moves since_window or prunes.
   struct Verdict {
     int64_t key_id;
-    int64_t since_window;  // -1: unchanged
-    int64_t keep_from;     // 0: nothing to prune
+    int64_t since_window;     // -1: unchanged
+    int64_t changed_through;  // -1: unchanged (no change, or a refined one)
+    int64_t keep_from;        // 0: nothing to prune
   };
   std::vector<Verdict> verdicts;
   std::vector<PolicyKey> changed;
   {
     SPINTUNE_ASSIGN_OR_RETURN(
         auto keys, db_->Prepare("SELECT id, cpu_class, device, opcode, size_class, "
-                                "since_window FROM keys WHERE target_id = ?1"));
+                                "since_window, changed_through FROM keys WHERE target_id = ?1"));
     keys->Bind(1, target_id);
     struct Key {
       int64_t id;
       PolicyKey key;
       int64_t since;
+      int64_t changed_through;
     };
     std::vector<Key> all;
     while (true) {
@@ -610,7 +612,7 @@ absl::StatusOr<std::vector<PolicyKey>> Store::DetectChanges(int64_t target_id,
                      {keys->ColumnText(1), keys->ColumnText(2),
                       static_cast<uint32_t>(keys->ColumnInt(3)),
                       static_cast<uint32_t>(keys->ColumnInt(4))},
-                     keys->ColumnInt(5)});
+                     keys->ColumnInt(5), keys->ColumnInt(6)});
     }
     keys->Reset();
     SPINTUNE_ASSIGN_OR_RETURN(
@@ -627,11 +629,13 @@ absl::StatusOr<std::vector<PolicyKey>> Store::DetectChanges(int64_t target_id,
       }
       windows->Reset();
       // The decision is the model's; the store keeps what it says.
-      const WindowVerdict v =
-          JudgeWindows(parts, k.since, test, min_recent, options_.keep_windows);
-      if (v.changed) changed.push_back(k.key);
+      const WindowVerdict v = JudgeWindows(parts, k.since, k.changed_through, test, min_recent,
+                                           options_.keep_windows);
+      // A refined change moves the evidence on but is the last one again.
+      if (v.changed && !v.refined) changed.push_back(k.key);
       if (v.changed || v.keep_from != 0) {
-        verdicts.push_back({k.id, v.changed ? v.since : -1, v.keep_from});
+        verdicts.push_back({k.id, v.changed ? v.since : -1,
+                            v.changed && !v.refined ? v.through : -1, v.keep_from});
       }
     }
   }
@@ -639,13 +643,14 @@ absl::StatusOr<std::vector<PolicyKey>> Store::DetectChanges(int64_t target_id,
   Transaction tx(db_.get());
   SPINTUNE_RETURN_IF_ERROR(tx.Begin());
   SPINTUNE_ASSIGN_OR_RETURN(
-      auto mark, db_->Prepare("UPDATE keys SET since_window = ?2 WHERE id = ?1"));
+      auto mark, db_->Prepare("UPDATE keys SET since_window = ?2, changed_through = "
+                              "CASE WHEN ?3 < 0 THEN changed_through ELSE ?3 END WHERE id = ?1"));
   SPINTUNE_ASSIGN_OR_RETURN(
       auto prune,
       db_->Prepare("DELETE FROM histogram_windows WHERE key_id = ?1 AND \"window\" < ?2"));
   for (const Verdict& v : verdicts) {
     if (v.since_window >= 0) {
-      mark->Bind(1, v.key_id).Bind(2, v.since_window);
+      mark->Bind(1, v.key_id).Bind(2, v.since_window).Bind(3, v.changed_through);
       SPINTUNE_RETURN_IF_ERROR(mark->Run());
     }
     if (v.keep_from == 0) continue;
