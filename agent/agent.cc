@@ -102,11 +102,13 @@ class Agent::Impl {
   bool ProducesDuringOutage() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return source_->live() || options_.samples_per_second > 0;
   }
-  // When the next batch of a paced source is due.
+  // When the next batch may be due: a paced source's next, a live source's
+  // quiet_until().
   absl::Time NextDue() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    if (options_.samples_per_second <= 0) return absl::InfinitePast();
-    return pace_start_ + absl::Seconds(static_cast<double>(stats_.samples_generated) /
-                                       options_.samples_per_second);
+    const absl::Time ready = source_->quiet_until();
+    if (options_.samples_per_second <= 0) return ready;
+    return std::max(ready, pace_start_ + absl::Seconds(static_cast<double>(stats_.samples_generated) /
+                                                       options_.samples_per_second));
   }
   enum class SessionEnd { kFinished, kBroken, kStopped };
 
@@ -676,9 +678,9 @@ absl::StatusOr<Agent::Impl::SessionEnd> Agent::Impl::RunSession() {
         stream->Finish();
         return more.status();
       }
-      if (!*more) {
+      if (!*more && !source_done_ && NextDue() <= absl::Now()) {
         // A live source with nothing right now: let acks and Stop() in.
-        if (!source_done_) cv_.WaitWithTimeout(&mu_, absl::Milliseconds(20));
+        cv_.WaitWithTimeout(&mu_, absl::Milliseconds(20));
       }
       continue;
     }
@@ -853,7 +855,7 @@ absl::Status Agent::Impl::Run() {
       }
       auto more = Produce();
       if (!more.ok()) return more.status();
-      if (!*more) cv_.WaitWithTimeout(&mu_, absl::Milliseconds(20));
+      if (!*more && NextDue() <= absl::Now()) cv_.WaitWithTimeout(&mu_, absl::Milliseconds(20));
     }
     if (StopNow()) break;
     backoff = std::min(backoff * 2, options_.max_backoff);

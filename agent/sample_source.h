@@ -42,6 +42,11 @@ class SampleSource {
   // hands over the interval in progress at the next Fill(), so that a clean
   // stop loses nothing it counted. Called between Fill() calls.
   virtual void EndInterval() {}
+  // A live source with nothing to hand over before this time (one whose
+  // kernel capture aggregates and is read once an interval): its caller
+  // waits until then instead of calling Fill, which would wait up to
+  // ~100 ms at a time. InfinitePast (the default): Fill at any time.
+  virtual absl::Time quiet_until() const { return absl::InfinitePast(); }
 };
 
 struct SourceOptions {

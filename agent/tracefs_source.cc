@@ -91,12 +91,17 @@ absl::StatusOr<size_t> TracefsSource::Fill(size_t max_completions, v1::SampleBat
   // Gather for up to 100 ms or until the batch is full: fewer, fuller
   // batches (each is one SQLite commit on the tuner). Histogram deltas come
   // once per interval and go out at once.
+  // A capture that works to a schedule does what is due at once and has
+  // nothing more before its quiet_until(): nothing to wait for here, under
+  // the caller's lock.
   const absl::Time deadline = absl::Now() + absl::Milliseconds(100);
   while (pending_.completions.size() < max_completions && pending_.histograms.empty()) {
     const absl::Duration left = deadline - absl::Now();
     if (left <= absl::ZeroDuration()) break;
-    SPINTUNE_RETURN_IF_ERROR(capture_->Take(&pending_, left));
+    const bool scheduled = capture_->quiet_until() != absl::InfinitePast();
+    SPINTUNE_RETURN_IF_ERROR(capture_->Take(&pending_, scheduled ? absl::ZeroDuration() : left));
     if (fold_) Fold();
+    if (scheduled) break;
   }
   size_t n = batcher_->Drain(&pending_.completions, &pending_.dispatches, max_completions, batch);
   samples_kept_ = pending_.completions.size();
@@ -105,6 +110,12 @@ absl::StatusOr<size_t> TracefsSource::Fill(size_t max_completions, v1::SampleBat
   pending_.histograms.clear();
   pending_.dispatch_histograms.clear();
   return n;
+}
+
+absl::Time TracefsSource::quiet_until() const {
+  const bool empty = pending_.completions.empty() && pending_.dispatches.empty() &&
+                     pending_.histograms.empty() && pending_.dispatch_histograms.empty();
+  return empty ? capture_->quiet_until() : absl::InfinitePast();
 }
 
 void TracefsSource::EndInterval() {

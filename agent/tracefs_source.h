@@ -51,6 +51,7 @@ class TracefsSource : public SampleSource {
   bool exhausted() const override { return false; }
   bool live() const override { return true; }
   void EndInterval() override;
+  absl::Time quiet_until() const override;
 
   CaptureStats stats() const { return capture_->stats(); }
   const char* capture_mode() const { return capture_->mode(); }

@@ -508,6 +508,78 @@ TEST(EndToEnd, AStoppedAgentSendsTheIntervalInProgress) {
   EXPECT_EQ((*target)->total_samples, counted);
 }
 
+// A live source that works to a schedule, as bpf's capture does (a
+// histogram read each interval): it has something to hand over only once
+// each interval is due, and says when (quiet_until).
+class ScheduledBoard final : public SampleSource {
+ public:
+  explicit ScheduledBoard(absl::Duration interval)
+      : interval_(interval), due_(absl::Now() + interval) {
+    auto sim = MakeSampleSource("sim:microwatt-100mhz", 7);
+    EXPECT_TRUE(sim.ok());
+    if (sim.ok()) (*sim)->Describe(&hello_);
+  }
+  void Describe(v1::Hello* hello) const override { *hello = hello_; }
+  absl::StatusOr<size_t> Fill(size_t, v1::SampleBatch* batch) override {
+    if (absl::Now() < due_) {
+      if (!ending_) ++early_fills_;
+      return 0;
+    }
+    due_ = absl::Now() + interval_;
+    KeyHistogramDelta d;
+    d.device = hello_.devices(0).name();
+    d.opcode = 17;
+    d.size_class = 12;
+    d.wait.buckets = {{LatencyHistogram::BucketIndex(20000), 10}};
+    d.wait.count = 10;
+    d.wait.sum_ns = 200000;
+    ++intervals_;
+    uint64_t dropped = 0;
+    return AppendHistograms({d}, {}, {{d.device, 0}}, batch, &dropped);
+  }
+  bool exhausted() const override { return false; }
+  bool live() const override { return true; }
+  void EndInterval() override {
+    ending_ = true;
+    due_ = absl::InfinitePast();
+  }
+  absl::Time quiet_until() const override { return due_; }
+  uint64_t intervals() const { return intervals_; }
+  uint64_t early_fills() const { return early_fills_; }
+
+ private:
+  const absl::Duration interval_;
+  v1::Hello hello_;
+  absl::Time due_;
+  bool ending_ = false;
+  std::atomic<uint64_t> intervals_{0};
+  std::atomic<uint64_t> early_fills_{0};
+};
+
+// The agent calls such a source when it is due, not every ~100 ms to be
+// told it has nothing (each call a wake of the agent on an idle board,
+// 28 a second before), and sends every interval.
+TEST(EndToEnd, AScheduledSourceIsFilledOnlyWhenDue) {
+  testing::TempDir dir;
+  auto tuner = StartTuner(dir.File("tuner.db"));
+  ASSERT_NE(tuner, nullptr);
+  auto sink = MakePolicySink("none", {"mmc0"});
+  ASSERT_TRUE(sink.ok());
+  auto board = std::make_unique<ScheduledBoard>(absl::Milliseconds(300));
+  ScheduledBoard* scheduled = board.get();
+  Agent agent(HistogramAgentOptions(tuner->address(), "scheduled", false), std::move(board),
+              std::move(*sink));
+  absl::Status run;
+  std::thread runner([&] { run = agent.Run(); });
+  absl::SleepFor(absl::Seconds(2));
+  agent.Stop();
+  runner.join();
+  EXPECT_TRUE(run.ok()) << run;
+  EXPECT_EQ(scheduled->early_fills(), 0u) << "calls before the source was due";
+  EXPECT_GE(scheduled->intervals(), 4u);
+  EXPECT_EQ(agent.stats().batches_acked, scheduled->intervals());
+}
+
 // A tuner from before HistogramDelta.buckets: it answers the Hello without
 // accepts_bucket_bytes and would refuse such deltas. It counts what comes.
 class OldTuner final : public v1::Tuner::Service {

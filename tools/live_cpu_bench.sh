@@ -97,6 +97,11 @@ RATE=${2:-10000}
 SECS=${3:-20}
 REPEAT=${4:-2}
 MODES=${5:-"bpf raw text"}
+# A run of the load is measured from its 3rd second to 3 s before its end.
+if [ -z "$TOGGLE" ] && [ -z "$WINDOWS" ] && { ! [[ "$SECS" =~ ^[0-9]+$ ]] || [ "$SECS" -lt 10 ]; }; then
+  echo "live_cpu_bench: SECS is $SECS; it must be 10 or more (the first and last 3 s are not measured)" >&2
+  exit 2
+fi
 OUT=$BUILD/live-cpu-bench
 HZ=$(getconf CLK_TCK)
 [ "$(id -u)" -eq 0 ] || { echo "live_cpu_bench: needs root"; exit 1; }

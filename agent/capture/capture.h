@@ -129,6 +129,13 @@ class Capture {
   // Appends what was captured since the last call to `out`, waiting up to
   // `timeout` for something to hand over. Errors: the capture broke.
   virtual absl::Status Take(CaptureOutput* out, absl::Duration timeout) = 0;
+  // A capture that works to a schedule (bpf without samples: a histogram
+  // read each interval, the turns of its wake and capture windows, all done
+  // in Take) hands over nothing before this time: its caller may wait until
+  // then, and a Take before then need not wait. InfinitePast (the default)
+  // for a capture that may hand over something at any moment. Same thread
+  // as Take.
+  virtual absl::Time quiet_until() const { return absl::InfinitePast(); }
   // The next Take hands over the histograms of the interval in progress
   // (a clean stop sends everything counted). Same thread as Take.
   virtual void EndInterval() {}

@@ -114,6 +114,10 @@ class BpfCapture : public Capture {
   bool aggregates() const override { return true; }
   absl::Status Take(CaptureOutput* out, absl::Duration timeout) override;
   void EndInterval() override { next_read_ = absl::InfinitePast(); }
+  absl::Time quiet_until() const override {
+    if (ring_ != nullptr) return absl::InfinitePast();  // samples come at any time
+    return std::min({next_read_, next_toggle_, turns_.next()});
+  }
   CaptureStats stats() const override;
 
   static absl::StatusOr<std::unique_ptr<Capture>> Open(const CaptureConfig& options,
@@ -205,6 +209,7 @@ void BpfCapture::ReadHistograms(CaptureOutput* out) {
     const stc_slot_key& k = slot.key;
     if (k.device >= device_names_.size()) continue;
     uint64_t sum_ns = 0, irq_path = 0, spin_path = 0, errors = 0;
+    bool moved = false;
     for (size_t c = 0; c < values_.size(); ++c) {
       const stc_hist& h = values_[c];
       sum_ns += h.sum_ns;
@@ -212,11 +217,15 @@ void BpfCapture::ReadHistograms(CaptureOutput* out) {
       spin_path += h.spin_path;
       errors += h.errors;
       uint32_t* seen = &slot.buckets[c * STC_BUCKET_COUNT];
+      // Most slots of most CPUs did not move since the last read.
+      if (std::memcmp(seen, h.buckets, sizeof(h.buckets)) == 0) continue;
+      moved = true;
       for (size_t b = 0; b < STC_BUCKET_COUNT; ++b) {
         deltas[b] += static_cast<uint32_t>(h.buckets[b] - seen[b]);  // modulo 2^32
         seen[b] = h.buckets[b];
       }
     }
+    if (!moved) continue;
     BucketCounts counts = TakeBucketCounts(&deltas);
     if (counts.count == 0) continue;
     counts.sum_ns = ClampSum(counts, sum_ns - slot.sum_ns);
