@@ -96,25 +96,23 @@ TEST(ChangeDetector, JudgeWindowsJudgesASparseKeyOnItsLatestWindowsTogether) {
 // located later (refined), not a second; a change against windows after
 // the mixed one is a new change.
 TEST(ChangeDetector, AChangeInsideAWindowIsRefinedNotDetectedTwice) {
+  auto expect_change = [](const WindowVerdict& v, bool refined, int64_t since, int64_t through) {
+    EXPECT_TRUE(v.changed);
+    EXPECT_EQ(v.refined, refined);
+    EXPECT_EQ(v.since, since);
+    EXPECT_EQ(v.through, through);
+  };
   std::mt19937_64 rng(7);
   std::vector<std::pair<int64_t, LatencyHistogram>> w;
   for (int64_t i = 0; i < 40; ++i) w.emplace_back(i, Draw(rng, 600, 150e3, 0.03));
   LatencyHistogram mixed = Draw(rng, 300, 150e3, 0.03);
   mixed.Merge(Draw(rng, 300, 150e3, 0.60));
   w.emplace_back(40, mixed);
-  WindowVerdict v = JudgeWindows(w, 0, -1, ChangeTest(), 512, 32);
-  ASSERT_TRUE(v.changed);
-  EXPECT_FALSE(v.refined);
-  EXPECT_EQ(v.since, 40);
-  EXPECT_EQ(v.through, 40);
+  expect_change(JudgeWindows(w, 0, -1, ChangeTest(), 512, 32), false, 40, 40);
   // The next window is all after the change; the mixed one differs from it.
   std::vector<std::pair<int64_t, LatencyHistogram>> after = {w.back()};
   after.emplace_back(41, Draw(rng, 600, 150e3, 0.60));
-  v = JudgeWindows(after, 40, 40, ChangeTest(), 512, 32);
-  ASSERT_TRUE(v.changed);
-  EXPECT_TRUE(v.refined);
-  EXPECT_EQ(v.since, 41);
-  EXPECT_EQ(v.through, 40);
+  expect_change(JudgeWindows(after, 40, 40, ChangeTest(), 512, 32), true, 41, 40);
   // Without the last change's span it would count as a change of its own.
   EXPECT_FALSE(JudgeWindows(after, 40, -1, ChangeTest(), 512, 32).refined);
   // Stationary after it: nothing.
@@ -124,11 +122,7 @@ TEST(ChangeDetector, AChangeInsideAWindowIsRefinedNotDetectedTwice) {
   // The distribution changes back: compared with windows 41-45, after the
   // last change's evidence, a new change.
   after.emplace_back(46, Draw(rng, 600, 150e3, 0.03));
-  v = JudgeWindows(after, 41, 40, ChangeTest(), 512, 32);
-  ASSERT_TRUE(v.changed);
-  EXPECT_FALSE(v.refined);
-  EXPECT_EQ(v.since, 46);
-  EXPECT_EQ(v.through, 46);
+  expect_change(JudgeWindows(after, 41, 40, ChangeTest(), 512, 32), false, 46, 46);
 }
 
 }  // namespace

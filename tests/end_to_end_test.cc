@@ -6,6 +6,7 @@
 #include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <sstream>
 #include <thread>
@@ -477,6 +478,24 @@ class IntervalBoard final : public SampleSource {
   bool ended_ = false;
 };
 
+// Runs an agent of `source` (agent id `id`, histogram batches) against
+// `tuner` until `done()` or 20 s, then stops it; returns what Run() did.
+absl::Status RunLiveAgentUntil(const std::string& tuner, const std::string& id,
+                               std::unique_ptr<SampleSource> source,
+                               const std::function<bool()>& done, AgentStats* stats) {
+  auto sink = MakePolicySink("none", {"mmc0"});
+  if (!sink.ok()) return sink.status();
+  Agent agent(HistogramAgentOptions(tuner, id, false), std::move(source), std::move(*sink));
+  absl::Status run;
+  std::thread runner([&] { run = agent.Run(); });
+  const absl::Time give_up = absl::Now() + absl::Seconds(20);
+  while (!done() && absl::Now() < give_up) absl::SleepFor(absl::Milliseconds(10));
+  agent.Stop();
+  runner.join();
+  *stats = agent.stats();
+  return run;
+}
+
 // A clean stop sends what a live source counted in the interval in
 // progress: the tuner stores every completion the board counted, though
 // the board never reached the end of an interval.
@@ -484,22 +503,16 @@ TEST(EndToEnd, AStoppedAgentSendsTheIntervalInProgress) {
   testing::TempDir dir;
   auto tuner = StartTuner(dir.File("tuner.db"));
   ASSERT_NE(tuner, nullptr);
-  auto sink = MakePolicySink("none", {"mmc0"});
-  ASSERT_TRUE(sink.ok());
   auto board = std::make_unique<IntervalBoard>();
   IntervalBoard* counting = board.get();
-  Agent agent(HistogramAgentOptions(tuner->address(), "interval", false), std::move(board),
-              std::move(*sink));
-  absl::Status run;
-  std::thread runner([&] { run = agent.Run(); });
-  const absl::Time give_up = absl::Now() + absl::Seconds(20);
-  while (counting->counted() < 500 && absl::Now() < give_up) absl::SleepFor(absl::Milliseconds(10));
-  agent.Stop();
-  runner.join();
+  AgentStats stats;
+  const absl::Status run = RunLiveAgentUntil(
+      tuner->address(), "interval", std::move(board), [&] { return counting->counted() >= 500; },
+      &stats);
   EXPECT_TRUE(run.ok()) << run;
   const uint64_t counted = counting->counted();
   ASSERT_GE(counted, 500u);
-  EXPECT_EQ(agent.stats().batches_acked, 1u);
+  EXPECT_EQ(stats.batches_acked, 1u);
   tuner->Shutdown(absl::Seconds(5));
   auto store = Store::Open(dir.File("tuner.db"));
   ASSERT_TRUE(store.ok()) << store.status();
@@ -563,21 +576,16 @@ TEST(EndToEnd, AScheduledSourceIsFilledOnlyWhenDue) {
   testing::TempDir dir;
   auto tuner = StartTuner(dir.File("tuner.db"));
   ASSERT_NE(tuner, nullptr);
-  auto sink = MakePolicySink("none", {"mmc0"});
-  ASSERT_TRUE(sink.ok());
   auto board = std::make_unique<ScheduledBoard>(absl::Milliseconds(300));
   ScheduledBoard* scheduled = board.get();
-  Agent agent(HistogramAgentOptions(tuner->address(), "scheduled", false), std::move(board),
-              std::move(*sink));
-  absl::Status run;
-  std::thread runner([&] { run = agent.Run(); });
-  absl::SleepFor(absl::Seconds(2));
-  agent.Stop();
-  runner.join();
+  const absl::Time end = absl::Now() + absl::Seconds(2);
+  AgentStats stats;
+  const absl::Status run = RunLiveAgentUntil(
+      tuner->address(), "scheduled", std::move(board), [&] { return absl::Now() >= end; }, &stats);
   EXPECT_TRUE(run.ok()) << run;
   EXPECT_EQ(scheduled->early_fills(), 0u) << "calls before the source was due";
   EXPECT_GE(scheduled->intervals(), 4u);
-  EXPECT_EQ(agent.stats().batches_acked, scheduled->intervals());
+  EXPECT_EQ(stats.batches_acked, scheduled->intervals());
 }
 
 // A tuner from before HistogramDelta.buckets: it answers the Hello without
