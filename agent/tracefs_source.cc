@@ -90,10 +90,9 @@ TracefsSource::~TracefsSource() {
 absl::StatusOr<size_t> TracefsSource::Fill(size_t max_completions, v1::SampleBatch* batch) {
   // Gather for up to 100 ms or until the batch is full: fewer, fuller
   // batches (each is one SQLite commit on the tuner). Histogram deltas come
-  // once per interval and go out at once.
-  // A capture that works to a schedule does what is due at once and has
-  // nothing more before its quiet_until(): nothing to wait for here, under
-  // the caller's lock.
+  // once per interval and go out at once. A capture that works to a
+  // schedule does what is due at once and has nothing more before its
+  // quiet_until(): no waiting for it here, under the caller's lock.
   const absl::Time deadline = absl::Now() + absl::Milliseconds(100);
   while (pending_.completions.size() < max_completions && pending_.histograms.empty()) {
     const absl::Duration left = deadline - absl::Now();

@@ -47,8 +47,9 @@ struct WindowVerdict {
   // the distributions before and after it). Not a new change.
   bool refined = false;
   int64_t since = 0;
-  // For a change that is not `refined`: the latest window of the evidence
-  // that detected it (the `changed_through` of the next judgement).
+  // For a change: the `changed_through` of the next judgement (the latest
+  // window of the evidence that detected it; a refined change keeps the
+  // last change's).
   int64_t through = -1;
   // Windows before this one are no longer needed (0: keep every one).
   int64_t keep_from = 0;

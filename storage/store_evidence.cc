@@ -588,7 +588,7 @@ absl::StatusOr<std::vector<PolicyKey>> Store::DetectChanges(int64_t target_id,
   struct Verdict {
     int64_t key_id;
     int64_t since_window;     // -1: unchanged
-    int64_t changed_through;  // -1: unchanged (no change, or a refined one)
+    int64_t changed_through;
     int64_t keep_from;        // 0: nothing to prune
   };
   std::vector<Verdict> verdicts;
@@ -634,8 +634,7 @@ absl::StatusOr<std::vector<PolicyKey>> Store::DetectChanges(int64_t target_id,
       // A refined change moves the evidence on but is the last one again.
       if (v.changed && !v.refined) changed.push_back(k.key);
       if (v.changed || v.keep_from != 0) {
-        verdicts.push_back({k.id, v.changed ? v.since : -1,
-                            v.changed && !v.refined ? v.through : -1, v.keep_from});
+        verdicts.push_back({k.id, v.changed ? v.since : -1, v.through, v.keep_from});
       }
     }
   }
@@ -643,8 +642,8 @@ absl::StatusOr<std::vector<PolicyKey>> Store::DetectChanges(int64_t target_id,
   Transaction tx(db_.get());
   SPINTUNE_RETURN_IF_ERROR(tx.Begin());
   SPINTUNE_ASSIGN_OR_RETURN(
-      auto mark, db_->Prepare("UPDATE keys SET since_window = ?2, changed_through = "
-                              "CASE WHEN ?3 < 0 THEN changed_through ELSE ?3 END WHERE id = ?1"));
+      auto mark,
+      db_->Prepare("UPDATE keys SET since_window = ?2, changed_through = ?3 WHERE id = ?1"));
   SPINTUNE_ASSIGN_OR_RETURN(
       auto prune,
       db_->Prepare("DELETE FROM histogram_windows WHERE key_id = ?1 AND \"window\" < ?2"));
