@@ -674,7 +674,11 @@ TEST(CaptureLiveTest, EndIntervalHandsOverTheIntervalInProgress) {
     absl::StatusOr<IoLoadResult> done;
     std::thread loader([&] { done = RunIoLoad(load); });
     const absl::Time load_end = absl::Now() + absl::Milliseconds(400);
-    while (absl::Now() < load_end) fill();
+    while (absl::Now() < load_end) {
+      // As the agent does: no call before the source has something.
+      absl::SleepFor(std::min((*source)->quiet_until(), load_end) - absl::Now());
+      fill();
+    }
     loader.join();
     ASSERT_TRUE(done.ok()) << done.status();
     const uint64_t counted_at_end = (*source)->stats().completions;
