@@ -116,7 +116,7 @@ class BpfCapture : public Capture {
   void EndInterval() override { next_read_ = absl::InfinitePast(); }
   absl::Time quiet_until() const override {
     if (ring_ != nullptr) return absl::InfinitePast();  // samples come at any time
-    return std::min({next_read_, next_toggle_, turns_.next()});
+    return NextWork();
   }
   CaptureStats stats() const override;
 
@@ -125,6 +125,8 @@ class BpfCapture : public Capture {
 
  private:
   BpfCapture() = default;
+  // The next histogram read or window turn (Take does them).
+  absl::Time NextWork() const { return std::min({next_read_, next_toggle_, turns_.next()}); }
   static int OnSample(void* ctx, void* data, size_t size);
   void ReadHistograms(CaptureOutput* out);
   // --wake-windows: pauses or resumes the recording of waiters, and
@@ -362,7 +364,7 @@ absl::Status BpfCapture::Take(CaptureOutput* out, absl::Duration timeout) {
   const absl::Time now = absl::Now();
   ToggleWakes(now);
   ToggleCapture(now);
-  const absl::Time until = std::min({now + timeout, next_read_, next_toggle_, turns_.next()});
+  const absl::Time until = std::min(now + timeout, NextWork());
   if (ring_ != nullptr) {
     sink_ = out;
     // Rounded up: a poll of 0 ms would spin until `until`.
