@@ -113,6 +113,10 @@ struct CaptureStats {
   // bpf: requests issued again while their last start was still pending:
   // completions the program never saw (the kernel did not run it for them).
   uint64_t unended_starts = 0;
+  // bpf: a second completion program is attached, because a measured
+  // device's completion may interrupt the first (NestedCompletionsPossible,
+  // or the kernel skipped it).
+  bool follows_nested_completions = false;
   uint64_t last_event_ns = 0;     // CLOCK_MONOTONIC of the last event counted above
   std::vector<std::string> missing_tracepoints;  // "system:event" this kernel lacks
 };

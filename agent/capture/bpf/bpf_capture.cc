@@ -103,6 +103,17 @@ uint64_t ClampSum(const BucketCounts& b, uint64_t sum_ns) {
   return sum_ns;
 }
 
+// The runs of `prog` the kernel skipped because it was running on that CPU
+// already (an interrupt in the middle of it); 0 when it cannot tell.
+uint64_t RecursionMisses(const bpf_program* prog) {
+  if (bpf_program__fd(prog) < 0) return 0;
+  bpf_prog_info info;
+  std::memset(&info, 0, sizeof(info));
+  uint32_t len = sizeof(info);
+  if (bpf_obj_get_info_by_fd(bpf_program__fd(prog), &info, &len) != 0) return 0;
+  return info.recursion_misses;
+}
+
 class BpfCapture : public Capture {
  public:
   ~BpfCapture() override {
@@ -121,7 +132,7 @@ class BpfCapture : public Capture {
   CaptureStats stats() const override;
 
   static absl::StatusOr<std::unique_ptr<Capture>> Open(const CaptureConfig& options,
-                                                       uint32_t direct_slots);
+                                                       const BpfCaptureTestOptions& test);
 
  private:
   BpfCapture() = default;
@@ -129,6 +140,10 @@ class BpfCapture : public Capture {
   absl::Time NextWork() const { return std::min({next_read_, next_toggle_, turns_.next()}); }
   static int OnSample(void* ctx, void* data, size_t size);
   void ReadHistograms(CaptureOutput* out);
+  // Attaches stc_rq_complete_nested (now, or with the next capture window)
+  // once a measured completion may interrupt stc_rq_complete or the kernel
+  // skipped it; logs why.
+  void FollowNestedCompletionsIfNeeded();
   // --wake-windows: pauses or resumes the recording of waiters, and
   // detaches or attaches stc_switch, when `now` reaches next_toggle_.
   void ToggleWakes(absl::Time now);
@@ -152,6 +167,7 @@ class BpfCapture : public Capture {
   int ncpus_ = 1;
   uint32_t slot_count_ = STC_SLOTS_PER_DEVICE;  // hists' entries
   bool warned_full_ = false;                    // said once that a key found no slot
+  bool follows_nested_ = false;                 // stc_rq_complete_nested is wanted
   std::vector<std::string> device_names_;
   std::vector<std::string> missing_;
   absl::Duration interval_;
@@ -256,6 +272,38 @@ void BpfCapture::ReadHistograms(CaptureOutput* out) {
     }
   }
   for (auto& [key, d] : dispatch) out->dispatch_histograms.push_back(std::move(d));
+}
+
+void BpfCapture::FollowNestedCompletionsIfNeeded() {
+  if (follows_nested_) return;
+  const uint32_t all = skel_->bss->completion_contexts_all;
+  const uint32_t measured = skel_->bss->completion_contexts_measured;
+  const uint64_t skipped = RecursionMisses(skel_->progs.stc_rq_complete);
+  if (!NestedCompletionsPossible(all, measured) && skipped == 0) return;
+  auto names = [](uint32_t bits) {
+    std::vector<const char*> n;
+    if (bits & STC_CTX_TASK) n.push_back("task");
+    if (bits & STC_CTX_SOFTIRQ) n.push_back("softirq");
+    if (bits & STC_CTX_HARDIRQ) n.push_back("hard IRQ");
+    return absl::StrJoin(n, ", ");
+  };
+  bpf_program* nested = skel_->progs.stc_rq_complete_nested;
+  bpf_program__set_autoattach(nested, true);  // and with every capture window
+  follows_nested_ = true;
+  Logger().info("bpf capture: block completions ran in {} (measured devices' in {}), {} skipped "
+                "while the completion program ran: attaching stc_rq_complete_nested, which "
+                "takes a completion that interrupts another (at the cost of a program run per "
+                "completion)",
+                names(all), names(measured), skipped);
+  if (skel_->links.stc_rq_complete == nullptr) return;  // between capture windows
+  skel_->links.stc_rq_complete_nested = bpf_program__attach(nested);
+  if (skel_->links.stc_rq_complete_nested == nullptr) {
+    Logger().warn("bpf capture: attaching stc_rq_complete_nested failed ({}): {}; trying again "
+                  "at the next read",
+                  std::strerror(errno), TakeLibbpfLines());
+    bpf_program__set_autoattach(nested, false);
+    follows_nested_ = false;
+  }
 }
 
 int BpfCapture::OnSample(void* ctx, void* data, size_t size) {
@@ -384,6 +432,7 @@ absl::Status BpfCapture::Take(CaptureOutput* out, absl::Duration timeout) {
   }
   if (absl::Now() >= next_read_) {
     ReadHistograms(out);
+    FollowNestedCompletionsIfNeeded();
     next_read_ = absl::Now() + interval_;
   }
   return absl::OkStatus();
@@ -401,17 +450,15 @@ CaptureStats BpfCapture::stats() const {
   uint64_t misses = 0;
   bpf_program* prog;
   bpf_object__for_each_program(prog, skel_->obj) {
-    if (bpf_program__fd(prog) < 0) continue;
-    bpf_prog_info info;
-    std::memset(&info, 0, sizeof(info));
-    uint32_t len = sizeof(info);
-    if (bpf_obj_get_info_by_fd(bpf_program__fd(prog), &info, &len) != 0) continue;
+    const uint64_t n = RecursionMisses(prog);
     if (prog == skel_->progs.stc_rq_complete) {
-      // stc_rq_complete_nested took those it saw the flag for; the rest
-      // came just before the flag was set or just after it was cleared.
-      misses += info.recursion_misses > c[STC_NESTED] ? info.recursion_misses - c[STC_NESTED] : 0;
+      // stc_rq_complete_nested took those it saw the flag for (once it is
+      // attached); the rest came just before the flag was set or just
+      // after it was cleared. (Before it is attached the kernel's count
+      // may include other devices' completions.)
+      misses += n > c[STC_NESTED] ? n - c[STC_NESTED] : 0;
     } else {
-      misses += info.recursion_misses;
+      misses += n;
     }
   }
   CaptureStats s;
@@ -421,13 +468,15 @@ CaptureStats BpfCapture::stats() const {
   s.unpaired_ends = c[STC_UNPAIRED_ENDS];
   s.dropped = c[STC_MAP_FULL];
   s.unended_starts = c[STC_UNENDED];
+  s.follows_nested_completions = follows_nested_;
   s.missing_tracepoints = missing_;
   s.last_event_ns = MonotonicNs();  // the counters are current
   return s;
 }
 
 absl::StatusOr<std::unique_ptr<Capture>> BpfCapture::Open(const CaptureConfig& options,
-                                                          uint32_t direct_slots) {
+                                                          const BpfCaptureTestOptions& test) {
+  const uint32_t direct_slots = test.direct_slots != 0 ? test.direct_slots : STC_DIRECT_SLOTS;
   if (!options.correlator.pairs.empty()) {
     return absl::FailedPreconditionError(
         "bpf capture cannot follow --pairs events (vendor tracepoints); use --capture raw");
@@ -527,6 +576,9 @@ absl::StatusOr<std::unique_ptr<Capture>> BpfCapture::Open(const CaptureConfig& o
     const uint32_t dev1 = it->second + 1;
     bpf_map_update_elem(bpf_map__fd(s->maps.irq_declared), name, &dev1, BPF_ANY);
   }
+  // (Attached when completions can nest: FollowNestedCompletionsIfNeeded.)
+  bpf_program__set_autoattach(s->progs.stc_rq_complete_nested, false);
+  s->bss->completion_contexts_measured = test.measured_contexts;
   if (int err = spintune_capture__attach(s); err != 0) {
     return absl::FailedPreconditionError(absl::StrCat(
         "bpf capture: attaching failed (", std::strerror(-err), "): ", TakeLibbpfLines()));
@@ -596,12 +648,12 @@ std::set<std::string> MissingBtfTracepoints(const std::set<std::string>& events)
 }
 
 absl::StatusOr<std::unique_ptr<Capture>> OpenBpfCapture(const CaptureConfig& options) {
-  return BpfCapture::Open(options, STC_DIRECT_SLOTS);
+  return BpfCapture::Open(options, BpfCaptureTestOptions{});
 }
 
-absl::StatusOr<std::unique_ptr<Capture>> OpenBpfCaptureWithDirectSlots(const CaptureConfig& options,
-                                                                       uint32_t direct_slots) {
-  return BpfCapture::Open(options, direct_slots);
+absl::StatusOr<std::unique_ptr<Capture>> OpenBpfCaptureForTest(const CaptureConfig& options,
+                                                               const BpfCaptureTestOptions& test) {
+  return BpfCapture::Open(options, test);
 }
 
 }  // namespace spintune

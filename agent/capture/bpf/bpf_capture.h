@@ -26,13 +26,31 @@ namespace spintune {
 // it, InvalidArgument for devices or options the program cannot measure.
 absl::StatusOr<std::unique_ptr<Capture>> OpenBpfCapture(const CaptureConfig& options);
 
-// As OpenBpfCapture, with `direct_slots` entries in the program's
-// direct-mapped table of pending starts (4,096 otherwise), so that tests can
-// force starts to collide and spill into its LRU hash. Unimplemented where
+// What tests may force on a bpf capture.
+struct BpfCaptureTestOptions {
+  // Entries in the program's direct-mapped table of pending starts (0: the
+  // 4,096 of OpenBpfCapture), so that starts collide and spill into its LRU
+  // hash. REQUIRES: 0 or a power of two, 1..2^24.
+  uint32_t direct_slots = 0;
+  // Contexts (STC_CTX_* bits of capture_abi.h) taken as seen for measured
+  // devices' completions, as if the program had seen them.
+  uint32_t measured_contexts = 0;
+};
+
+// As OpenBpfCapture, with `test`'s settings. Unimplemented where
 // !BpfCaptureBuilt(), as OpenBpfCapture.
-// REQUIRES: direct_slots is a power of two, 1..2^24.
-absl::StatusOr<std::unique_ptr<Capture>> OpenBpfCaptureWithDirectSlots(const CaptureConfig& options,
-                                                                       uint32_t direct_slots);
+absl::StatusOr<std::unique_ptr<Capture>> OpenBpfCaptureForTest(const CaptureConfig& options,
+                                                               const BpfCaptureTestOptions& test);
+
+// The kernel does not run the completion program while it runs on the CPU.
+// True when a completion of a measured device may interrupt it there: one
+// ran in a context (STC_CTX_* bit of `measured_contexts`) above one that
+// any block completion ran in (`all_contexts`). Then a second copy of the
+// program must follow those completions, or they are lost.
+inline bool NestedCompletionsPossible(uint32_t all_contexts, uint32_t measured_contexts) {
+  const uint32_t lowest = all_contexts & (~all_contexts + 1);  // 0 when none
+  return lowest != 0 && (measured_contexts & ~((lowest << 1) - 1)) != 0;
+}
 
 // True when the agent was built with the BPF program (clang, libbpf,
 // bpftool were there at build time).

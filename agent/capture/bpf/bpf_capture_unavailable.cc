@@ -14,8 +14,8 @@ absl::StatusOr<std::unique_ptr<Capture>> OpenBpfCapture(const CaptureConfig&) {
       "missing at build time)");
 }
 
-absl::StatusOr<std::unique_ptr<Capture>> OpenBpfCaptureWithDirectSlots(const CaptureConfig& options,
-                                                                       uint32_t) {
+absl::StatusOr<std::unique_ptr<Capture>> OpenBpfCaptureForTest(const CaptureConfig& options,
+                                                               const BpfCaptureTestOptions&) {
   return OpenBpfCapture(options);
 }
 

@@ -131,6 +131,15 @@ __u32 wakes_paused = 0;
 __u32 starts_paused = 0;
 __u64 unpaired_from_ns = 0;
 
+/*
+ * The contexts (STC_CTX_* bits) block completions ran in: every one
+ * stc_rq_complete saw, and those of measured devices' requests. The loader
+ * reads them to attach stc_rq_complete_nested once a measured completion
+ * can interrupt another (capture_abi.h).
+ */
+__u64 completion_contexts_all = 0;
+__u64 completion_contexts_measured = 0;
+
 /* The last irq_handler_entry of one CPU, and its interrupt context. */
 struct irq_state {
 	__u64 entry_ns;
@@ -804,7 +813,11 @@ int BPF_PROG(stc_rq_issue, struct request *rq)
  * completion in hard IRQ context (blk-mq completes there when the queue's
  * CPU took the interrupt) that interrupts the program handling another one
  * would be lost. A second copy of the program, attached after the first,
- * handles exactly those: the first marks the CPU busy while it runs.
+ * handles exactly those: the first marks the CPU busy while it runs. The
+ * copy costs a program run at every completion, so the loader attaches it
+ * only once a measured device's completion came from a context above one
+ * any completion came from (completion_contexts_*), or the kernel skipped
+ * the first: a disk that completes all in softirq never needs it.
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -813,8 +826,28 @@ struct {
 	__type(value, __u32);
 } completing SEC(".maps");
 
+/* The context the program runs in, as an STC_CTX_* bit. */
+static __always_inline __u32 context_bit(void)
+{
+	__u32 cpu = bpf_get_smp_processor_id();
+	struct irq_state *o = bpf_map_lookup_elem(&irq_last, &cpu);
+
+	if (!o)
+		return STC_CTX_TASK;
+	if (o->valid && !o->exited)
+		return STC_CTX_HARDIRQ;
+	return o->softirq_depth > 0 ? STC_CTX_SOFTIRQ : STC_CTX_TASK;
+}
+
+/* Sets `bit` in a word all CPUs read, writing only the first time. */
+static __always_inline void note_context(__u64 *word, __u32 bit)
+{
+	if (!(*word & bit))
+		__sync_fetch_and_or(word, bit);
+}
+
 static __always_inline void rq_complete(__u64 now, struct request *rq, __u8 error,
-					unsigned int nr_bytes)
+					unsigned int nr_bytes, __u32 context)
 {
 	struct start_key k = { .id = (__u64)rq, .kind = STC_START_RQ };
 	struct direct_entry *d;
@@ -843,6 +876,7 @@ static __always_inline void rq_complete(__u64 now, struct request *rq, __u8 erro
 		count(STC_PARTIAL);	/* the rest completes later */
 		return;
 	}
+	note_context(&completion_contexts_measured, context);
 	s = *p;
 	end_live(d, p);
 	complete(now, &s, error != 0);
@@ -858,12 +892,14 @@ static __always_inline void rq_complete(__u64 now, struct request *rq, __u8 erro
 SEC("tp_btf/block_rq_complete")
 int BPF_PROG(stc_rq_complete, struct request *rq, __u8 error, unsigned int nr_bytes)
 {
-	__u32 zero = 0, *busy = bpf_map_lookup_elem(&completing, &zero);
+	__u32 zero = 0, *busy = bpf_map_lookup_elem(&completing, &zero), context;
 
 	if (!busy)
 		return 0;
 	*busy = 1;
-	rq_complete(bpf_ktime_get_ns(), rq, error, nr_bytes);
+	context = context_bit();
+	note_context(&completion_contexts_all, context);
+	rq_complete(bpf_ktime_get_ns(), rq, error, nr_bytes, context);
 	*busy = 0;
 	return 0;
 }
@@ -876,7 +912,7 @@ int BPF_PROG(stc_rq_complete_nested, struct request *rq, __u8 error, unsigned in
 	/* Runs at every completion: the clock only for the rare one that is ours. */
 	if (busy && *busy) {	/* stc_rq_complete is interrupted: this one is ours */
 		count(STC_NESTED);
-		rq_complete(bpf_ktime_get_ns(), rq, error, nr_bytes);
+		rq_complete(bpf_ktime_get_ns(), rq, error, nr_bytes, context_bit());
 	}
 	return 0;
 }

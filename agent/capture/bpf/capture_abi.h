@@ -88,6 +88,20 @@ struct stc_sample {
 	__s32 cpu;	/* the CPU that issued */
 };
 
+/*
+ * The contexts block completions ran in, as bits (the program's
+ * completion_contexts_* words): the kernel does not run stc_rq_complete
+ * while it runs on the CPU, and only a completion from a higher context
+ * (a hard IRQ over a softirq or a task, a softirq over a task) can
+ * interrupt it. The loader attaches stc_rq_complete_nested once that can
+ * happen to a measured device's completion.
+ */
+enum stc_context {
+	STC_CTX_TASK = 1,
+	STC_CTX_SOFTIRQ = 2,
+	STC_CTX_HARDIRQ = 4,
+};
+
 /* Per-CPU counters (the counters map). */
 enum stc_counter {
 	STC_COMPLETIONS,
