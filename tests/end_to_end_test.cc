@@ -340,25 +340,46 @@ TEST(EndToEnd, AgentResendsAcrossATunerRestart) {
   (*restarted)->Shutdown(absl::Seconds(2));
 }
 
-// A board whose capture aggregates in the kernel: `batches` batches of
-// histogram deltas of four keys (what the BPF capture sends), then the end.
-class HistogramBoard final : public SampleSource {
+// A board described as the simulated microwatt whose capture aggregates
+// (as bpf's does): it sends histogram deltas of the board's first device.
+class HistogramSource : public SampleSource {
  public:
-  explicit HistogramBoard(int batches) : batches_(batches) {
+  HistogramSource() {
     auto sim = MakeSampleSource("sim:microwatt-100mhz", 7);
     EXPECT_TRUE(sim.ok());
     if (sim.ok()) (*sim)->Describe(&hello_);
   }
   void Describe(v1::Hello* hello) const override { *hello = hello_; }
+
+ protected:
+  // An empty delta of the device's key (`opcode`, size class 12).
+  KeyHistogramDelta Delta(uint32_t opcode) const {
+    KeyHistogramDelta d;
+    d.device = hello_.devices(0).name();
+    d.opcode = opcode;
+    d.size_class = 12;
+    return d;
+  }
+  // Appends `keys` to `batch` as one histogram batch; returns its samples.
+  size_t Send(const std::vector<KeyHistogramDelta>& keys, v1::SampleBatch* batch) const {
+    uint64_t dropped = 0;
+    return AppendHistograms(keys, {}, {{hello_.devices(0).name(), 0}}, batch, &dropped);
+  }
+
+ private:
+  v1::Hello hello_;
+};
+
+// `batches` batches of histogram deltas of four keys, then the end.
+class HistogramBoard final : public HistogramSource {
+ public:
+  explicit HistogramBoard(int batches) : batches_(batches) {}
   absl::StatusOr<size_t> Fill(size_t, v1::SampleBatch* batch) override {
     if (made_ == batches_) return 0;
     std::vector<KeyHistogramDelta> keys;
     for (uint32_t k = 0; k < 4; ++k) {
       LatencyHistogram h;
-      KeyHistogramDelta d;
-      d.device = hello_.devices(0).name();
-      d.opcode = 17 + k;
-      d.size_class = 12;
+      KeyHistogramDelta d = Delta(17 + k);
       for (int i = 0; i < 200; ++i) {
         const uint64_t ns = 20000 + 131 * static_cast<uint64_t>((i * 7919 + made_ * 31 + k) % 1000);
         h.Record(ns);
@@ -372,13 +393,11 @@ class HistogramBoard final : public SampleSource {
       keys.push_back(std::move(d));
     }
     ++made_;
-    uint64_t dropped = 0;
-    return AppendHistograms(keys, {}, {{hello_.devices(0).name(), 0}}, batch, &dropped);
+    return Send(keys, batch);
   }
   bool exhausted() const override { return made_ == batches_; }
 
  private:
-  v1::Hello hello_;
   int batches_;
   int made_ = 0;
 };
@@ -434,30 +453,22 @@ TEST(EndToEnd, HistogramDeltasAsBytesAreStoredAsTheArraysAre) {
 // counts 10 completions of one key into its histogram and hands nothing
 // over, until EndInterval(); the next Fill() hands over all it counted,
 // and it counts nothing after that.
-class IntervalBoard final : public SampleSource {
+class IntervalBoard final : public HistogramSource {
  public:
-  IntervalBoard() {
-    auto sim = MakeSampleSource("sim:microwatt-100mhz", 7);
-    EXPECT_TRUE(sim.ok());
-    if (sim.ok()) (*sim)->Describe(&hello_);
-  }
-  void Describe(v1::Hello* hello) const override { *hello = hello_; }
   absl::StatusOr<size_t> Fill(size_t, v1::SampleBatch* batch) override {
     if (ended_) return 0;
     if (end_asked_) {
       ended_ = true;
-      d_.device = hello_.devices(0).name();
-      d_.opcode = 17;
-      d_.size_class = 12;
-      d_.wait.buckets = h_.buckets();
-      d_.wait.count = h_.total_count();
-      uint64_t dropped = 0;
-      return AppendHistograms({d_}, {}, {{hello_.devices(0).name(), 0}}, batch, &dropped);
+      KeyHistogramDelta d = Delta(17);
+      d.wait.buckets = h_.buckets();
+      d.wait.count = h_.total_count();
+      d.wait.sum_ns = sum_ns_;
+      return Send({d}, batch);
     }
     for (int i = 0; i < 10; ++i) {
       const uint64_t ns = 20000 + 977 * static_cast<uint64_t>(counted_ % 50);
       h_.Record(ns);
-      d_.wait.sum_ns += ns;
+      sum_ns_ += ns;
       ++counted_;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(5));  // a live source waits
@@ -470,9 +481,8 @@ class IntervalBoard final : public SampleSource {
   uint64_t counted() const { return counted_; }
 
  private:
-  v1::Hello hello_;
   LatencyHistogram h_;
-  KeyHistogramDelta d_;
+  uint64_t sum_ns_ = 0;
   std::atomic<uint64_t> counted_{0};
   bool end_asked_ = false;
   bool ended_ = false;
@@ -524,31 +534,22 @@ TEST(EndToEnd, AStoppedAgentSendsTheIntervalInProgress) {
 // A live source that works to a schedule, as bpf's capture does (a
 // histogram read each interval): it has something to hand over only once
 // each interval is due, and says when (quiet_until).
-class ScheduledBoard final : public SampleSource {
+class ScheduledBoard final : public HistogramSource {
  public:
   explicit ScheduledBoard(absl::Duration interval)
-      : interval_(interval), due_(absl::Now() + interval) {
-    auto sim = MakeSampleSource("sim:microwatt-100mhz", 7);
-    EXPECT_TRUE(sim.ok());
-    if (sim.ok()) (*sim)->Describe(&hello_);
-  }
-  void Describe(v1::Hello* hello) const override { *hello = hello_; }
+      : interval_(interval), due_(absl::Now() + interval) {}
   absl::StatusOr<size_t> Fill(size_t, v1::SampleBatch* batch) override {
     if (absl::Now() < due_) {
       if (!ending_) ++early_fills_;
       return 0;
     }
     due_ = absl::Now() + interval_;
-    KeyHistogramDelta d;
-    d.device = hello_.devices(0).name();
-    d.opcode = 17;
-    d.size_class = 12;
+    KeyHistogramDelta d = Delta(17);
     d.wait.buckets = {{LatencyHistogram::BucketIndex(20000), 10}};
     d.wait.count = 10;
     d.wait.sum_ns = 200000;
     ++intervals_;
-    uint64_t dropped = 0;
-    return AppendHistograms({d}, {}, {{d.device, 0}}, batch, &dropped);
+    return Send({d}, batch);
   }
   bool exhausted() const override { return false; }
   bool live() const override { return true; }
@@ -562,7 +563,6 @@ class ScheduledBoard final : public SampleSource {
 
  private:
   const absl::Duration interval_;
-  v1::Hello hello_;
   absl::Time due_;
   bool ending_ = false;
   std::atomic<uint64_t> intervals_{0};

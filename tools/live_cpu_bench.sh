@@ -65,10 +65,12 @@
 # and the agent's are sampled every 50 ms; each window's attached part (from
 # 150 ms after its start to 50 ms before its end) is compared with the mean
 # of the detached parts on either side (from 100 ms after the drain to 50 ms
-# before the next window). Per traced request: attached minus detached, plus
-# the agent process's own CPU in the detached parts (what it costs whether
-# or not its programs run; without an agent at all the machine would not pay
-# it). Hundreds of short pairs instead of tens of 12 s ones: the load's own
+# before the next window). Per traced request: attached minus detached,
+# both less the agent process, plus the agent process's own CPU over the
+# whole run (what it costs whether or not its programs run; without an
+# agent at all the machine would not pay it). (Before 2026-12-06 the agent
+# was counted in the parts: its reads once a second fell in them 0 to 1.5
+# times per window depending on the phase of its start.) Hundreds of short pairs instead of tens of 12 s ones: the load's own
 # swing is mostly slower than a window, so it cancels within a pair.
 # `--windows BUILD RATE SECS ON/EVERY MODE null` checks the method: the agent
 # captures all the time (--capture-windows all) and the same parts are
@@ -331,27 +333,33 @@ def rate(t0, t1, col):
     return None if a is None or b is None else (b - a) / (t1 - t0)
 first = int(times[0] // every) + 1
 last = int(times[-1] // every) - 1
-att, det, agent_det = {}, {}, {}
+# The machine less the agent process, per part: what the programs (or
+# trace events) add in the I/O path and IRQs. The agent's own CPU comes in
+# as its mean over the whole run: its work to a schedule (a histogram read
+# a second) falls in an attached part, a detached one or neither depending
+# on the phase of its start, so per part it would count 0 to 1.5 times.
+def rest(t0, t1):
+    m, a = rate(t0, t1, 0), rate(t0, t1, 1)
+    return None if m is None or a is None else m - a
+att, det = {}, {}
 for k in range(first, last + 1):
     w = k * every
-    att[k] = rate(w + 0.15, w + on - 0.05, 0)
-    det[k] = rate(w + on + drain + 0.1, w + every - 0.05, 0)
-    agent_det[k] = rate(w + on + drain + 0.1, w + every - 0.05, 1)
-diffs, agents = [], []
+    att[k] = rest(w + 0.15, w + on - 0.05)
+    det[k] = rest(w + on + drain + 0.1, w + every - 0.05)
+agent = (rows[-1][2] - rows[0][2]) / (rows[-1][0] - rows[0][0])
+diffs = []
 for k in range(first + 1, last + 1):
-    if None in (att[k], det[k - 1], det[k], agent_det[k - 1], agent_det[k]):
+    if None in (att[k], det[k - 1], det[k]):
         continue
-    agent = (agent_det[k - 1] + agent_det[k]) / 2
     diffs.append((att[k] - (det[k - 1] + det[k]) / 2 + agent) / rps * 1e6)
-    agents.append(agent / rps * 1e6)
 n = len(diffs)
 if n < 2:
     sys.exit("windows mode: fewer than two windows measured")
 mean = statistics.mean(diffs)
 print("%d windows at %d requests/s: whole machine (less the tuner) per traced request: mean %+.2f us "
-      "(standard error %.2f), median %+.2f us; of it the agent process %.2f us"
-      % (n, rps, mean, statistics.stdev(diffs) / n ** 0.5, statistics.median(diffs), statistics.mean(agents)))
-print("machine busy (less the tuner), %% of a core: attached %.1f, detached %.1f (mean of the windows)"
+      "(standard error %.2f), median %+.2f us; of it the agent process %.2f us (its mean over the run)"
+      % (n, rps, mean, statistics.stdev(diffs) / n ** 0.5, statistics.median(diffs), agent / rps * 1e6))
+print("machine busy (less the tuner and the agent), %% of a core: attached %.1f, detached %.1f (mean of the windows)"
       % (100 * statistics.mean(a for a in att.values() if a is not None),
          100 * statistics.mean(d for d in det.values() if d is not None)))
 PY

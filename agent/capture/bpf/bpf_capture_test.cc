@@ -325,6 +325,35 @@ uint64_t ExpectSameCompletionsPerKey(const CaptureOutput& a, const CaptureOutput
   return completions;
 }
 
+// Runs `load` with two captures of the disk attached, read before and after,
+// and expects the same completions of the load from both: per key and
+// path, and the same counts of completions, unpaired ends and unended
+// starts (Near). Returns the completions; `b_lost` gets what `b` lost.
+uint64_t ExpectSameOnOneLoad(Capture* a, Capture* b, const IoLoadOptions& load,
+                             uint64_t* b_lost) {
+  CaptureOutput a_out, b_out;
+  EXPECT_TRUE(a->Take(&a_out, absl::ZeroDuration()).ok());
+  EXPECT_TRUE(b->Take(&b_out, absl::ZeroDuration()).ok());
+  const CaptureStats a_before = a->stats(), b_before = b->stats();
+  a_out = CaptureOutput();
+  b_out = CaptureOutput();
+  EXPECT_TRUE(RunIoLoad(load).ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_TRUE(a->Take(&a_out, absl::ZeroDuration()).ok());
+  EXPECT_TRUE(b->Take(&b_out, absl::ZeroDuration()).ok());
+  const CaptureStats a_after = a->stats(), b_after = b->stats();
+  const uint64_t completions = ExpectSameCompletionsPerKey(a_out, b_out);
+  EXPECT_GT(completions, 1000u) << "the load's requests were captured";
+  EXPECT_TRUE(Near(b_after.completions - b_before.completions,
+                   a_after.completions - a_before.completions));
+  EXPECT_TRUE(Near(b_after.unpaired_ends - b_before.unpaired_ends,
+                   a_after.unpaired_ends - a_before.unpaired_ends));
+  EXPECT_TRUE(Near(b_after.unended_starts - b_before.unended_starts,
+                   a_after.unended_starts - a_before.unended_starts));
+  *b_lost = b_after.lost_events - b_before.lost_events;
+  return completions;
+}
+
 // A table of one entry holds one start at a time: with a few requests in
 // flight most starts spill into the LRU hash, and their ends must find them
 // there. Same completions, per key and path, as a capture with the full
@@ -342,29 +371,11 @@ TEST(BpfCaptureTest, StartsThatCollideInTheDirectTableArePairedExactly) {
   tiny.direct_slots = 1;
   auto one = OpenBpfCaptureForTest(config, tiny);
   ASSERT_TRUE(one.ok()) << one.status();
-  CaptureOutput full_out, one_out;
-  ASSERT_TRUE((*full)->Take(&full_out, absl::ZeroDuration()).ok());
-  ASSERT_TRUE((*one)->Take(&one_out, absl::ZeroDuration()).ok());
-  const CaptureStats full_before = (*full)->stats(), one_before = (*one)->stats();
-  full_out = CaptureOutput();
-  one_out = CaptureOutput();
   // Four threads: several requests in flight, so most starts collide.
   IoLoadOptions load = SmallLoad("collide", {4096, 65536}, 4, absl::Seconds(1));
   load.write_share = 0.3;
-  ASSERT_TRUE(RunIoLoad(load).ok());
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  ASSERT_TRUE((*full)->Take(&full_out, absl::ZeroDuration()).ok());
-  ASSERT_TRUE((*one)->Take(&one_out, absl::ZeroDuration()).ok());
-  const CaptureStats full_after = (*full)->stats(), one_after = (*one)->stats();
-
-  const uint64_t completions = ExpectSameCompletionsPerKey(full_out, one_out);
-  ASSERT_GT(completions, 1000u) << "the load's requests were captured";
-  EXPECT_TRUE(Near(one_after.completions - one_before.completions,
-                   full_after.completions - full_before.completions));
-  EXPECT_TRUE(Near(one_after.unpaired_ends - one_before.unpaired_ends,
-                   full_after.unpaired_ends - full_before.unpaired_ends));
-  EXPECT_TRUE(Near(one_after.unended_starts - one_before.unended_starts,
-                   full_after.unended_starts - full_before.unended_starts));
+  uint64_t lost = 0;
+  const uint64_t completions = ExpectSameOnOneLoad(full->get(), one->get(), load, &lost);
   std::cout << completions << " completions\n";
 }
 
@@ -398,21 +409,11 @@ TEST(BpfCaptureTest, TheNestedCompletionProgramIsAttachedOnlyWhereCompletionsCan
       << "this disk's completions came from more than one context, or the kernel skipped one";
   ASSERT_TRUE((*told)->stats().follows_nested_completions);
 
-  const CaptureStats plain_before = (*plain)->stats(), told_before = (*told)->stats();
-  plain_out = CaptureOutput();
-  told_out = CaptureOutput();
   load.duration = absl::Seconds(1);
-  ASSERT_TRUE(RunIoLoad(load).ok());
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  ASSERT_TRUE((*plain)->Take(&plain_out, absl::ZeroDuration()).ok());
-  ASSERT_TRUE((*told)->Take(&told_out, absl::ZeroDuration()).ok());
-  const CaptureStats plain_after = (*plain)->stats(), told_after = (*told)->stats();
-  const uint64_t completions = ExpectSameCompletionsPerKey(plain_out, told_out);
-  ASSERT_GT(completions, 1000u) << "the load's requests were captured";
-  EXPECT_TRUE(Near(told_after.completions - told_before.completions,
-                   plain_after.completions - plain_before.completions));
-  EXPECT_FALSE(plain_after.follows_nested_completions);
-  EXPECT_EQ(told_after.lost_events, told_before.lost_events);
+  uint64_t lost = 0;
+  const uint64_t completions = ExpectSameOnOneLoad(plain->get(), told->get(), load, &lost);
+  EXPECT_EQ(lost, 0u);
+  EXPECT_FALSE((*plain)->stats().follows_nested_completions);
   std::cout << completions << " completions with and without the nested program\n";
 }
 
