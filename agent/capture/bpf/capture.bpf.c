@@ -861,6 +861,7 @@ static __always_inline void rq_complete(__u64 now, struct request *rq, __u8 erro
 			count(STC_UNPAIRED_ENDS);
 		return;
 	}
+	note_context(&completion_contexts_measured, context);
 	if (nr_bytes == 0 && p->bytes != 0) {
 		/*
 		 * A data-less end of a request that carried data: the block
@@ -876,7 +877,6 @@ static __always_inline void rq_complete(__u64 now, struct request *rq, __u8 erro
 		count(STC_PARTIAL);	/* the rest completes later */
 		return;
 	}
-	note_context(&completion_contexts_measured, context);
 	s = *p;
 	end_live(d, p);
 	complete(now, &s, error != 0);
