@@ -311,7 +311,7 @@ PY
   kill -INT "$agent_pid"; wait "$agent_pid" || true; agent_pid=
   wait "$load_pid"
   rps=$(sed -n 's/.*(\([0-9]*\) requests\/s).*/\1/p' "$OUT/load.out")
-  python3 - "$OUT/samples" "$WINDOWS" "$drain" "$rps" <<'PY'
+  python3 - "$OUT/samples" "$WINDOWS" "$drain" "$rps" "$WINDOWS_NULL" <<'PY'
 import bisect, re, statistics, sys
 rows = [tuple(map(float, l.split())) for l in open(sys.argv[1]) if l.strip()]
 def seconds(text):
@@ -360,10 +360,12 @@ se = statistics.stdev(path) / n ** 0.5
 print("%d windows at %d requests/s: whole machine (less the tuner) per traced request: mean %+.2f us "
       "(standard error %.2f), median %+.2f us; of it the agent process %.2f us (its mean over the run)"
       % (n, rps, statistics.mean(path) + agent_us, se, statistics.median(path) + agent_us, agent_us))
+turns = ("" if len(sys.argv) > 5 and sys.argv[5] else
+         "; the agent's mean includes attaching and detaching its programs at every window's "
+         "turns, which an agent capturing all the time does not do")
 print("  in the I/O path and IRQs (the machine less the tuner and the agent): mean %+.2f us "
-      "(standard error %.2f), median %+.2f us; the agent's mean includes attaching and detaching "
-      "its programs at every window's turns, which an agent capturing all the time does not do"
-      % (statistics.mean(path), se, statistics.median(path)))
+      "(standard error %.2f), median %+.2f us%s"
+      % (statistics.mean(path), se, statistics.median(path), turns))
 print("machine busy (less the tuner and the agent), %% of a core: attached %.1f, detached %.1f (mean of the windows)"
       % (100 * statistics.mean(a for a in att.values() if a is not None),
          100 * statistics.mean(d for d in det.values() if d is not None)))
