@@ -673,21 +673,31 @@ static __always_inline void start_request(__u64 ts_ns, __u32 kind, __u64 id, __u
 		bpf_map_update_elem(&pending, &k, &s, BPF_NOEXIST);
 }
 
-/* Classifies and records the completion of `s` (docs/traces.md, "How it waited"). */
-static __always_inline void complete(__u64 now, const struct start *s, bool error)
+/* The context a program runs in, as an STC_CTX_* bit, from its CPU's irq_state. */
+static __always_inline __u32 context_of(const struct irq_state *here)
 {
-	__u32 cpu = bpf_get_smp_processor_id();
+	if (!here)
+		return STC_CTX_TASK;
+	if (here->valid && !here->exited)
+		return STC_CTX_HARDIRQ;
+	return here->softirq_depth > 0 ? STC_CTX_SOFTIRQ : STC_CTX_TASK;
+}
+
+/*
+ * Classifies and records the completion of `s` (docs/traces.md, "How it
+ * waited") on `cpu`, whose irq_state is `here`.
+ */
+static __always_inline void complete_on(__u64 now, const struct start *s, bool error, __u32 cpu,
+					struct irq_state *here)
+{
 	struct task_struct *current = bpf_get_current_task_btf();
 	__u32 pid = (__u32)current->pid;
-	struct irq_state *here = bpf_map_lookup_elem(&irq_last, &cpu);
 	struct irq_state *occ = NULL;
-	bool in_irq = false;
+	bool in_irq = context_of(here) != STC_CTX_TASK;
 	__u64 wait_ns = now > s->ts_ns ? now - s->ts_ns : 0;
 	__u8 path = STC_PATH_UNKNOWN;
 	int threaded = threaded_irq(current);
 
-	if (here)
-		in_irq = (here->valid && !here->exited) || here->softirq_depth > 0;
 	if (threaded >= 0) {
 		__u32 irq = (__u32)threaded;
 		__u32 *on = bpf_map_lookup_elem(&irq_cpu, &irq);
@@ -744,6 +754,13 @@ static __always_inline void complete(__u64 now, const struct start *s, bool erro
 		path = STC_PATH_SPIN;	/* completed in the issuer's own context: polled */
 	}
 	record_completion(s, wait_ns, path, error, now);
+}
+
+static __always_inline void complete(__u64 now, const struct start *s, bool error)
+{
+	__u32 cpu = bpf_get_smp_processor_id();
+
+	complete_on(now, s, error, cpu, bpf_map_lookup_elem(&irq_last, &cpu));
 }
 
 /* Takes the pending start of (kind, id); false when there is none. */
@@ -826,19 +843,6 @@ struct {
 	__type(value, __u32);
 } completing SEC(".maps");
 
-/* The context the program runs in, as an STC_CTX_* bit. */
-static __always_inline __u32 context_bit(void)
-{
-	__u32 cpu = bpf_get_smp_processor_id();
-	struct irq_state *o = bpf_map_lookup_elem(&irq_last, &cpu);
-
-	if (!o)
-		return STC_CTX_TASK;
-	if (o->valid && !o->exited)
-		return STC_CTX_HARDIRQ;
-	return o->softirq_depth > 0 ? STC_CTX_SOFTIRQ : STC_CTX_TASK;
-}
-
 /* Sets `bit` in a word all CPUs read, writing only the first time. */
 static __always_inline void note_context(__u64 *word, __u32 bit)
 {
@@ -846,8 +850,9 @@ static __always_inline void note_context(__u64 *word, __u32 bit)
 		__sync_fetch_and_or(word, bit);
 }
 
+/* A block completion on `cpu`, whose irq_state is `here`. */
 static __always_inline void rq_complete(__u64 now, struct request *rq, __u8 error,
-					unsigned int nr_bytes, __u32 context)
+					unsigned int nr_bytes, __u32 cpu, struct irq_state *here)
 {
 	struct start_key k = { .id = (__u64)rq, .kind = STC_START_RQ };
 	struct direct_entry *d;
@@ -861,7 +866,7 @@ static __always_inline void rq_complete(__u64 now, struct request *rq, __u8 erro
 			count(STC_UNPAIRED_ENDS);
 		return;
 	}
-	note_context(&completion_contexts_measured, context);
+	note_context(&completion_contexts_measured, context_of(here));
 	if (nr_bytes == 0 && p->bytes != 0) {
 		/*
 		 * A data-less end of a request that carried data: the block
@@ -879,7 +884,7 @@ static __always_inline void rq_complete(__u64 now, struct request *rq, __u8 erro
 	}
 	s = *p;
 	end_live(d, p);
-	complete(now, &s, error != 0);
+	complete_on(now, &s, error != 0, cpu, here);
 }
 
 /*
@@ -892,14 +897,15 @@ static __always_inline void rq_complete(__u64 now, struct request *rq, __u8 erro
 SEC("tp_btf/block_rq_complete")
 int BPF_PROG(stc_rq_complete, struct request *rq, __u8 error, unsigned int nr_bytes)
 {
-	__u32 zero = 0, *busy = bpf_map_lookup_elem(&completing, &zero), context;
+	__u32 zero = 0, *busy = bpf_map_lookup_elem(&completing, &zero);
+	__u32 cpu = bpf_get_smp_processor_id();
+	struct irq_state *here = bpf_map_lookup_elem(&irq_last, &cpu);
 
 	if (!busy)
 		return 0;
 	*busy = 1;
-	context = context_bit();
-	note_context(&completion_contexts_all, context);
-	rq_complete(bpf_ktime_get_ns(), rq, error, nr_bytes, context);
+	note_context(&completion_contexts_all, context_of(here));
+	rq_complete(bpf_ktime_get_ns(), rq, error, nr_bytes, cpu, here);
 	*busy = 0;
 	return 0;
 }
@@ -911,8 +917,11 @@ int BPF_PROG(stc_rq_complete_nested, struct request *rq, __u8 error, unsigned in
 
 	/* Runs at every completion: the clock only for the rare one that is ours. */
 	if (busy && *busy) {	/* stc_rq_complete is interrupted: this one is ours */
+		__u32 cpu = bpf_get_smp_processor_id();
+
 		count(STC_NESTED);
-		rq_complete(bpf_ktime_get_ns(), rq, error, nr_bytes, context_bit());
+		rq_complete(bpf_ktime_get_ns(), rq, error, nr_bytes, cpu,
+			    bpf_map_lookup_elem(&irq_last, &cpu));
 	}
 	return 0;
 }
