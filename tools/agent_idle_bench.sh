@@ -13,6 +13,12 @@
 # (Defaults: bpf, 20 s, 3 rounds, BUILD's agent.) BUILD's tuner takes the
 # batches, its database on tmpfs. Other I/O on the disk is captured work,
 # so run it on a quiet machine.
+#
+# With KEYS_LOAD_SIZES="4096 8192 ..." each agent first sees 2 s of reads
+# and writes of those sizes (BUILD's spintune-ioload), so that it holds a
+# histogram key per opcode and size class when the idle measure begins: an
+# agent on a board keeps the keys it has seen, and reads them all each
+# interval.
 set -euo pipefail
 BUILD=${1:?usage: agent_idle_bench.sh BUILD [MODE] [SECS] [ROUNDS] [AGENT...]}
 MODE=${2:-bpf}
@@ -26,8 +32,8 @@ shift $(( $# < 4 ? $# : 4 ))
 OUT=$(mktemp -d /dev/shm/spintune-idle-bench.XXXXXX)
 agent_pid=
 cleanup() {
-  [ -n "$agent_pid" ] && kill "$agent_pid" 2>/dev/null && wait "$agent_pid" 2>/dev/null || true
-  [ -n "${tuner_pid:-}" ] && kill "$tuner_pid" 2>/dev/null && wait "$tuner_pid" 2>/dev/null || true
+  stop_pid "$agent_pid"
+  stop_pid "${tuner_pid:-}"
   rm -rf "$OUT"
 }
 trap cleanup EXIT
@@ -39,14 +45,20 @@ start_tuner "$BUILD" "$OUT"
 run_ns() { local t=0 f; for f in /proc/"$1"/task/*/schedstat; do t=$((t + $(cut -d' ' -f1 "$f"))); done; echo "$t"; }
 wakes() { cat /proc/"$1"/task/*/status | awk '/^voluntary_ctxt_switches/ {t += $2} END {print t + 0}'; }
 
-echo "idle agents, --capture $MODE on $disk, ${SECS} s each after 4 s, $ROUNDS rounds ($(date -u +%FT%TZ))"
+echo "idle agents, --capture $MODE on $disk, ${SECS} s each after 4 s, $ROUNDS rounds ($(date -u +%FT%TZ))${KEYS_LOAD_SIZES:+, after 2 s of requests of $KEYS_LOAD_SIZES bytes}"
 declare -A cpu_sum wake_sum
 for round in $(seq "$ROUNDS"); do
   for agent in "$@"; do
     "$agent" --tuner "$addr" --source "tracefs:$disk" --capture "$MODE" --platform "$OUT/platform.json" \
       --state-dir "" --spool-dir "" >"$OUT/agent.log" 2>&1 &
     agent_pid=$!
-    sleep 4
+    sleep 1
+    if [ -n "${KEYS_LOAD_SIZES:-}" ]; then
+      # shellcheck disable=SC2086  # a list of sizes
+      "$BUILD/agent/spintune-ioload" --file /var/tmp/spintune-idle-keys.bin --file-mb 64 \
+        --sizes $KEYS_LOAD_SIZES --write-share 0.5 --duration 2 >/dev/null
+    fi
+    sleep 3
     kill -0 "$agent_pid" 2>/dev/null || { echo "$agent did not start:"; cat "$OUT/agent.log"; exit 1; }
     c0=$(run_ns "$agent_pid"); v0=$(wakes "$agent_pid")
     sleep "$SECS"

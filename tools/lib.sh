@@ -25,6 +25,11 @@ start_server() {
   [ -n "$addr" ] || { echo "$1 did not start:"; cat "$out/tuner.log"; exit 1; }
 }
 
+# stop_pid PID: stops process PID (empty: none) and waits for it, quietly.
+stop_pid() {
+  [ -n "$1" ] && kill "$1" 2>/dev/null && wait "$1" 2>/dev/null || true
+}
+
 # disk_under PATH: the block disk holding PATH (a partition's parent disk).
 disk_under() {
   local src pk

@@ -24,7 +24,9 @@
 #    ns per run). The statistics cost CPU themselves (two clock reads and a
 #    counter update per program run), so they are taken in a second run of
 #    the load with the same agent ("+stats"), not in the measured one;
-#  - the agent's peak resident memory (VmHWM).
+#  - the agent's peak resident memory (VmHWM), less the BPF maps it maps
+#    (bpf's histograms and .bss/.rodata: kernel memory, in the maps' figure,
+#    whose pages the kernel maps all at once).
 #
 # A/B mode, for changes to the BPF programs: `live_cpu_bench.sh --ab BUILD
 # OTHER_AGENT [RATE] [SECS]` runs BUILD's agent and OTHER_AGENT (another
@@ -500,7 +502,9 @@ print(sum(m.get("bytes_memlock", 0) for m in maps if m["id"] in ids) // 1024)' "
             T / req, C / req, req, maps, lines
         }' "$OUT/bpf-stats-0" "$OUT/bpf-stats-1")")
     fi
-    rss=$(awk '/VmHWM/ {printf "%.1f", $2 / 1024}' "/proc/$agent_pid/status")
+    map_rss=$(awk '/^[0-9a-f]+-[0-9a-f]+ / {m = ($NF == "anon_inode:bpf-map")} m && /^Rss:/ {s += $2}
+      END {print s + 0}' "/proc/$agent_pid/smaps")
+    rss=$(awk -v maps="$map_rss" '/VmHWM/ {printf "%.1f", ($2 - maps) / 1024}' "/proc/$agent_pid/status")
     kill -INT "$agent_pid"; wait "$agent_pid" || true; agent_pid=
     printf "%-5s %-5s %10s %6.1f %7s %6.1f %7s %7s %5s %7s %7s\n" "$mode" alone "$base_rps" \
       "$(echo "$base_m * 100" | bc -l)" - "$(echo "$base_a * 100" | bc -l)" - - "" - -

@@ -4,6 +4,7 @@
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
 #include <dirent.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <linux/types.h>
 
@@ -24,6 +25,7 @@
 #include "absl/strings/strip.h"
 #include "agent/capture/bpf/capture_abi.h"
 #include "agent/capture/bpf/capture.skel.h"
+#include "agent/capture/bpf/histogram_slot.h"
 #include "agent/live_trace.h"
 #include "common/cpu_clock.h"
 #include "common/logging.h"
@@ -82,6 +84,10 @@ absl::StatusOr<stc_device_key> DeviceKey(const std::string& name) {
       absl::StrCat("bpf capture: cannot measure '", name, "' (not a disk, MMC host or SPI device)"));
 }
 
+// Every CPU's histogram of a slot starts on a cache line: no two CPUs
+// write one line.
+static_assert(sizeof(stc_hist) % 64 == 0, "stc_hist is a whole number of cache lines");
+
 // Clamps a reported sum into what the reported buckets allow (a map read
 // races with the program: a sample may be in the sum but not yet in its
 // bucket); the rest is reported with the next delta.
@@ -114,10 +120,42 @@ uint64_t RecursionMisses(const bpf_program* prog) {
   return info.recursion_misses;
 }
 
+// Attaches the loaded programs that are to attach (autoload and
+// autoattach), in an order where no program sees state half made: the IRQ
+// and softirq exits before their entries (an entry whose exit was not
+// attached yet would leave its CPU "in interrupt"), those before every
+// program that reads the CPU's context, sched_switch before the
+// completions that record waiters for it, and every end before its start
+// (no start recorded whose end is missed). The skeleton's own attach goes
+// in declaration order. 0 or a negative errno; on failure what attached
+// stays attached (the caller detaches).
+int AttachInOrder(spintune_capture* s) {
+  bpf_program* const order[] = {
+      s->progs.stc_irq_exit,       s->progs.stc_softirq_exit,   s->progs.stc_irq_entry,
+      s->progs.stc_softirq_entry,  s->progs.stc_switch,         s->progs.stc_rq_complete,
+      s->progs.stc_rq_complete_nested, s->progs.stc_rq_requeue, s->progs.stc_mmc_done,
+      s->progs.stc_spi_xfer_stop,  s->progs.stc_spi_msg_done,   s->progs.stc_rq_issue,
+      s->progs.stc_mmc_start,      s->progs.stc_spi_xfer_start, s->progs.stc_spi_msg_start,
+  };
+  static_assert(sizeof(order) / sizeof(order[0]) == sizeof(s->links) / sizeof(bpf_link*),
+                "every program has its place in the order");
+  const bpf_object_skeleton* skel = s->skeleton;
+  for (bpf_program* prog : order) {
+    if (!bpf_program__autoload(prog) || !bpf_program__autoattach(prog)) continue;
+    for (int i = 0; i < skel->prog_cnt; ++i) {
+      if (*skel->progs[i].prog != prog || *skel->progs[i].link != nullptr) continue;
+      *skel->progs[i].link = bpf_program__attach(prog);
+      if (*skel->progs[i].link == nullptr) return -errno;
+    }
+  }
+  return 0;
+}
+
 class BpfCapture : public Capture {
  public:
   ~BpfCapture() override {
     if (ring_ != nullptr) ring_buffer__free(ring_);
+    if (hists_ != nullptr) ::munmap(const_cast<stc_hist*>(hists_), hists_bytes_);
     if (skel_ != nullptr) spintune_capture__destroy(skel_);  // detaches everything
   }
 
@@ -157,17 +195,21 @@ class BpfCapture : public Capture {
   // What was reported so far of one histogram slot: deltas are taken
   // against it.
   struct Slot {
+    Slot(const stc_slot_key& k, int cpus) : key(k), read(static_cast<size_t>(cpus)) {}
     stc_slot_key key;
-    std::vector<uint32_t> buckets;  // per CPU, then per bucket (32-bit, wrapping)
-    uint64_t sum_ns = 0, irq_path = 0, spin_path = 0, errors = 0;  // over the CPUs
+    HistogramSlot read;  // its buckets as read
+    uint64_t sum_ns = 0, irq_path = 0, spin_path = 0, errors = 0;  // reported, over the CPUs
   };
 
   spintune_capture* skel_ = nullptr;
   ring_buffer* ring_ = nullptr;
   int ncpus_ = 1;
-  uint32_t slot_count_ = STC_SLOTS_PER_DEVICE;  // hists' entries
+  uint32_t slot_count_ = STC_SLOTS_PER_DEVICE;  // histogram slots (hists: this x ncpus_)
+  const stc_hist* hists_ = nullptr;             // the hists map, mapped read-only
+  size_t hists_bytes_ = 0;
   bool warned_full_ = false;                    // said once that a key found no slot
   bool follows_nested_ = false;                 // stc_rq_complete_nested is wanted
+  uint64_t nested_attach_failures_ = 0;         // attaching it failed (logged once)
   std::vector<std::string> device_names_;
   std::vector<std::string> missing_;
   absl::Duration interval_;
@@ -186,7 +228,6 @@ class BpfCapture : public Capture {
   // starts; attached until the drain's end), off (detached).
   CaptureWindowTurns turns_{WakeWindows{}, absl::ZeroDuration(), absl::InfinitePast()};
   std::map<uint32_t, Slot> slots_;     // by slot index
-  std::vector<stc_hist> values_;        // one slot's histograms, one per CPU
   uint64_t ring_samples_ = 0;
 };
 
@@ -198,10 +239,11 @@ void BpfCapture::ReadHistograms(CaptureOutput* out) {
        cursor = &owned) {
     owned = next;
     stc_slot_key key{};
-    if (slots_.count(owned) != 0 || bpf_map_lookup_elem(owner_fd, &owned, &key) != 0) continue;
-    Slot& slot = slots_[owned];
-    slot.key = key;
-    slot.buckets.assign(static_cast<size_t>(ncpus_) * STC_BUCKET_COUNT, 0);
+    if (owned >= slot_count_ || slots_.count(owned) != 0 ||
+        bpf_map_lookup_elem(owner_fd, &owned, &key) != 0) {
+      continue;
+    }
+    slots_.try_emplace(owned, key, ncpus_);
   }
   if (!warned_full_) {
     // A key found no slot (the programs count only that as STC_MAP_FULL).
@@ -215,42 +257,22 @@ void BpfCapture::ReadHistograms(CaptureOutput* out) {
                     slot_count_, STC_SLOTS_PER_DEVICE);
     }
   }
-  const int hist_fd = bpf_map__fd(skel_->maps.hists);
-  values_.resize(static_cast<size_t>(ncpus_));
   std::map<std::pair<uint32_t, uint32_t>, DispatchHistogramDelta> dispatch;
   std::vector<uint64_t> deltas(STC_BUCKET_COUNT, 0);  // one slot's, zeroed as taken
   for (auto& [index, slot] : slots_) {
-    if (bpf_map_lookup_elem(hist_fd, &index, values_.data()) != 0) {
-      Logger().warn("bpf capture: reading histogram slot {}: {}", index, std::strerror(errno));
-      continue;
-    }
     const stc_slot_key& k = slot.key;
     if (k.device >= device_names_.size()) continue;
-    uint64_t sum_ns = 0, irq_path = 0, spin_path = 0, errors = 0;
     bool moved = false;
-    for (size_t c = 0; c < values_.size(); ++c) {
-      const stc_hist& h = values_[c];
-      sum_ns += h.sum_ns;
-      irq_path += h.irq_path;
-      spin_path += h.spin_path;
-      errors += h.errors;
-      uint32_t* seen = &slot.buckets[c * STC_BUCKET_COUNT];
-      // Most slots of most CPUs did not move since the last read.
-      if (std::memcmp(seen, h.buckets, sizeof(h.buckets)) == 0) continue;
-      moved = true;
-      for (size_t b = 0; b < STC_BUCKET_COUNT; ++b) {
-        deltas[b] += static_cast<uint32_t>(h.buckets[b] - seen[b]);  // modulo 2^32
-        seen[b] = h.buckets[b];
-      }
-    }
+    const HistogramSlot::Totals now = slot.read.Read(
+        hists_ + stc_hist_index(index, 0, static_cast<uint32_t>(ncpus_)), &deltas, &moved);
     if (!moved) continue;
     BucketCounts counts = TakeBucketCounts(&deltas);
     if (counts.count == 0) continue;
-    counts.sum_ns = ClampSum(counts, sum_ns - slot.sum_ns);
+    counts.sum_ns = ClampSum(counts, now.sum_ns - slot.sum_ns);
     slot.sum_ns += counts.sum_ns;
     if (k.family == STC_FAMILY_WAIT) {
-      auto take = [](uint64_t now, uint64_t* seen, uint64_t cap) -> uint64_t {
-        const uint64_t v = std::min<uint64_t>(now > *seen ? now - *seen : 0, cap);
+      auto take = [](uint64_t total, uint64_t* seen, uint64_t cap) -> uint64_t {
+        const uint64_t v = std::min<uint64_t>(total > *seen ? total - *seen : 0, cap);
         *seen += v;
         return v;
       };
@@ -259,9 +281,9 @@ void BpfCapture::ReadHistograms(CaptureOutput* out) {
       d.opcode = k.opcode;
       d.size_class = k.size_class;
       d.cpu_class = k.cpu_class;
-      d.irq_path = take(irq_path, &slot.irq_path, counts.count);
-      d.spin_path = take(spin_path, &slot.spin_path, counts.count - d.irq_path);
-      d.errors = take(errors, &slot.errors, counts.count);
+      d.irq_path = take(now.irq_path, &slot.irq_path, counts.count);
+      d.spin_path = take(now.spin_path, &slot.spin_path, counts.count - d.irq_path);
+      d.errors = take(now.errors, &slot.errors, counts.count);
       d.wait = std::move(counts);
       out->histograms.push_back(std::move(d));
     } else {
@@ -290,17 +312,25 @@ void BpfCapture::FollowNestedCompletionsIfNeeded() {
   bpf_program* nested = skel_->progs.stc_rq_complete_nested;
   bpf_program__set_autoattach(nested, true);  // and with every capture window
   follows_nested_ = true;
-  Logger().info("bpf capture: block completions ran in {} (measured devices' in {}), {} skipped "
-                "while the completion program ran: attaching stc_rq_complete_nested, which "
-                "takes a completion that interrupts another (at the cost of a program run per "
-                "completion)",
-                names(all), names(measured), skipped);
+  if (nested_attach_failures_ == 0) {
+    Logger().info("bpf capture: block completions ran in {} (measured devices' in {}), {} skipped "
+                  "while the completion program ran: attaching stc_rq_complete_nested, which "
+                  "takes a completion that interrupts another (at the cost of a program run per "
+                  "completion)",
+                  names(all), names(measured), skipped);
+  }
   if (skel_->links.stc_rq_complete == nullptr) return;  // between capture windows
   skel_->links.stc_rq_complete_nested = bpf_program__attach(nested);
   if (skel_->links.stc_rq_complete_nested == nullptr) {
-    Logger().warn("bpf capture: attaching stc_rq_complete_nested failed ({}): {}; trying again "
-                  "at the next read",
-                  std::strerror(errno), TakeLibbpfLines());
+    // Said once; the retries at each read only at debug level.
+    const std::string why = absl::StrCat(std::strerror(errno), ": ", TakeLibbpfLines());
+    if (nested_attach_failures_++ == 0) {
+      Logger().warn("bpf capture: attaching stc_rq_complete_nested failed ({}); trying again at "
+                    "each read",
+                    why);
+    } else {
+      Logger().debug("bpf capture: attaching stc_rq_complete_nested failed again ({})", why);
+    }
     bpf_program__set_autoattach(nested, false);
     follows_nested_ = false;
   }
@@ -373,7 +403,7 @@ bool BpfCapture::AttachForWindow() {
     bpf_map_update_elem(irq_fd, &cpu, zeros.data(), BPF_ANY);
   }
   // Every program before the first start: none sees half a request.
-  if (int err = spintune_capture__attach(skel_); err != 0) {
+  if (int err = AttachInOrder(skel_); err != 0) {
     Logger().warn("bpf capture: attaching for a capture window failed ({}: {}); trying again at "
                   "the next window",
                   std::strerror(-err), TakeLibbpfLines());
@@ -520,7 +550,8 @@ absl::StatusOr<std::unique_ptr<Capture>> BpfCapture::Open(const CaptureConfig& o
   // opcodes and size classes, per device (each ~18 KiB per CPU, preallocated).
   c->slot_count_ = STC_SLOTS_PER_DEVICE * static_cast<uint32_t>(keys.size());
   s->rodata->slot_count = c->slot_count_;
-  bpf_map__set_max_entries(s->maps.hists, c->slot_count_);
+  s->rodata->hist_cpus = static_cast<uint32_t>(c->ncpus_);
+  bpf_map__set_max_entries(s->maps.hists, c->slot_count_ * static_cast<uint32_t>(c->ncpus_));
   bpf_map__set_max_entries(s->maps.slot_of, c->slot_count_);
   bpf_map__set_max_entries(s->maps.slot_owner, c->slot_count_);
   if (options.sample_every == 0) bpf_map__set_max_entries(s->maps.samples, 4096);
@@ -566,6 +597,14 @@ absl::StatusOr<std::unique_ptr<Capture>> BpfCapture::Open(const CaptureConfig& o
     return absl::FailedPreconditionError(absl::StrCat(
         "bpf capture: loading the program failed (", std::strerror(-err), "): ", TakeLibbpfLines()));
   }
+  // The histograms are read in place (HistogramSlot), not copied out.
+  c->hists_bytes_ = static_cast<size_t>(bpf_map__max_entries(s->maps.hists)) * sizeof(stc_hist);
+  void* mapped = ::mmap(nullptr, c->hists_bytes_, PROT_READ, MAP_SHARED, bpf_map__fd(s->maps.hists), 0);
+  if (mapped == MAP_FAILED) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("bpf capture: mapping the histograms: ", std::strerror(errno)));
+  }
+  c->hists_ = static_cast<const stc_hist*>(mapped);
   std::map<std::string, uint32_t> index_of;
   for (size_t i = 0; i < c->device_names_.size(); ++i) index_of[c->device_names_[i]] = static_cast<uint32_t>(i);
   for (const auto& [irq_name, device] : options.correlator.irq_device) {
@@ -579,7 +618,7 @@ absl::StatusOr<std::unique_ptr<Capture>> BpfCapture::Open(const CaptureConfig& o
   // (Attached when completions can nest: FollowNestedCompletionsIfNeeded.)
   bpf_program__set_autoattach(s->progs.stc_rq_complete_nested, false);
   s->bss->completion_contexts_measured = test.measured_contexts;
-  if (int err = spintune_capture__attach(s); err != 0) {
+  if (int err = AttachInOrder(s); err != 0) {
     return absl::FailedPreconditionError(absl::StrCat(
         "bpf capture: attaching failed (", std::strerror(-err), "): ", TakeLibbpfLines()));
   }

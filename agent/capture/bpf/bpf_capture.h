@@ -1,8 +1,8 @@
 // BpfCapture: loads capture.bpf.c (through its bpftool skeleton), tells it
 // which devices to measure, attaches its programs to the tracepoints this
 // kernel has (reporting the others by name), and turns the per-CPU
-// histogram maps into per-interval deltas; with sample_every it also drains
-// the ring buffer of individual samples.
+// histograms (mapped read-only: HistogramSlot) into per-interval deltas;
+// with sample_every it also drains the ring buffer of individual samples.
 //
 // Nothing is pinned: the programs stay attached only while this object's
 // links (file descriptors) live, so even a `kill -9` of the agent detaches

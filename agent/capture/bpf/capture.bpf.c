@@ -16,9 +16,10 @@
  * latency runs from the IRQ entry to the sched_switch into the issuer, when
  * the issuer was asleep at the completion and was woken after the IRQ.
  *
- * Histograms are slots of a per-CPU array (capture_abi.h): a start finds
- * its key's slot (in a per-CPU cache of the last keys, rarely by a hash
- * lookup), and the completion adds to the slot's bucket by index.
+ * Histograms are slots of an array with one histogram per slot and CPU
+ * (capture_abi.h): a start finds its key's slot (in a per-CPU cache of the
+ * last keys, rarely by a hash lookup), and the completion adds to its
+ * CPU's histogram of the slot by index.
  *
  * Bounded: pending starts live in a direct-mapped table, the few that
  * collide in an LRU hash (see `direct`); nothing is pinned, every
@@ -44,7 +45,8 @@ const volatile __u64 ring_wakeup_bytes = 1 << 18;	/* wake the reader once this m
 const volatile bool have_declared_irqs = false;	/* irq_declared holds --irq names */
 /* The measured devices, in the loader's order (a scan: cheaper than a hash for a few). */
 const volatile __u32 device_count = 0;
-const volatile __u32 slot_count = STC_SLOTS_PER_DEVICE;	/* hists' entries (the loader's) */
+const volatile __u32 slot_count = STC_SLOTS_PER_DEVICE;	/* histogram slots (the loader's) */
+const volatile __u32 hist_cpus = 1;	/* possible CPUs: histograms per slot (the loader's) */
 const volatile struct stc_device_key device_keys[STC_MAX_DEVICES] = {};
 const volatile __u32 direct_mask = STC_DIRECT_SLOTS - 1;	/* direct's entries - 1 (the loader's) */
 
@@ -154,7 +156,7 @@ struct irq_state {
 	__u8 exited;
 	__u8 dispatched;	/* its handler time was recorded */
 	__u8 learned;		/* device index + 1 irq_learned was checked for in it */
-	__s32 softirq_depth;
+	__s32 in_softirq;	/* between a softirq_entry and its exit */
 };
 
 /*
@@ -235,9 +237,17 @@ struct {
 	__type(value, struct waiter);
 } waiters SEC(".maps");
 
+/*
+ * The histograms: slot_count x hist_cpus of them, a slot's one per CPU
+ * side by side (stc_hist_index()). A plain array, not a per-CPU one, so
+ * that the loader maps it and reads a slot's count words in place instead
+ * of copying every slot's buckets out of the kernel at each read; a CPU
+ * still writes only its own (each a whole number of cache lines).
+ */
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, STC_SLOTS_PER_DEVICE);	/* the loader sets slot_count */
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, STC_SLOTS_PER_DEVICE);	/* the loader sets slot_count x hist_cpus */
 	__type(key, __u32);
 	__type(value, struct stc_hist);
 } hists SEC(".maps");
@@ -374,14 +384,29 @@ static __always_inline __u32 slot_for(const struct stc_slot_key *k)
 	return slot;
 }
 
-/* Adds @ns to the histogram in @slot; NULL when there is none. */
-static __always_inline struct stc_hist *add_to_slot(__u32 slot, __u64 ns)
+/* @cpu's histogram in @slot; NULL when there is none (every slot taken: find_slot counted it). */
+static __always_inline struct stc_hist *hist_of(__u32 slot, __u32 cpu)
 {
-	struct stc_hist *h = bpf_map_lookup_elem(&hists, &slot);
+	__u32 i;
+
+	if (slot >= slot_count || cpu >= hist_cpus)
+		return NULL;
+	i = stc_hist_index(slot, cpu, hist_cpus);
+	return bpf_map_lookup_elem(&hists, &i);
+}
+
+/*
+ * Adds @ns to the histogram in @slot of @cpu (the CPU this runs on); NULL
+ * when there is none. Its caller adds to the path counts, then calls
+ * counted().
+ */
+static __always_inline struct stc_hist *add_to_slot(__u32 slot, __u32 cpu, __u64 ns)
+{
+	struct stc_hist *h = hist_of(slot, cpu);
 	__u64 b = stc_bucket_index(ns);	/* 64 bits: the bound below is on the register indexed with */
 
 	if (!h)
-		return NULL;	/* every slot taken: find_slot counted it */
+		return NULL;
 	/* Never true, but the verifier must see the bound (clang would drop it). */
 	asm volatile("" : "+r"(b));
 	if (b >= STC_BUCKET_COUNT)
@@ -392,6 +417,19 @@ static __always_inline struct stc_hist *add_to_slot(__u32 slot, __u64 ns)
 	return h;
 }
 
+/* The last word a value changes: the loader reads the rest only when it moved (capture_abi.h). */
+static __always_inline void counted(struct stc_hist *h)
+{
+	if (h)
+		__sync_fetch_and_add(&h->count, 1);
+}
+
+/* A dispatch or wake time: add_to_slot() and counted(). */
+static __always_inline void add_time(__u32 slot, __u32 cpu, __u64 ns)
+{
+	counted(add_to_slot(slot, cpu, ns));
+}
+
 static __always_inline __u32 dispatch_slot(__u32 device, __u16 cls, __u32 family)
 {
 	struct stc_slot_key k = { .device = device, .cpu_class = cls, .family = family };
@@ -400,7 +438,7 @@ static __always_inline __u32 dispatch_slot(__u32 device, __u16 cls, __u32 family
 }
 
 static __always_inline void record_completion(const struct start *s, __u64 wait_ns, __u8 path,
-					      bool error, __u64 now)
+					      bool error, __u64 now, __u32 cpu)
 {
 	struct stc_hist *h;
 	__u32 zero = 0;
@@ -433,7 +471,7 @@ static __always_inline void record_completion(const struct start *s, __u64 wait_
 			count(STC_RING_LOST);
 		}
 	}
-	h = add_to_slot(s->slot, wait_ns);
+	h = add_to_slot(s->slot, cpu, wait_ns);
 	if (!h)
 		return;
 	if (path == STC_PATH_IRQ)
@@ -442,6 +480,7 @@ static __always_inline void record_completion(const struct start *s, __u64 wait_
 		__sync_fetch_and_add(&h->spin_path, 1);
 	if (error)
 		__sync_fetch_and_add(&h->errors, 1);
+	counted(h);
 }
 
 /* The IRQ number of a threaded handler task ("irq/36-virtio1-r"), else -1. */
@@ -680,7 +719,7 @@ static __always_inline __u32 context_of(const struct irq_state *here)
 		return STC_CTX_TASK;
 	if (here->valid && !here->exited)
 		return STC_CTX_HARDIRQ;
-	return here->softirq_depth > 0 ? STC_CTX_SOFTIRQ : STC_CTX_TASK;
+	return here->in_softirq ? STC_CTX_SOFTIRQ : STC_CTX_TASK;
 }
 
 /*
@@ -730,8 +769,8 @@ static __always_inline void complete_on(__u64 now, const struct start *s, bool e
 				occ->device = dev1;	/* its exit records the handler time */
 			} else if (!occ->dispatched) {
 				occ->dispatched = 1;
-				add_to_slot(dispatch_slot(s->device, cls, STC_FAMILY_HANDLER),
-					    occ->exit_ns - occ->entry_ns);
+				add_time(dispatch_slot(s->device, cls, STC_FAMILY_HANDLER), cpu,
+					 occ->exit_ns - occ->entry_ns);
 				count(STC_DISPATCHES);
 			}
 			/* (The issuer's state is read only while the IRQ woke none.) */
@@ -753,7 +792,7 @@ static __always_inline void complete_on(__u64 now, const struct start *s, bool e
 	} else if (pid == s->pid && !in_irq) {
 		path = STC_PATH_SPIN;	/* completed in the issuer's own context: polled */
 	}
-	record_completion(s, wait_ns, path, error, now);
+	record_completion(s, wait_ns, path, error, now, cpu);
 }
 
 static __always_inline void complete(__u64 now, const struct start *s, bool error)
@@ -1005,13 +1044,19 @@ int BPF_PROG(stc_irq_exit, int irq, struct irqaction *action, int ret)
 	/* An IRQ of no device known yet waits for a completion to claim it. */
 	if (device) {
 		o->dispatched = 1;
-		add_to_slot(dispatch_slot(device - 1, class_of(cpu), STC_FAMILY_HANDLER),
-			    o->exit_ns - o->entry_ns);
+		add_time(dispatch_slot(device - 1, class_of(cpu), STC_FAMILY_HANDLER), cpu,
+			 o->exit_ns - o->entry_ns);
 		count(STC_DISPATCHES);
 	}
 	return 0;
 }
 
+/*
+ * Softirqs do not nest on a CPU (one runs its vectors one after another,
+ * each between an entry and an exit), so a flag, not a depth: an exit
+ * missed (a program attached between the two) is mended by the CPU's next
+ * softirq instead of leaving it "in softirq" for good.
+ */
 SEC("tp_btf/softirq_entry")
 int BPF_PROG(stc_softirq_entry, unsigned int vec)
 {
@@ -1019,7 +1064,7 @@ int BPF_PROG(stc_softirq_entry, unsigned int vec)
 	struct irq_state *o = bpf_map_lookup_elem(&irq_last, &cpu);
 
 	if (o)
-		o->softirq_depth++;
+		o->in_softirq = 1;
 	return 0;
 }
 
@@ -1029,8 +1074,8 @@ int BPF_PROG(stc_softirq_exit, unsigned int vec)
 	__u32 cpu = bpf_get_smp_processor_id();
 	struct irq_state *o = bpf_map_lookup_elem(&irq_last, &cpu);
 
-	if (o && o->softirq_depth > 0)
-		o->softirq_depth--;
+	if (o)
+		o->in_softirq = 0;
 	return 0;
 }
 
@@ -1051,7 +1096,7 @@ int BPF_PROG(stc_switch, bool preempt, __u64 prev, __u64 next)
 		return 0;
 	now = bpf_ktime_get_ns();
 	if (now <= w->irq_entry_ns + wake_window_ns) {
-		add_to_slot(w->slot, now - w->irq_entry_ns);
+		add_time(w->slot, bpf_get_smp_processor_id(), now - w->irq_entry_ns);
 		count(STC_WAKES);
 	}
 	w->task = 0;

@@ -36,12 +36,13 @@ enum stc_path {
 };
 
 /*
- * Histograms live in slots: a per-CPU array of slot_count histograms
- * (STC_SLOTS_PER_DEVICE per measured device: about 18 KiB each per CPU)
- * (indexed by slot, no hash at the update), and a hash from each key to
- * its slot that the program fills on a key's first use and the loader reads
- * to name the slots. A key is a completion key (device, opcode, size class,
- * CPU class) or a dispatch key (device, CPU class; handler or wake time).
+ * Histograms live in slots: an array of slot_count x CPUs histograms
+ * (STC_SLOTS_PER_DEVICE slots per measured device: about 18 KiB each per
+ * CPU; indexed by slot and CPU, no hash at the update), and a hash from each
+ * key to its slot that the program fills on a key's first use and the loader
+ * reads to name the slots. A key is a completion key (device, opcode, size
+ * class, CPU class) or a dispatch key (device, CPU class; handler or wake
+ * time).
  */
 #define STC_SLOTS_PER_DEVICE 128	/* the loader sizes the maps: this many per measured device */
 #define STC_NO_SLOT 0xFFFFFFFFu		/* a key without a slot (every slot taken) */
@@ -61,19 +62,34 @@ struct stc_slot_key {
 };
 
 /*
- * One slot's histogram on one CPU. The counters come first: the loader
- * copies them before the buckets, and the program adds to a bucket before
- * them, so a read never sees more path counts than bucket counts. Buckets
- * are 32 bits (a slot must fit the per-CPU allocator's 32 KiB units): the
- * loader takes deltas modulo 2^32, per CPU.
+ * One slot's histogram on one CPU, written only by programs on that CPU.
+ * The loader maps the array and reads it in place.
+ *
+ * The program adds to a bucket, then to sum_ns and the path counts, and to
+ * `count` last; the loader reads `count` first and the rest only when it
+ * moved since its last read, or when the read before found a move (on
+ * arm64 and riscv a BPF atomic add is not ordered with the others: a bucket
+ * may become visible after `count`, never a read later). The header reads
+ * before the buckets never see more path counts than bucket counts on x86;
+ * the loader caps them at the buckets' delta anyway. Buckets are 32 bits
+ * (memory: 4,608 of them): the loader takes deltas modulo 2^32, per CPU.
+ * The header is one cache line, the whole a whole number of them.
  */
 struct stc_hist {
 	__u64 sum_ns;
 	__u64 irq_path;		/* completions only */
 	__u64 spin_path;
 	__u64 errors;
+	__u64 count;		/* values added; the last word written */
+	__u64 pad[3];
 	__u32 buckets[STC_BUCKET_COUNT];
 };
+
+/* The index in the histogram array of @slot's histogram of @cpu. */
+static inline __u32 stc_hist_index(__u32 slot, __u32 cpu, __u32 cpus)
+{
+	return slot * cpus + cpu;
+}
 
 /* One completion sent through the ring buffer (sampled mode). */
 struct stc_sample {

@@ -37,6 +37,7 @@ enum {
 };
 enum {
 	BPF_F_NO_PREALLOC = 1,
+	BPF_F_MMAPABLE = 1 << 10,
 };
 enum {
 	BPF_RB_NO_WAKEUP = 1,
