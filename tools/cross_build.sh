@@ -20,11 +20,12 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 
 # The agent, its load generator and the tests that run on a board: the
-# agent's sources, sinks, spool and trace parser, and the driver headers in C
-# (live_trace_test needs tracefs and stays on the host).
+# agent's sources, sinks, spool, BPF histogram reader and trace parser, and
+# the driver headers in C (live_trace_test needs tracefs and stays on the
+# host).
 TARGETS="spintune-agent spintune-ioload man_spintune-agent man_spintune-ioload
   sim_source_test replay_source_test trace_line_test trace_correlator_test policy_sink_test
-  batch_spool_test wait_test driver_c_test"
+  batch_spool_test histogram_slot_test wait_test driver_c_test"
 # Every library the top CMakeLists.txt finds, as Debian packages of ARCH.
 SYSROOT_PACKAGES="libc6-dev libstdc++-12-dev libgrpc++-dev libprotobuf-dev libabsl-dev
   libssl-dev libsqlite3-dev libmicrohttpd-dev libspdlog-dev libgtest-dev libgmock-dev
