@@ -195,9 +195,9 @@ class BpfCapture : public Capture {
   // What was reported so far of one histogram slot: deltas are taken
   // against it.
   struct Slot {
-    Slot(const stc_slot_key& k, int cpus) : key(k), read(static_cast<size_t>(cpus)) {}
+    Slot(const stc_slot_key& k, int cpus) : key(k), seen(static_cast<size_t>(cpus)) {}
     stc_slot_key key;
-    HistogramSlot read;  // its buckets as read
+    HistogramSlot seen;  // its histograms as last read
     uint64_t sum_ns = 0, irq_path = 0, spin_path = 0, errors = 0;  // reported, over the CPUs
   };
 
@@ -263,7 +263,7 @@ void BpfCapture::ReadHistograms(CaptureOutput* out) {
     const stc_slot_key& k = slot.key;
     if (k.device >= device_names_.size()) continue;
     bool moved = false;
-    const HistogramSlot::Totals now = slot.read.Read(
+    const HistogramSlot::Totals now = slot.seen.Read(
         hists_ + stc_hist_index(index, 0, static_cast<uint32_t>(ncpus_)), &deltas, &moved);
     if (!moved) continue;
     BucketCounts counts = TakeBucketCounts(&deltas);
