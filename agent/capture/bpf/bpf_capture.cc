@@ -9,6 +9,7 @@
 #include <linux/types.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstdarg>
 #include <cstring>
@@ -120,33 +121,57 @@ uint64_t RecursionMisses(const bpf_program* prog) {
   return info.recursion_misses;
 }
 
-// Attaches the loaded programs that are to attach (autoload and
-// autoattach), in an order where no program sees state half made: the IRQ
-// and softirq exits before their entries (an entry whose exit was not
-// attached yet would leave its CPU "in interrupt"), those before every
-// program that reads the CPU's context, sched_switch before the
-// completions that record waiters for it, and every end before its start
-// (no start recorded whose end is missed). The skeleton's own attach goes
-// in declaration order. 0 or a negative errno; on failure what attached
-// stays attached (the caller detaches).
-int AttachInOrder(spintune_capture* s) {
-  bpf_program* const order[] = {
-      s->progs.stc_irq_exit,       s->progs.stc_softirq_exit,   s->progs.stc_irq_entry,
-      s->progs.stc_softirq_entry,  s->progs.stc_switch,         s->progs.stc_rq_complete,
-      s->progs.stc_rq_complete_nested, s->progs.stc_rq_requeue, s->progs.stc_mmc_done,
-      s->progs.stc_spi_xfer_stop,  s->progs.stc_spi_msg_done,   s->progs.stc_rq_issue,
-      s->progs.stc_mmc_start,      s->progs.stc_spi_xfer_start, s->progs.stc_spi_msg_start,
+// One program of the capture: its link in the skeleton, its tracepoint,
+// and the kind of device it is for (0: every kind).
+struct Program {
+  bpf_program* prog;
+  bpf_link** link;
+  const char* system;
+  const char* event;
+  uint32_t device_kind;
+};
+
+// Every program, in the order AttachInOrder attaches them: one where no
+// program sees state half made. The IRQ and softirq exits come before
+// their entries (an entry whose exit was not attached yet would leave its
+// CPU "in interrupt"), those before every program that reads the CPU's
+// context, sched_switch before the completions that record waiters for
+// it, and every end before its start (no start recorded whose end is
+// missed). The skeleton's own attach goes in declaration order.
+constexpr size_t kProgramCount = sizeof(spintune_capture::links) / sizeof(bpf_link*);
+std::array<Program, kProgramCount> Programs(spintune_capture* s) {
+#define STC_PROGRAM(name, system, event, kind) Program{s->progs.name, &s->links.name, system, event, kind}
+  return {
+      STC_PROGRAM(stc_irq_exit, "irq", "irq_handler_exit", 0),
+      STC_PROGRAM(stc_softirq_exit, "irq", "softirq_exit", 0),
+      STC_PROGRAM(stc_irq_entry, "irq", "irq_handler_entry", 0),
+      STC_PROGRAM(stc_softirq_entry, "irq", "softirq_entry", 0),
+      STC_PROGRAM(stc_switch, "sched", "sched_switch", 0),
+      STC_PROGRAM(stc_rq_complete, "block", "block_rq_complete", 0),
+      STC_PROGRAM(stc_rq_complete_nested, "block", "block_rq_complete", 0),
+      STC_PROGRAM(stc_rq_requeue, "block", "block_rq_requeue", 0),
+      STC_PROGRAM(stc_mmc_done, "mmc", "mmc_request_done", STC_DEV_MMC),
+      STC_PROGRAM(stc_spi_xfer_stop, "spi", "spi_transfer_stop", STC_DEV_SPI),
+      STC_PROGRAM(stc_spi_msg_done, "spi", "spi_message_done", STC_DEV_SPI),
+      STC_PROGRAM(stc_rq_issue, "block", "block_rq_issue", 0),
+      STC_PROGRAM(stc_mmc_start, "mmc", "mmc_request_start", STC_DEV_MMC),
+      STC_PROGRAM(stc_spi_xfer_start, "spi", "spi_transfer_start", STC_DEV_SPI),
+      STC_PROGRAM(stc_spi_msg_start, "spi", "spi_message_start", STC_DEV_SPI),
   };
-  static_assert(sizeof(order) / sizeof(order[0]) == sizeof(s->links) / sizeof(bpf_link*),
-                "every program has its place in the order");
-  const bpf_object_skeleton* skel = s->skeleton;
-  for (bpf_program* prog : order) {
-    if (!bpf_program__autoload(prog) || !bpf_program__autoattach(prog)) continue;
-    for (int i = 0; i < skel->prog_cnt; ++i) {
-      if (*skel->progs[i].prog != prog || *skel->progs[i].link != nullptr) continue;
-      *skel->progs[i].link = bpf_program__attach(prog);
-      if (*skel->progs[i].link == nullptr) return -errno;
+#undef STC_PROGRAM
+}
+
+// Attaches the loaded programs that are to attach (autoload and
+// autoattach, not attached yet) in the order of Programs(). 0 or a
+// negative errno; on failure what attached stays attached (the caller
+// detaches).
+int AttachInOrder(spintune_capture* s) {
+  for (const Program& p : Programs(s)) {
+    if (*p.link != nullptr || !bpf_program__autoload(p.prog) || !bpf_program__autoattach(p.prog)) {
+      continue;
     }
+    *p.link = bpf_program__attach(p.prog);
+    if (*p.link == nullptr) return -errno;
   }
   return 0;
 }
@@ -209,7 +234,7 @@ class BpfCapture : public Capture {
   size_t hists_bytes_ = 0;
   bool warned_full_ = false;                    // said once that a key found no slot
   bool follows_nested_ = false;                 // stc_rq_complete_nested is wanted
-  uint64_t nested_attach_failures_ = 0;         // attaching it failed (logged once)
+  bool nested_attach_failed_ = false;           // attaching it failed (logged once)
   std::vector<std::string> device_names_;
   std::vector<std::string> missing_;
   absl::Duration interval_;
@@ -312,7 +337,7 @@ void BpfCapture::FollowNestedCompletionsIfNeeded() {
   bpf_program* nested = skel_->progs.stc_rq_complete_nested;
   bpf_program__set_autoattach(nested, true);  // and with every capture window
   follows_nested_ = true;
-  if (nested_attach_failures_ == 0) {
+  if (!nested_attach_failed_) {
     Logger().info("bpf capture: block completions ran in {} (measured devices' in {}), {} skipped "
                   "while the completion program ran: attaching stc_rq_complete_nested, which "
                   "takes a completion that interrupts another (at the cost of a program run per "
@@ -324,7 +349,7 @@ void BpfCapture::FollowNestedCompletionsIfNeeded() {
   if (skel_->links.stc_rq_complete_nested == nullptr) {
     // Said once; the retries at each read only at debug level.
     const std::string why = absl::StrCat(std::strerror(errno), ": ", TakeLibbpfLines());
-    if (nested_attach_failures_++ == 0) {
+    if (!nested_attach_failed_) {
       Logger().warn("bpf capture: attaching stc_rq_complete_nested failed ({}); trying again at "
                     "each read",
                     why);
@@ -333,6 +358,7 @@ void BpfCapture::FollowNestedCompletionsIfNeeded() {
     }
     bpf_program__set_autoattach(nested, false);
     follows_nested_ = false;
+    nested_attach_failed_ = true;
   }
 }
 
@@ -557,41 +583,18 @@ absl::StatusOr<std::unique_ptr<Capture>> BpfCapture::Open(const CaptureConfig& o
   if (options.sample_every == 0) bpf_map__set_max_entries(s->maps.samples, 4096);
   s->rodata->ring_wakeup_bytes = bpf_map__max_entries(s->maps.samples) / 4;
 
-  bool mmc = false, spi = false;
-  for (const auto& k : keys) {
-    mmc |= k.kind == STC_DEV_MMC;
-    spi |= k.kind == STC_DEV_SPI;
-  }
-  const struct {
-    bpf_program* prog;
-    const char* system;
-    const char* event;
-    bool wanted;
-  } programs[] = {
-      {s->progs.stc_rq_issue, "block", "block_rq_issue", true},
-      {s->progs.stc_rq_complete, "block", "block_rq_complete", true},
-      {s->progs.stc_rq_complete_nested, "block", "block_rq_complete", true},
-      {s->progs.stc_rq_requeue, "block", "block_rq_requeue", true},
-      {s->progs.stc_irq_entry, "irq", "irq_handler_entry", true},
-      {s->progs.stc_irq_exit, "irq", "irq_handler_exit", true},
-      {s->progs.stc_softirq_entry, "irq", "softirq_entry", true},
-      {s->progs.stc_softirq_exit, "irq", "softirq_exit", true},
-      {s->progs.stc_switch, "sched", "sched_switch", true},
-      {s->progs.stc_mmc_start, "mmc", "mmc_request_start", mmc},
-      {s->progs.stc_mmc_done, "mmc", "mmc_request_done", mmc},
-      {s->progs.stc_spi_xfer_start, "spi", "spi_transfer_start", spi},
-      {s->progs.stc_spi_xfer_stop, "spi", "spi_transfer_stop", spi},
-      {s->progs.stc_spi_msg_start, "spi", "spi_message_start", spi},
-      {s->progs.stc_spi_msg_done, "spi", "spi_message_done", spi},
-  };
+  std::set<uint32_t> kinds;
+  for (const auto& k : keys) kinds.insert(k.kind);
   std::set<std::string> events;
-  for (const auto& p : programs) events.insert(p.event);
+  for (const Program& p : Programs(s)) events.insert(p.event);
   const std::set<std::string> absent = MissingBtfTracepoints(events);
-  for (const auto& p : programs) {
+  for (const Program& p : Programs(s)) {
     const bool present = absent.count(p.event) == 0;
     const std::string name = absl::StrCat(p.system, ":", p.event);
-    if (!present && (c->missing_.empty() || c->missing_.back() != name)) c->missing_.push_back(name);
-    bpf_program__set_autoload(p.prog, present && p.wanted);
+    if (!present && std::find(c->missing_.begin(), c->missing_.end(), name) == c->missing_.end()) {
+      c->missing_.push_back(name);
+    }
+    bpf_program__set_autoload(p.prog, present && (p.device_kind == 0 || kinds.count(p.device_kind)));
   }
   if (int err = spintune_capture__load(s); err != 0) {
     return absl::FailedPreconditionError(absl::StrCat(

@@ -396,17 +396,17 @@ static __always_inline struct stc_hist *hist_of(__u32 slot, __u32 cpu)
 }
 
 /*
- * Adds @ns to the histogram in @slot of @cpu (the CPU this runs on); NULL
- * when there is none. Its caller adds to the path counts, then calls
- * counted().
+ * Adds @ns, its wait @path and @error to the histogram in @slot of @cpu (the
+ * CPU this runs on; dispatch and wake times: STC_PATH_UNKNOWN, no error).
+ * `count` last: the loader reads the rest only when it moved (capture_abi.h).
  */
-static __always_inline struct stc_hist *add_to_slot(__u32 slot, __u32 cpu, __u64 ns)
+static __always_inline void add_to_slot(__u32 slot, __u32 cpu, __u64 ns, __u8 path, bool error)
 {
 	struct stc_hist *h = hist_of(slot, cpu);
 	__u64 b = stc_bucket_index(ns);	/* 64 bits: the bound below is on the register indexed with */
 
 	if (!h)
-		return NULL;
+		return;
 	/* Never true, but the verifier must see the bound (clang would drop it). */
 	asm volatile("" : "+r"(b));
 	if (b >= STC_BUCKET_COUNT)
@@ -414,20 +414,13 @@ static __always_inline struct stc_hist *add_to_slot(__u32 slot, __u32 cpu, __u64
 	/* Atomic: a program in IRQ context may interrupt another on this CPU. */
 	__sync_fetch_and_add(&h->buckets[b], 1);
 	__sync_fetch_and_add(&h->sum_ns, ns);
-	return h;
-}
-
-/* The last word a value changes: the loader reads the rest only when it moved (capture_abi.h). */
-static __always_inline void counted(struct stc_hist *h)
-{
-	if (h)
-		__sync_fetch_and_add(&h->count, 1);
-}
-
-/* A dispatch or wake time: add_to_slot() and counted(). */
-static __always_inline void add_time(__u32 slot, __u32 cpu, __u64 ns)
-{
-	counted(add_to_slot(slot, cpu, ns));
+	if (path == STC_PATH_IRQ)
+		__sync_fetch_and_add(&h->irq_path, 1);
+	else if (path == STC_PATH_SPIN)
+		__sync_fetch_and_add(&h->spin_path, 1);
+	if (error)
+		__sync_fetch_and_add(&h->errors, 1);
+	__sync_fetch_and_add(&h->count, 1);
 }
 
 static __always_inline __u32 dispatch_slot(__u32 device, __u16 cls, __u32 family)
@@ -440,7 +433,6 @@ static __always_inline __u32 dispatch_slot(__u32 device, __u16 cls, __u32 family
 static __always_inline void record_completion(const struct start *s, __u64 wait_ns, __u8 path,
 					      bool error, __u64 now, __u32 cpu)
 {
-	struct stc_hist *h;
 	__u32 zero = 0;
 
 	count(STC_COMPLETIONS);
@@ -471,16 +463,7 @@ static __always_inline void record_completion(const struct start *s, __u64 wait_
 			count(STC_RING_LOST);
 		}
 	}
-	h = add_to_slot(s->slot, cpu, wait_ns);
-	if (!h)
-		return;
-	if (path == STC_PATH_IRQ)
-		__sync_fetch_and_add(&h->irq_path, 1);
-	else if (path == STC_PATH_SPIN)
-		__sync_fetch_and_add(&h->spin_path, 1);
-	if (error)
-		__sync_fetch_and_add(&h->errors, 1);
-	counted(h);
+	add_to_slot(s->slot, cpu, wait_ns, path, error);
 }
 
 /* The IRQ number of a threaded handler task ("irq/36-virtio1-r"), else -1. */
@@ -769,8 +752,8 @@ static __always_inline void complete_on(__u64 now, const struct start *s, bool e
 				occ->device = dev1;	/* its exit records the handler time */
 			} else if (!occ->dispatched) {
 				occ->dispatched = 1;
-				add_time(dispatch_slot(s->device, cls, STC_FAMILY_HANDLER), cpu,
-					 occ->exit_ns - occ->entry_ns);
+				add_to_slot(dispatch_slot(s->device, cls, STC_FAMILY_HANDLER), cpu,
+					    occ->exit_ns - occ->entry_ns, STC_PATH_UNKNOWN, false);
 				count(STC_DISPATCHES);
 			}
 			/* (The issuer's state is read only while the IRQ woke none.) */
@@ -1044,8 +1027,8 @@ int BPF_PROG(stc_irq_exit, int irq, struct irqaction *action, int ret)
 	/* An IRQ of no device known yet waits for a completion to claim it. */
 	if (device) {
 		o->dispatched = 1;
-		add_time(dispatch_slot(device - 1, class_of(cpu), STC_FAMILY_HANDLER), cpu,
-			 o->exit_ns - o->entry_ns);
+		add_to_slot(dispatch_slot(device - 1, class_of(cpu), STC_FAMILY_HANDLER), cpu,
+			    o->exit_ns - o->entry_ns, STC_PATH_UNKNOWN, false);
 		count(STC_DISPATCHES);
 	}
 	return 0;
@@ -1096,7 +1079,8 @@ int BPF_PROG(stc_switch, bool preempt, __u64 prev, __u64 next)
 		return 0;
 	now = bpf_ktime_get_ns();
 	if (now <= w->irq_entry_ns + wake_window_ns) {
-		add_time(w->slot, bpf_get_smp_processor_id(), now - w->irq_entry_ns);
+		add_to_slot(w->slot, bpf_get_smp_processor_id(), now - w->irq_entry_ns,
+			    STC_PATH_UNKNOWN, false);
 		count(STC_WAKES);
 	}
 	w->task = 0;
