@@ -2,7 +2,8 @@
 # What an agent costs while nothing happens (root): each AGENT binary (a
 # spintune-agent, e.g. build/agent/spintune-agent and another build's) runs
 # in turn, capturing the disk under /var/tmp with --capture MODE beside an
-# otherwise idle machine, for SECS after 4 s to settle, ROUNDS times. Per
+# otherwise idle machine, for SECS after 4 s to settle (6 s with
+# KEYS_LOAD_SIZES: 1 s, 2 s of requests, 3 s), ROUNDS times. Per
 # run it prints the agent process's CPU (every thread's run time from
 # /proc/PID/task/*/schedstat, exact, not tick-sampled) and its voluntary
 # context switches (wakes) per second, then each agent's mean. On a board the
@@ -45,7 +46,8 @@ start_tuner "$BUILD" "$OUT"
 run_ns() { local t=0 f; for f in /proc/"$1"/task/*/schedstat; do t=$((t + $(cut -d' ' -f1 "$f"))); done; echo "$t"; }
 wakes() { cat /proc/"$1"/task/*/status | awk '/^voluntary_ctxt_switches/ {t += $2} END {print t + 0}'; }
 
-echo "idle agents, --capture $MODE on $disk, ${SECS} s each after 4 s, $ROUNDS rounds ($(date -u +%FT%TZ))${KEYS_LOAD_SIZES:+, after 2 s of requests of $KEYS_LOAD_SIZES bytes}"
+settle_s=$(( ${KEYS_LOAD_SIZES:+2} + 4 ))
+echo "idle agents, --capture $MODE on $disk, ${SECS} s each after ${settle_s} s, $ROUNDS rounds ($(date -u +%FT%TZ))${KEYS_LOAD_SIZES:+, after 2 s of requests of $KEYS_LOAD_SIZES bytes}"
 declare -A cpu_sum wake_sum
 for round in $(seq "$ROUNDS"); do
   for agent in "$@"; do
