@@ -156,8 +156,9 @@ class SqlDb {
   // Off, another connection must (Checkpoint()). PostgreSQL: nothing.
   virtual void SetCommitCheckpoints(bool on) { (void)on; }
   // SQLite: copies what the write-ahead log holds into the database file as
-  // far as readers allow, waiting for no one (a passive checkpoint).
-  // PostgreSQL: nothing.
+  // far as readers allow, waiting for no one (a passive checkpoint); once
+  // the log is long, restarts it (SqliteDb::Checkpoint). PostgreSQL:
+  // nothing.
   virtual absl::Status Checkpoint() { return absl::OkStatus(); }
   // SQLite: this connection's write transactions (Begin() to Commit() or
   // Rollback(), and a write statement outside one) take turns with the other connections of this process

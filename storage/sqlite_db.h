@@ -94,7 +94,15 @@ class SqliteDb : public SqlDb {
     gate_priority_ = priority;
   }
   void SetCommitCheckpoints(bool on) override;
+  // Also restarts the write-ahead log once it holds the log limit (below):
+  // this process's writers wait at the write gate meanwhile, for one turn.
   absl::Status Checkpoint() override;
+  // The write-ahead log's limit (kDefaultLogLimitBytes unless set):
+  // Checkpoint() restarts the log once it holds this much, and this
+  // connection's first commit after a restart cuts the file back to it
+  // (journal_size_limit).
+  static constexpr int64_t kDefaultLogLimitBytes = int64_t{64} << 20;
+  absl::Status SetLogLimit(int64_t bytes);
   // Target leases between processes (and between connections of one
   // process): a write lock on byte `target_id` of PATH-leases, an open
   // file description lock (F_OFD_SETLK), which ends with this connection
@@ -131,6 +139,8 @@ class SqliteDb : public SqlDb {
   bool deferred_sync_ = false;
   std::string path_;
   uint64_t reserve_bytes_;
+  int64_t page_bytes_ = 4096;  // PRAGMA page_size (a log frame holds one page)
+  int64_t log_limit_bytes_ = kDefaultLogLimitBytes;  // SetLogLimit()
   mutable bool full_ = false;
   int lease_fd_ = -1;  // PATH-leases, opened at the first TryLockTarget()
   std::shared_ptr<WriteGate> gate_;  // null: none (SetWriteGate)
