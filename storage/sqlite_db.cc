@@ -425,6 +425,8 @@ absl::Status SqliteDb::Checkpoint() {
   // then restarts it and cuts the file back (journal_size_limit). Readers
   // that stay longer: the next call tries again.
   if (rc != SQLITE_OK || log_frames * page_bytes_ < log_limit_bytes_) return absl::OkStatus();
+  // (What came during that copy first, without holding the writers.)
+  sqlite3_wal_checkpoint_v2(db_, nullptr, SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
   const bool own_turn = EnterGate();
   sqlite3_busy_timeout(db_, kRestartReaderWaitMs);
   rc = sqlite3_wal_checkpoint_v2(db_, nullptr, SQLITE_CHECKPOINT_RESTART, nullptr, nullptr);
