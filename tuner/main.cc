@@ -149,7 +149,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--max-queued-mb", max_queued_mb,
                  "Batches waiting to be stored, MiB over all agents; reading pauses above it "
-                 "(the tuner's memory: about this plus one message per open stream)")
+                 "(the tuner's memory: about this plus, per open stream, one message and what "
+                 "gRPC buffers for it, up to about 0.4 MiB while storage lags: docs/reliability.md)")
       ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 20))
       ->capture_default_str();
   app.add_option("--verify-requests", verify_requests,
