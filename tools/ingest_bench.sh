@@ -29,7 +29,9 @@
 # rate one core running only that would sustain. The load generator shares
 # the machine (except with --one-core) and is in none of the tuner's figures.
 # Stream rows against the tuner are followed by its write gate's figures
-# (its metrics, --metrics-listen on a free loopback port). Stream rows end
+# (its metrics, --metrics-listen on a free loopback port), the write-ahead
+# log's largest size (sampled every second) and the batches still staged
+# (not yet compacted) when the run ended. Stream rows end
 # with the CPU per acknowledged batch of each tuner thread
 # kind and of the load generator, and "KiB/b": what the tuner passed to
 # write(2)/pwrite(2) per acknowledged batch (/proc/PID/io wchar: SQLite's
@@ -117,7 +119,17 @@ run_streams() {  # PIN(0|1) LOADGEN_FLAG...
     taskset -a -p -c 0 "$tuner_pid" >/dev/null  # every thread, and those it starts
     loadgen=(taskset -c 1 "${loadgen[@]}")
   fi
-  local json
+  local json sampler=
+  # The write-ahead log's largest size, sampled every second.
+  if [ -z "${NULL_API:-}" ]; then
+    (largest=0
+     while kill -0 "$tuner_pid" 2>/dev/null; do
+       size=$(stat -c %s "$OUT/spintune.db-wal" 2>/dev/null || echo 0)
+       [ "$size" -le "$largest" ] || { largest=$size; echo "$largest" >"$OUT/wal.largest"; }
+       sleep 1
+     done) &
+    sampler=$!
+  fi
   # Exit 1 when some batches were not acknowledged (within 30 s of the
   # last send) or were refused: the row says how many. Its CPU (user +
   # system: the subshell's children's line of `times`).
@@ -130,8 +142,17 @@ run_streams() {  # PIN(0|1) LOADGEN_FLAG...
   local gate
   gate=$(gate_figures)
   kill -INT "$tuner_pid"; wait "$tuner_pid" || true
+  [ -z "$sampler" ] || { kill "$sampler" 2>/dev/null; wait "$sampler" 2>/dev/null || true; }
   report streams "$json"
   [ -z "$gate" ] || echo "$gate"
+  [ -n "$sampler" ] || return 0
+  # What storage was left with: the log at its largest, and the batches
+  # compaction had not folded yet (with the sqlite3 shell, if installed).
+  local staged=
+  if command -v sqlite3 >/dev/null; then
+    staged=$(sqlite3 "$OUT/spintune.db" "SELECT COUNT(*) FROM pending_deltas" 2>/dev/null || true)
+  fi
+  echo "  write-ahead log at most $(( $(cat "$OUT/wal.largest" 2>/dev/null || echo 0) >> 20 )) MiB${staged:+; $staged batches staged at the end}"
 }
 
 # gate_figures: the running tuner's write gate over the whole run, from its
