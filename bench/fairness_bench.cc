@@ -156,6 +156,7 @@ int main(int argc, char** argv) {
   int stored_targets = 100;
   int stored_keys = 2048;
   int max_queued_mb = 256;
+  int grpc_memory_mb = 0;
   CLI::App app{"spintune-fairness-bench: a bystander agent's Hello and first-ack latency and the "
                "tuner's memory while hostile clients flood it"};
   app.footer(
@@ -185,6 +186,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--max-queued-mb", max_queued_mb, "The tuner's --max-queued-mb")
       ->capture_default_str();
+  app.add_option("--grpc-memory-mb", grpc_memory_mb, "The tuner's --grpc-memory-mb (0: no limit)")
+      ->check(CLI::Range(0, 1 << 20))
+      ->capture_default_str();
   app.add_option("--format", format, "table | json")
       ->check(CLI::IsMember({"table", "json"}))
       ->capture_default_str();
@@ -203,7 +207,8 @@ int main(int argc, char** argv) {
 
   const pid_t tuner = testing::Spawn(
       {tuner_bin, "--listen", "127.0.0.1:0", "--db", db, "--log-level", "warn", "--refit-samples",
-       "20000", "--max-queued-mb", std::to_string(max_queued_mb), "--shutdown-deadline", "5"},
+       "20000", "--max-queued-mb", std::to_string(max_queued_mb), "--grpc-memory-mb",
+       std::to_string(grpc_memory_mb), "--shutdown-deadline", "5"},
       (dir / "tuner.out").string(), (dir / "tuner.err").string());
   const std::string address = testing::WaitForLine((dir / "tuner.out").string(), "listening on ");
   if (address.empty()) {
@@ -307,6 +312,7 @@ int main(int argc, char** argv) {
                         {"max", Percentile(ack_ms, 1)}}},
       {"tuner_peak_rss_mb", static_cast<double>(peak_rss_kb) / 1024},
       {"max_queued_mb", max_queued_mb},
+      {"grpc_memory_mb", grpc_memory_mb},
       {"shutdown_s", shutdown_s},
       {"tuner_exit_code", WIFEXITED(status) ? WEXITSTATUS(status) : -1},
       {"populate_s", populate_s}};

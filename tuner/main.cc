@@ -85,6 +85,7 @@ int main(int argc, char** argv) {
   double max_agent_rate = 0;
   int max_message_mb = 16;
   uint64_t max_queued_mb = 64;
+  uint64_t grpc_memory_mb = 0;
   uint64_t disk_reserve_mb = 2;
   double ledger_days = 7;
   uint64_t verify_requests = 1000;
@@ -150,8 +151,15 @@ int main(int argc, char** argv) {
   app.add_option("--max-queued-mb", max_queued_mb,
                  "Batches waiting to be stored, MiB over all agents; reading pauses above it "
                  "(the tuner's memory: about this plus, per open stream, one message and what "
-                 "gRPC buffers for it, up to about 0.4 MiB while storage lags: docs/reliability.md)")
+                 "gRPC buffers for it, up to about 0.4 MiB while storage lags, which "
+                 "--grpc-memory-mb bounds: docs/reliability.md)")
       ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 20))
+      ->capture_default_str();
+  app.add_option("--grpc-memory-mb", grpc_memory_mb,
+                 "Memory gRPC may use for connections and calls, MiB (0: no limit); near it "
+                 "flow-control windows shrink, so batches wait in the agents, and new "
+                 "connections wait (docs/reliability.md)")
+      ->check(CLI::Range(uint64_t{0}, uint64_t{1} << 20))
       ->capture_default_str();
   app.add_option("--verify-requests", verify_requests,
                  "Measured requests of a key under a pushed version before it is compared with "
@@ -243,6 +251,7 @@ int main(int argc, char** argv) {
   options.max_agent_samples_per_second = max_agent_rate;
   options.max_message_bytes = max_message_mb << 20;
   options.max_queued_bytes = max_queued_mb << 20;
+  options.grpc_memory_bytes = grpc_memory_mb << 20;
   options.stream_window = stream_window;
   options.hello_timeout = absl::Seconds(hello_timeout_s);
   options.require_tokens = require_tokens;

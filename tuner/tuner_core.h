@@ -122,6 +122,12 @@ struct TunerOptions {
   // Bytes of batches queued in the core at once, over all streams; reads
   // pause while it is exceeded.
   uint64_t max_queued_bytes = 64ull << 20;
+  // Memory gRPC may use for its connections and calls (a
+  // grpc::ResourceQuota; 0: gRPC's default, no limit). Near it gRPC shrinks
+  // the flow-control windows, so what waits stays in the agents, and stops
+  // accepting new connections (agents retry). Bounds the per-stream memory
+  // that max_queued_bytes does not (docs/reliability.md).
+  uint64_t grpc_memory_bytes = 0;
   // A stream that sends no Hello within this is ended (DEADLINE_EXCEEDED).
   absl::Duration hello_timeout = absl::Seconds(10);
   // Cold start: how long the other targets' evidence is reused.

@@ -2,6 +2,7 @@
 
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
+#include <grpcpp/resource_quota.h>
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
@@ -22,6 +23,11 @@ absl::StatusOr<std::unique_ptr<TunerServer>> TunerServer::Start(
   // Two servers on one fixed port must not both "succeed".
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.SetMaxReceiveMessageSize(options.max_message_bytes);
+  if (options.grpc_memory_bytes > 0) {
+    grpc::ResourceQuota quota("spintune-tuner");
+    quota.Resize(options.grpc_memory_bytes);
+    builder.SetResourceQuota(quota);
+  }
   SPINTUNE_ASSIGN_OR_RETURN(auto credentials, MakeServerCredentials(options.tls));
   builder.AddListeningPort(listen_address, credentials, &s->port_);
   builder.RegisterService(s->service_.get());
