@@ -61,8 +61,8 @@ TEST(Fairness, UnacknowledgedOversizedBatchesStayWithinTheMemoryBound) {
 }
 
 // --grpc-memory-mb bounds what gRPC holds for streams whose reads wait (a
-// fleet of 10,000 behind storage: 4.2 GB without it, 1.2 GB at 512 MiB;
-// docs/benchmarks.md). Near its quota gRPC shrinks windows and stops taking
+// fleet of 10,000 behind storage for 150 s: 2.7 GB without it, 1.2 GB at
+// 512 MiB; docs/benchmarks.md). Near its quota gRPC shrinks windows and stops taking
 // new connections: even with a quota far below what a flood sends, the
 // other agents still connect and are served.
 TEST(Fairness, AGrpcMemoryQuotaStillServesOtherAgentsDuringAFlood) {
