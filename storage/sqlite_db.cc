@@ -408,32 +408,34 @@ void SqliteDb::SetCommitCheckpoints(bool on) {
 }
 
 absl::Status SqliteDb::Checkpoint() {
+  // BUSY: another connection was checkpointing; the next call goes on.
+  auto status_of = [&](int rc) {
+    return rc == SQLITE_OK || rc == SQLITE_BUSY
+               ? absl::OkStatus()
+               : absl::UnavailableError(
+                     absl::StrCat(path_, ": checkpoint: ", sqlite3_errstr(rc)));
+  };
   int log_frames = 0;
   int rc =
       sqlite3_wal_checkpoint_v2(db_, nullptr, SQLITE_CHECKPOINT_PASSIVE, &log_frames, nullptr);
-  // BUSY: another connection was checkpointing; the next call goes on.
-  if (rc != SQLITE_OK && rc != SQLITE_BUSY) {
-    return absl::UnavailableError(absl::StrCat(path_, ": checkpoint: ", sqlite3_errstr(rc)));
-  }
   // The log starts again from its beginning only when a writer finds all
   // of it copied and no reader in it. Under continuous commits a passive
   // checkpoint never sees that (frames arrive while it copies), and the log
   // grows by every commit for as long as they go on (4 GB a minute at
-  // 2,000 fleet agents). Once it is long, copy what came since with this
-  // process's writers held at the gate (they wait for one turn, this one)
-  // and wait briefly for the readers still in the log: the next commit
-  // then restarts it and cuts the file back (journal_size_limit). Readers
-  // that stay longer: the next call tries again.
-  if (rc != SQLITE_OK || log_frames * page_bytes_ < log_limit_bytes_) return absl::OkStatus();
-  // (What came during that copy first, without holding the writers.)
+  // 2,000 fleet agents). Once it is long: a second passive copy of what
+  // came during the first, then the rest with this process's writers held
+  // at the gate (they wait for one turn, this one), waiting briefly for
+  // the readers still in the log. The next commit then restarts it and
+  // cuts the file back (journal_size_limit). Readers that stay longer: the
+  // next call tries again.
+  if (rc != SQLITE_OK || log_frames * page_bytes_ < log_limit_bytes_) return status_of(rc);
   sqlite3_wal_checkpoint_v2(db_, nullptr, SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
   const bool own_turn = EnterGate();
   sqlite3_busy_timeout(db_, kRestartReaderWaitMs);
   rc = sqlite3_wal_checkpoint_v2(db_, nullptr, SQLITE_CHECKPOINT_RESTART, nullptr, nullptr);
   sqlite3_busy_timeout(db_, kBusyTimeoutMs);
   if (own_turn) LeaveGate();
-  if (rc == SQLITE_OK || rc == SQLITE_BUSY) return absl::OkStatus();
-  return absl::UnavailableError(absl::StrCat(path_, ": checkpoint: ", sqlite3_errstr(rc)));
+  return status_of(rc);
 }
 
 absl::Status SqliteDb::SetLogLimit(int64_t bytes) {
