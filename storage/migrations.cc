@@ -403,8 +403,6 @@ absl::Status CheckSpintuneDatabase(SqlDb* db, bool may_migrate) {
 absl::Status MigrateToLatest(SqlDb* db) {
   SPINTUNE_RETURN_IF_ERROR(db->LockSchema());
   absl::Cleanup unlock = [db] { db->UnlockSchema(); };
-  SPINTUNE_RETURN_IF_ERROR(
-      db->Exec(db->Ddl("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")));
   SPINTUNE_ASSIGN_OR_RETURN(int current, SchemaVersion(db));
   if (current > LatestSchemaVersion()) {
     return absl::FailedPreconditionError(absl::StrCat(
@@ -414,6 +412,12 @@ absl::Status MigrateToLatest(SqlDb* db) {
   for (int v = current + 1; v <= LatestSchemaVersion(); ++v) {
     Transaction tx(db);
     SPINTUNE_RETURN_IF_ERROR(tx.Begin());
+    // In the step's own transaction: a process killed before its first
+    // step commits leaves a database with no table at all, which the next
+    // start creates again, not one with an empty schema_version that no
+    // start would take for a spintune database.
+    SPINTUNE_RETURN_IF_ERROR(
+        db->Exec(db->Ddl("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")));
     SPINTUNE_RETURN_IF_ERROR(db->Exec(db->Ddl(Migrations()[v - 1])));
     SPINTUNE_RETURN_IF_ERROR(
         db->Exec(absl::StrCat("INSERT INTO schema_version(version) VALUES (", v, ")")));

@@ -77,8 +77,14 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& db_spec,
     if (mode != OpenMode::kCreate || exists) {
       // Checked before anything is written to it (switching a file to WAL
       // mode is a write): a file of another program is never converted.
+      // One with no table at all is created like a new file: what a start
+      // killed before its schema's first step committed leaves (the WAL
+      // switch wrote its header), or an empty database, with nothing to lose.
       SPINTUNE_ASSIGN_OR_RETURN(auto reader, SqliteDb::Open(path, 0, OpenMode::kReadOnly));
-      SPINTUNE_RETURN_IF_ERROR(CheckSpintuneDatabase(reader.get(), mode != OpenMode::kReadOnly));
+      SPINTUNE_ASSIGN_OR_RETURN(const bool no_table, reader->IsEmpty());
+      if (!(no_table && mode == OpenMode::kCreate)) {
+        SPINTUNE_RETURN_IF_ERROR(CheckSpintuneDatabase(reader.get(), mode != OpenMode::kReadOnly));
+      }
     }
     SPINTUNE_ASSIGN_OR_RETURN(db, SqliteDb::Open(path, options.reserve_bytes, mode));
   }

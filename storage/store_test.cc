@@ -17,6 +17,7 @@
 #include "storage/backend_test.h"
 #include "storage/migrations.h"
 #include "storage/sql_db.h"
+#include "storage/sqlite_db.h"
 #include "tests/testing/policy_fixtures.h"
 #include "tests/testing/store_fixtures.h"
 #include "tests/testing/temp_dir.h"
@@ -411,6 +412,42 @@ TEST(Store, OpensADatabaseWhoseWriterDiedWithAnUnrecoveredLog) {
   ASSERT_TRUE(writer.ok()) << writer.status();
   auto found = (*writer)->FindTarget("survivor");
   ASSERT_TRUE(found.ok() && found->has_value());
+}
+
+// A tuner killed at its first start, after the file was switched to WAL
+// mode (a write) but before the schema's first step committed, leaves a
+// file with no table: the next start creates the database in it, as in a
+// new file. A read-only open still says it is no spintune database, and a
+// file with another program's table is still refused.
+TEST(Store, CreatesTheDatabaseInAFileAStartCutShortLeftWithNoTable) {
+  const testing::TempDir dir;
+  const std::string path = dir.File("cut.db");
+  {
+    auto db = SqliteDb::Open(path, 0, OpenMode::kCreate);
+    ASSERT_TRUE(db.ok()) << db.status();
+  }
+  ASSERT_GT(std::filesystem::file_size(path), 0u);
+  auto reader = Store::Open(path, {}, OpenMode::kReadOnly);
+  EXPECT_EQ(reader.status().code(), absl::StatusCode::kInvalidArgument) << reader.status();
+  {
+    auto store = Store::Open(path);
+    ASSERT_TRUE(store.ok()) << store.status();
+    ASSERT_TRUE((*store)->UpsertTarget(testing::RocketBoard("agent-1")).ok());
+  }
+  auto again = Store::Open(path, {}, OpenMode::kReadOnly);
+  ASSERT_TRUE(again.ok()) << again.status();
+  auto t = (*again)->FindTarget("agent-1");
+  EXPECT_TRUE(t.ok() && t->has_value());
+
+  const std::string other = dir.File("other.db");
+  {
+    auto db = SqliteDb::Open(other, 0, OpenMode::kCreate);
+    ASSERT_TRUE(db.ok()) << db.status();
+    ASSERT_TRUE((*db)->Exec("CREATE TABLE notes (text TEXT)").ok());
+  }
+  auto refused = Store::Open(other);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument) << refused.status();
+  EXPECT_NE(refused.status().message().find("is not a spintune database"), std::string::npos);
 }
 
 // Tuners sharing a database refit a target one at a time: the lease is one

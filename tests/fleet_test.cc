@@ -55,7 +55,8 @@ class Fleet : public ::testing::Test {
     tuners_.push_back(testing::Spawn({SPINTUNE_TUNER_BIN, "--listen", "127.0.0.1:0", "--db", db_,
                                       "--shutdown-deadline", "2", "--refit-samples", "4000"},
                                      dir_.File(name + ".out"), dir_.File(name + ".err")));
-    const std::string address = testing::WaitForLine(dir_.File(name + ".out"), "listening on ");
+    const std::string address =
+        testing::WaitForLine(dir_.File(name + ".out"), "listening on ", tuners_.back());
     EXPECT_FALSE(address.empty()) << testing::Slurp(dir_.File(name + ".err"));
     return address;
   }

@@ -55,15 +55,25 @@ inline std::string Slurp(const std::string& path) {
   return ss.str();
 }
 
+// Whether child `pid` has exited (it stays to be reaped by WaitExit).
+inline bool Exited(pid_t pid) {
+  siginfo_t info{};
+  return waitid(P_PID, pid, &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == pid;
+}
+
 // The rest of the first complete line of file `path` that starts with
-// `prefix` ("listening on " -> "127.0.0.1:43211"), waiting up to 15 s for
-// it; "" when it never came.
-inline std::string WaitForLine(const std::string& path, const std::string& prefix) {
-  for (int i = 0; i < 600; ++i) {
+// `prefix` ("listening on " -> "127.0.0.1:43211"), waiting up to 60 s for
+// it (a loaded machine starts a process slowly); "" when it never came, or
+// when child `writer` (if given) exited without writing it.
+inline std::string WaitForLine(const std::string& path, const std::string& prefix,
+                               pid_t writer = -1) {
+  for (int i = 0; i < 2400; ++i) {
+    const bool exited = writer > 0 && Exited(writer);  // before the read: no line lost
     std::istringstream in(Slurp(path));
     for (std::string line; std::getline(in, line);) {
       if (line.rfind(prefix, 0) == 0 && !in.eof()) return line.substr(prefix.size());
     }
+    if (exited) return "";
     usleep(25'000);
   }
   return "";
