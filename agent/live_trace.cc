@@ -296,6 +296,10 @@ absl::StatusOr<std::unique_ptr<LiveTrace>> LiveTrace::Start(const std::set<std::
   }
   live->turns_ = CaptureWindowTurns(windows, drain, absl::Now());
   if (!windows.always()) {
+    if (!live->turns_.off()) {  // in a window: on since the instance was set up
+      absl::MutexLock lock(&live->mu_);
+      live->window_spans_.push_back({0, live->spans_.back().on_ns});
+    }
     if (live->turns_.off()) {  // between windows: off until the next
       std::vector<std::string> all = live->start_events_;
       all.insert(all.end(), live->end_events_.begin(), live->end_events_.end());
@@ -384,14 +388,17 @@ void LiveTrace::ApplySched() {
 
 void LiveTrace::ToggleCapture() {
   absl::Status st;
-  switch (turns_.Next(absl::Now())) {
+  uint64_t from_ns = 0;
+  const CaptureWindowTurns::Turn turn = turns_.Next(absl::Now());
+  switch (turn) {
     case CaptureWindowTurns::Turn::kNone:
       return;
     case CaptureWindowTurns::Turn::kPauseStarts:
-      starts_off_ns_ = MonotonicNs();  // before: no end after it has its start
+      starts_off_ns_ = from_ns = MonotonicNs();  // before: no end after it has its start
       st = instance_->SetEnabled(start_events_, false);
       break;
     case CaptureWindowTurns::Turn::kStop:
+      from_ns = MonotonicNs();
       st = instance_->SetEnabled(end_events_, false);
       ApplySched();
       break;
@@ -399,12 +406,36 @@ void LiveTrace::ToggleCapture() {
       // The ends first: no request started in the window goes unseen.
       st = instance_->SetEnabled(end_events_, true);
       ApplySched();
+      from_ns = MonotonicNs();
       if (st.ok()) st = instance_->SetEnabled(start_events_, true);
       starts_off_ns_ = UINT64_MAX;
       edge_until_ns_ = MonotonicNs() + absl::ToInt64Nanoseconds(turns_.drain());
       break;
   }
   if (!st.ok()) Logger().warn("capture windows: {}", st.ToString());
+  RecordTurn(turn, from_ns, MonotonicNs());
+}
+
+void LiveTrace::RecordTurn(CaptureWindowTurns::Turn turn, uint64_t from_ns, uint64_t to_ns) {
+  absl::MutexLock lock(&mu_);
+  if (turn == CaptureWindowTurns::Turn::kResume || window_spans_.empty()) {
+    window_spans_.push_back({from_ns, to_ns});
+    if (window_spans_.size() > kMaxWindowSpans) window_spans_.pop_front();
+    if (turn == CaptureWindowTurns::Turn::kResume) return;
+  }
+  CaptureWindowSpan& span = window_spans_.back();
+  if (turn == CaptureWindowTurns::Turn::kPauseStarts) {
+    span.starts_off_from_ns = from_ns;
+    span.starts_off_to_ns = to_ns;
+  } else if (turn == CaptureWindowTurns::Turn::kStop) {
+    span.ends_off_from_ns = from_ns;
+    span.ends_off_to_ns = to_ns;
+  }
+}
+
+std::vector<CaptureWindowSpan> LiveTrace::window_spans() const {
+  absl::MutexLock lock(&mu_);
+  return {window_spans_.begin(), window_spans_.end()};
 }
 
 bool LiveTrace::Correlate(const TraceRecord& r, LiveTraceStats* delta) {

@@ -83,6 +83,23 @@ class CaptureWindowTurns {
   absl::Time next_ = absl::InfiniteFuture();
 };
 
+// When one capture window's events were on, by CLOCK_MONOTONIC (the
+// trace's clock), as the capture turned them (late when its thread ran
+// late): each turn is bracketed by clock reads before (`_from`) and after
+// (`_to`) its tracefs write or program attach. A request issued in
+// [starts_on_to_ns, starts_off_from_ns) and ended before ends_off_from_ns
+// is certainly the window's; none issued before starts_on_from_ns or after
+// starts_off_to_ns, nor ended after ends_off_to_ns, can have been traced.
+// UINT64_MAX: the turn has not come yet.
+struct CaptureWindowSpan {
+  uint64_t starts_on_from_ns = 0;
+  uint64_t starts_on_to_ns = 0;
+  uint64_t starts_off_from_ns = UINT64_MAX;
+  uint64_t starts_off_to_ns = UINT64_MAX;
+  uint64_t ends_off_from_ns = UINT64_MAX;
+  uint64_t ends_off_to_ns = UINT64_MAX;
+};
+
 // A span of trace time in which the sched events were on: from `on_ns`
 // (read after they were enabled) to `off_ns` (read before they were
 // disabled; UINT64_MAX while they are on).
@@ -142,6 +159,10 @@ class LiveTrace {
   size_t Take(std::deque<CompletionEvent>* completions, std::deque<DispatchEvent>* dispatches,
               absl::Duration timeout);
   LiveTraceStats stats() const;
+  // The last kMaxWindowSpans capture windows, oldest first (none without
+  // capture windows).
+  std::vector<CaptureWindowSpan> window_spans() const ABSL_LOCKS_EXCLUDED(mu_);
+  static constexpr size_t kMaxWindowSpans = 64;
   // An error the reader thread stopped on (OK while it runs).
   absl::Status reader_status() const;
   const TracefsInstance& instance() const { return *instance_; }
@@ -165,6 +186,9 @@ class LiveTrace {
   void ToggleWakes();
   // Turns the events off and on at the capture windows' edges.
   void ToggleCapture();
+  // Adds a turn made from `from_ns` to `to_ns` to window_spans_.
+  void RecordTurn(CaptureWindowTurns::Turn turn, uint64_t from_ns, uint64_t to_ns)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // Turns the sched events on or off as the wake and capture windows say.
   void ApplySched();
   // Feeds one record to the correlator, counting window edge ends.
@@ -202,6 +226,7 @@ class LiveTrace {
   std::deque<DispatchEvent> dispatches_ ABSL_GUARDED_BY(mu_);
   LiveTraceStats stats_ ABSL_GUARDED_BY(mu_);
   absl::Status status_ ABSL_GUARDED_BY(mu_);
+  std::deque<CaptureWindowSpan> window_spans_ ABSL_GUARDED_BY(mu_);
 };
 
 // The events (and block filters) a capture of `devices` needs, including

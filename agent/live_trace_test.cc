@@ -23,6 +23,7 @@
 #include "common/cpu_clock.h"
 #include "common/file_util.h"
 #include "gtest/gtest.h"
+#include "tests/testing/wait_for.h"
 
 namespace spintune {
 namespace {
@@ -295,7 +296,18 @@ TEST(LiveTraceTest, WakeWindowsKeepCompletionsAndSampleWakes) {
   load.threads = 2;
   load.duration = absl::Seconds(3);
   ASSERT_TRUE(RunIoLoad(load).ok());
-  std::this_thread::sleep_for(std::chrono::milliseconds(400));  // both readers drain
+  // Both readers drained: a few reads after the load's end, waited for
+  // until both have read past its end (each reads in timestamp order).
+  const uint64_t loaded_ns = MonotonicNs();
+  IoLoadOptions marker = load;
+  marker.threads = 1;
+  marker.requests_per_second = 200;
+  marker.duration = absl::Milliseconds(50);
+  ASSERT_TRUE(RunIoLoad(marker).ok());
+  EXPECT_TRUE(testing::WaitFor([&] {
+    return (*full)->stats().correlator.last_ts_ns > loaded_ns &&
+           (*some)->stats().correlator.last_ts_ns > loaded_ns;
+  })) << "the readers never read past the load's end";
   (*full)->Take(&full_c, &full_d, absl::ZeroDuration());
   (*some)->Take(&some_c, &some_d, absl::ZeroDuration());
   const LiveTraceStats full_after = (*full)->stats(), some_after = (*some)->stats();

@@ -22,7 +22,8 @@ absl::StatusOr<std::unique_ptr<TracefsSource>> TracefsSource::Open(std::set<std:
                                                                    CaptureMode mode,
                                                                    uint32_t sample_every,
                                                                    WakeWindows wakes,
-                                                                   WakeWindows windows) {
+                                                                   WakeWindows windows,
+                                                                   absl::Duration histogram_interval) {
   const std::set<std::string> present = DiscoverDevices();
   std::set<std::string> pair_names;
   for (const auto& p : options.pairs) pair_names.insert(p.name);
@@ -62,6 +63,7 @@ absl::StatusOr<std::unique_ptr<TracefsSource>> TracefsSource::Open(std::set<std:
   config.sample_every = sample_every;
   config.wakes = wakes;
   config.windows = windows;
+  config.histogram_interval = histogram_interval;
   s->histogram_interval_ = config.histogram_interval;
   SPINTUNE_ASSIGN_OR_RETURN(s->capture_, OpenCapture(mode, std::move(config)));
   // bpf aggregates in the kernel; its completions are the samples asked for.

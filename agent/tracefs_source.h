@@ -30,7 +30,8 @@ namespace spintune {
 class TracefsSource : public SampleSource {
  public:
   // `devices` empty: all discovered. `irq_overhead_cpu_ns` (0: unknown) goes
-  // to the hello beside `cpu`'s costs. InvalidArgument for a device this
+  // to the hello beside `cpu`'s costs. Histograms go out once every
+  // `histogram_interval` (CaptureConfig::histogram_interval). InvalidArgument for a device this
   // machine does not have; FailedPrecondition without root or tracefs.
   static absl::StatusOr<std::unique_ptr<TracefsSource>> Open(std::set<std::string> devices,
                                                              const CpuClassInfo& cpu,
@@ -40,7 +41,9 @@ class TracefsSource : public SampleSource {
                                                              CaptureMode mode = CaptureMode::kAuto,
                                                              uint32_t sample_every = 0,
                                                              WakeWindows wakes = {},
-                                                             WakeWindows windows = {});
+                                                             WakeWindows windows = {},
+                                                             absl::Duration histogram_interval =
+                                                                 absl::Seconds(1));
 
   // Logs what the capture counted (lost events, drops) on the way out.
   ~TracefsSource() override;

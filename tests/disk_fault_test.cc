@@ -20,6 +20,7 @@
 #include "storage/store.h"
 #include "tests/testing/subprocess.h"
 #include "tests/testing/temp_dir.h"
+#include "tests/testing/wait_for.h"
 #include "tuner/tuner_server.h"
 
 namespace spintune {
@@ -103,7 +104,8 @@ TEST_F(DiskFault, FullDiskDefersBatchesAndNothingIsLost) {
   auto agent = MakeAgent();
   absl::Status result;
   std::thread run([&] { result = agent->Run(); });
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  // The disk fills while the tuner is storing the run.
+  EXPECT_TRUE(testing::WaitFor([&] { return agent->stats().batches_acked >= 5; }));
   // The compactor checkpoints the write-ahead log every 250 ms, after which
   // commits write the log from its start again, in space it already has: a
   // reader's snapshot keeps the log from restarting, so every commit must
@@ -156,7 +158,7 @@ TEST_F(DiskFault, RecoversAfterAFullDiskWithLittleSpaceFreed) {
   Agent agent(ao, std::move(*source), std::move(*sink));
   absl::Status result;
   std::thread run([&] { result = agent.Run(); });
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  EXPECT_TRUE(testing::WaitFor([&] { return agent.stats().batches_acked >= 5; }));
   Fill();
   WaitForDeferrals(0);
   std::this_thread::sleep_for(std::chrono::milliseconds(500));

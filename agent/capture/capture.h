@@ -144,6 +144,9 @@ class Capture {
   // (a clean stop sends everything counted). Same thread as Take.
   virtual void EndInterval() {}
   virtual CaptureStats stats() const = 0;
+  // With capture windows (CaptureConfig::windows): when the last windows'
+  // events were on, as turned (LiveTrace::window_spans; raw and text).
+  virtual std::vector<CaptureWindowSpan> window_spans() const { return {}; }
 };
 
 // What the kernel offers, for `auto`. Injectable so tests can force "no BTF"

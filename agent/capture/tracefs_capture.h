@@ -23,6 +23,7 @@ class TracefsCapture : public Capture {
   const char* mode() const override { return raw_ ? "raw" : "text"; }
   absl::Status Take(CaptureOutput* out, absl::Duration timeout) override;
   CaptureStats stats() const override;
+  std::vector<CaptureWindowSpan> window_spans() const override { return live_->window_spans(); }
 
  private:
   TracefsCapture(std::unique_ptr<LiveTrace> live, bool raw) : live_(std::move(live)), raw_(raw) {}

@@ -20,6 +20,59 @@
 
 namespace spintune::testing {
 
+// How late a thread of this process wakes from a 5 ms sleep, at most, from
+// its start to its end: the lateness a capture's window turns (made by a
+// reader thread at the same priority, or in Take) may have on a loaded
+// host, for tests that place completions in the windows by the wall clock
+// and must not take a turn the host held back for one the capture missed.
+class WakeLatenessProbe {
+ public:
+  WakeLatenessProbe()
+      : thread_([this] {
+          while (!stop_) {
+            const auto asked = std::chrono::milliseconds(5);
+            const auto before = std::chrono::steady_clock::now();
+            std::this_thread::sleep_for(asked);
+            const auto late = std::chrono::steady_clock::now() - before - asked;
+            const int64_t late_ns = std::chrono::nanoseconds(late).count();
+            if (late_ns > max_late_ns_) max_late_ns_ = late_ns;
+          }
+        }) {}
+  ~WakeLatenessProbe() {
+    stop_ = true;
+    thread_.join();
+  }
+  absl::Duration max_late() const { return absl::Nanoseconds(max_late_ns_.load()); }
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::atomic<int64_t> max_late_ns_{0};
+  std::thread thread_;
+};
+
+// A few reads (about 10, on `load`'s file) that a test runs after the
+// load it measures, so that every capture sees an event after the load's
+// end (TakePast) even where the disk is otherwise idle.
+inline absl::Status RunMarkerIo(IoLoadOptions load) {
+  load.threads = 1;
+  load.requests_per_second = 200;
+  load.duration = absl::Milliseconds(50);
+  return RunIoLoad(load).status();
+}
+
+// A capture's reader lags a load on a loaded host: takes from `c` into `out`
+// until it has counted an event past CLOCK_MONOTONIC `t_ns` (it reads in
+// timestamp order, so everything before is in; RunMarkerIo makes one come).
+// False after kEventDeadline-like 30 s without one, or when Take fails.
+inline bool TakePast(Capture* c, CaptureOutput* out, uint64_t t_ns) {
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  while (true) {
+    if (!c->Take(out, absl::Milliseconds(20)).ok()) return false;
+    if (c->stats().last_event_ns > t_ns) return true;
+    if (absl::Now() >= deadline) return false;
+  }
+}
+
 // One capture's completion times and how many took the IRQ path.
 struct WaitSums {
   LatencyHistogram wait;

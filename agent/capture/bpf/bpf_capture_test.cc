@@ -14,6 +14,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
 #include <iostream>
 #include <fstream>
@@ -25,18 +26,21 @@
 #include <map>
 #include <tuple>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/time/clock.h"
 #include "agent/capture/bpf/bpf_capture.h"
 #include "agent/capture/bpf/capture_abi.h"
 #include "agent/capture/capture.h"
 #include "agent/io_load.h"
 #include "agent/live_trace.h"
+#include "common/cpu_clock.h"
 #include "gtest/gtest.h"
 #include "models/latency_histogram.h"
 #include "nlohmann/json.hpp"
 #include "tests/testing/capture_windows.h"
 #include "tests/testing/subprocess.h"
 #include "tests/testing/temp_dir.h"
+#include "tests/testing/wait_for.h"
 
 namespace spintune {
 namespace {
@@ -167,10 +171,12 @@ TEST(BpfCaptureTest, WakeLatenciesAreTheCorrelators) {
   ASSERT_TRUE((*raw)->Take(&raw_out, absl::Milliseconds(100)).ok());
   bpf_out = CaptureOutput();
   raw_out = CaptureOutput();
-  ASSERT_TRUE(RunIoLoad(SmallLoad("capture", {4096}, 2, absl::Seconds(1))).ok());
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  ASSERT_TRUE((*bpf)->Take(&bpf_out, absl::ZeroDuration()).ok());
-  ASSERT_TRUE((*raw)->Take(&raw_out, absl::Milliseconds(100)).ok());
+  const IoLoadOptions load = SmallLoad("capture", {4096}, 2, absl::Seconds(1));
+  ASSERT_TRUE(RunIoLoad(load).ok());
+  const uint64_t loaded_ns = MonotonicNs();
+  ASSERT_TRUE(testing::RunMarkerIo(load).ok());
+  ASSERT_TRUE(testing::TakePast(raw->get(), &raw_out, loaded_ns)) << "raw never read past the load";
+  ASSERT_TRUE(testing::TakePast(bpf->get(), &bpf_out, loaded_ns));
 
   OutputSums bpf_sums;
   bpf_sums.Add(bpf_out);
@@ -425,31 +431,50 @@ TEST(BpfCaptureTest, TheNestedCompletionProgramIsAttachedOnlyWhereCompletionsCan
 // load: an IRQ entered between its entry's and exit's attach left the CPU
 // "in hard IRQ", a completion before the softirq programs' attach looked
 // like one in task context). Four captures opened one after another during
-// one load, about 2 s.
+// one load, which runs until the last has seen its share: each waits for
+// 100 completions of its own (opening a capture may take longer than a
+// fixed slice of the load on a loaded host). About 2 s.
 TEST(BpfCaptureTest, ACaptureOpenedUnderLoadSeesCompletionsInTheirOwnContext) {
   std::string disk;
   SKIP_UNLESS_HERE(false, &disk);
   CaptureConfig config;
   config.devices = {disk};
   config.histogram_interval = absl::ZeroDuration();
+  std::atomic<bool> stop{false}, load_ended{false};
   absl::Status load_status;
-  std::thread load([&load_status] {
-    load_status = RunIoLoad(SmallLoad("attach-under-load", {4096}, 4, absl::Seconds(2))).status();
+  uint64_t load_requests = 0;
+  std::thread load([&] {
+    // The duration is only a backstop: the test stops the load.
+    auto ran = RunIoLoad(SmallLoad("attach-under-load", {4096}, 4, absl::Minutes(2)), &stop);
+    load_status = ran.status();
+    if (ran.ok()) load_requests = ran->reads + ran->writes;
+    load_ended = true;
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  // Stops the load also when an assertion returns early.
+  auto stop_load = absl::MakeCleanup([&] {
+    stop = true;
+    if (load.joinable()) load.join();
+  });
   for (int i = 0; i < 4; ++i) {
     auto capture = OpenBpfCapture(config);
     ASSERT_TRUE(capture.ok()) << capture.status();
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
-    CaptureOutput out;
-    ASSERT_TRUE((*capture)->Take(&out, absl::ZeroDuration()).ok());
+    ASSERT_FALSE(load_ended) << "the load ended before capture " << i << " opened: " << load_status;
+    const bool saw = testing::WaitFor(
+        [&] {
+          CaptureOutput out;
+          EXPECT_TRUE((*capture)->Take(&out, absl::ZeroDuration()).ok());
+          return (*capture)->stats().completions > 100 || load_ended;
+        },
+        absl::Seconds(60));
     const CaptureStats stats = (*capture)->stats();
+    EXPECT_TRUE(saw) << "capture " << i << " waited 60 s";
     EXPECT_GT(stats.completions, 100u) << "capture " << i << " saw the load";
     EXPECT_FALSE(stats.follows_nested_completions)
         << "capture " << i << " took completions for ones from two contexts";
   }
-  load.join();
+  std::move(stop_load).Invoke();
   EXPECT_TRUE(load_status.ok()) << load_status;
+  EXPECT_GT(load_requests, 400u);
 }
 
 // What the windowed capture traced so far (completions + dispatches),
