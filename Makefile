@@ -10,7 +10,7 @@ DEB_PACKAGES := cmake ninja-build g++ pkg-config \
   libeigen3-dev libsqlite3-dev libpq-dev postgresql libgtest-dev libgmock-dev libbenchmark-dev \
   libcli11-dev nlohmann-json3-dev libspdlog-dev liburing-dev clang libclang-rt-14-dev \
   openssl libssl-dev libmicrohttpd-dev curl chromium python3 \
-  linux-headers-amd64 qemu-system-x86 busybox-static kmod cpio jq \
+  linux-headers-amd64 qemu-system-x86 busybox-static kmod cpio jq flex bison \
   libbpf-dev bpftool libtraceevent-dev libtracefs-dev \
   dpkg-dev man-db crossbuild-essential-arm64 crossbuild-essential-armhf qemu-user-static mmdebstrap
 # Where `make install` puts things (DESTDIR is honoured); the boards `make cross` builds for.

@@ -7,7 +7,7 @@
  * blobs (docs/policy-format.md): written to /sys/kernel/spintune/<name>/table
  * (what `spintune-agent --sink attr:...` does) or shipped in
  * /lib/firmware/spintune/<name>.bin. Each blob is checked by the same parser
- * user space uses (spintune_blob_parse_why() in policy.h), then put in force
+ * user space uses (spintune_table_parse() in spintune/blob.h), then put in force
  * with an RCU pointer swap; the old table is freed after a grace period. A
  * refused blob changes nothing and the kernel log says why.
  *
@@ -42,8 +42,7 @@
 #include <linux/timekeeping.h>
 #include <asm/unaligned.h>
 
-#include "spintune/device.h"
-#include "spintune/policy.h"
+#include <linux/spintune.h>
 
 /* Statistics slots per device: a power of two, plus slot 0 for overflow. */
 #define SPINTUNE_SLOT_BITS 7
@@ -142,7 +141,7 @@ struct spintune_key_stats {
  * @outcome_version: the version the current generation's requests waited
  *	by (0: the default); under @lock.
  * @debugfs: the device's debugfs directory.
- * @ctx: the context state of the device's commands (policy.h).
+ * @ctx: the context state of the device's commands (spintune/table.h).
  */
 struct spintune_dev {
 	struct kobject kobj;
@@ -257,6 +256,8 @@ bool spintune_begin(struct spintune_dev *sd, u8 cpu_class, u32 opcode,
 	bool found;
 
 	memset(w, 0, sizeof(*w));
+	if (IS_ERR_OR_NULL(sd))
+		return false; /* not registered: the driver's own way */
 	/* Pairs with spintune_new_outcome_gen(): seeing a generation means
 	 * seeing the table put in force before it. */
 	w->outcome_gen = smp_load_acquire(&sd->outcome_gen);
@@ -321,8 +322,11 @@ static void spintune_count_outcome(struct spintune_key_stats __percpu *stats,
 
 void spintune_end(struct spintune_dev *sd, const struct spintune_wait *w)
 {
-	struct spintune_key_stats __percpu *s = sd->stats + w->slot;
+	struct spintune_key_stats __percpu *s;
 
+	if (IS_ERR_OR_NULL(sd))
+		return;
+	s = sd->stats + w->slot;
 	if (w->context)
 		spintune_ctx_done(&sd->ctx, w->issue_ns,
 				  w->done_ns ? w->done_ns : ktime_get_ns(), w->write);
@@ -345,6 +349,8 @@ u64 spintune_version(struct spintune_dev *sd)
 	const struct spintune_installed *inst;
 	u64 version;
 
+	if (IS_ERR_OR_NULL(sd))
+		return 0;
 	rcu_read_lock();
 	inst = rcu_dereference(sd->installed);
 	version = inst ? inst->table.version : 0;
@@ -376,6 +382,10 @@ static int spintune_refuse(struct spintune_dev *sd, const char *origin,
 
 void spintune_last_error(struct spintune_dev *sd, char *buf, size_t len)
 {
+	if (IS_ERR_OR_NULL(sd)) {
+		strscpy(buf, "", len);
+		return;
+	}
 	mutex_lock(&sd->lock);
 	strscpy(buf, sd->last_error, len);
 	mutex_unlock(&sd->lock);
@@ -435,6 +445,8 @@ int spintune_install_blob(struct spintune_dev *sd, const void *blob, size_t len,
 {
 	int rc;
 
+	if (IS_ERR_OR_NULL(sd))
+		return -ENODEV;
 	mutex_lock(&sd->lock);
 	rc = spintune_install_locked(sd, blob, len, origin);
 	mutex_unlock(&sd->lock);
@@ -666,6 +678,8 @@ void spintune_outcomes_show(struct spintune_dev *sd, struct seq_file *m)
 	const char *sep = "";
 	u32 slot, gen;
 
+	if (IS_ERR_OR_NULL(sd))
+		return;
 	mutex_lock(&sd->lock); /* no install, no reset meanwhile */
 	gen = sd->outcome_gen;
 	seq_printf(m, "{\"format\": \"spintune-outcomes\", \"format_version\": 1, \"device\": \"%s\",\n"
@@ -713,6 +727,8 @@ EXPORT_SYMBOL_GPL(spintune_outcomes_show);
 
 void spintune_outcomes_reset(struct spintune_dev *sd)
 {
+	if (IS_ERR_OR_NULL(sd))
+		return;
 	mutex_lock(&sd->lock);
 	spintune_new_outcome_gen(sd, sd->outcome_version);
 	mutex_unlock(&sd->lock);

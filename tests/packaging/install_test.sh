@@ -63,10 +63,11 @@ case $check in
       [ "$v" = "$VERSION" ] || fail "$b --version printed '$v', not $VERSION"
       echo "$b --version: $v"
     done
-    for h in policy wait compat shm device; do
+    for h in policy table ab blob wait compat shm; do
       [ -f "$root/usr/include/spintune/$h.h" ] || fail "no /usr/include/spintune/$h.h"
     done
     [ -f "$root/usr/src/spintune-$VERSION/kernel/spintune.c" ] || fail "no kernel module sources"
+    [ -f "$root/usr/src/spintune-$VERSION/include/linux/spintune.h" ] || fail "no <linux/spintune.h>"
     # The installed headers compile as C on their own.
     echo '#include <spintune/wait.h>' |
       cc -std=gnu11 -Wall -Wextra -Werror -fsyntax-only -I"$root/usr/include" -x c - ||

@@ -26,7 +26,7 @@
 #include <linux/sched.h>
 
 #ifndef SPINTUNE_NOW_NS
-#define SPINTUNE_NOW_NS() ((uint64_t)ktime_get_ns())
+#define SPINTUNE_NOW_NS() ktime_get_ns()
 #endif
 #ifndef SPINTUNE_CPU_RELAX
 #define SPINTUNE_CPU_RELAX() cpu_relax()

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (GPL-2.0 OR MIT) */
 /*
  * spintune wait helpers: wait for a device condition the way a policy
- * entry (policy.h) says, in the idiom of include/linux/iopoll.h.
+ * entry (spintune/table.h) says, in the idiom of include/linux/iopoll.h.
  *
  *	ret = spintune_wait_atomic(entry, readl, val, val & DONE, &stats, reg);
  *	if (ret == SPINTUNE_ARM_IRQ) {
@@ -45,11 +45,11 @@ extern "C" {
  * Updated with plain increments: give each CPU (or queue) its own copy.
  */
 struct spintune_wait_stats {
-	uint64_t spin_hits;
-	uint64_t irq_fallbacks;
-	uint64_t timeouts;
-	uint64_t sleeps;
-	uint64_t polls;
+	__u64 spin_hits;
+	__u64 irq_fallbacks;
+	__u64 timeouts;
+	__u64 sleeps;
+	__u64 polls;
 };
 
 /* Through a function so a literal &stats does not trip -Waddress. */
@@ -83,8 +83,8 @@ static inline struct spintune_wait_stats *spintune__stats(struct spintune_wait_s
  */
 #define spintune_spin_ns_atomic(op, val, cond, spin_ns, stats, args...)           \
 	({                                                                         \
-		const uint64_t __spintune_budget = (spin_ns);                     \
-		const uint64_t __spintune_start = SPINTUNE_NOW_NS();             \
+		const __u64 __spintune_budget = (spin_ns);                     \
+		const __u64 __spintune_start = SPINTUNE_NOW_NS();             \
 		int __spintune_late = __spintune_budget == 0;                      \
 		int __spintune_ret;                                                \
 		for (;;) {                                                         \
@@ -166,10 +166,10 @@ static inline struct spintune_wait_stats *spintune__stats(struct spintune_wait_s
 			else                                                       \
 				spintune__count(stats, irq_fallbacks);             \
 		} else if (__spintune_w->strategy == SPINTUNE_POLL_SLEEP) {        \
-			const uint64_t __spintune_t0 = SPINTUNE_NOW_NS();         \
+			const __u64 __spintune_t0 = SPINTUNE_NOW_NS();         \
 			for (;;) {                                                 \
 				const int __spintune_over = SPINTUNE_NOW_NS() -    \
-					__spintune_t0 >= (uint64_t)(timeout_ns);   \
+					__spintune_t0 >= (__u64)(timeout_ns);   \
 				(val) = op(args);                                  \
 				spintune__count(stats, polls);                     \
 				if (cond) {                                        \

@@ -30,7 +30,7 @@
 #include <linux/slab.h>
 #include <linux/string.h>
 
-#include "spintune/device.h"
+#include <linux/spintune.h>
 #include "spintune/policy.h"
 #include "spintune_selftest_table.h" /* spintune header --json fixture-policy.json */
 

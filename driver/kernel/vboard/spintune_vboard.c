@@ -53,7 +53,7 @@
 #include <linux/slab.h>
 #include <linux/tick.h>
 
-#include "spintune/device.h"
+#include <linux/spintune.h>
 #include "spintune/wait.h"
 
 /*

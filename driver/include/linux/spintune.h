@@ -1,41 +1,57 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * spintune.ko: the registration API a kernel driver uses to hold a policy
- * table per device (docs/kernel-module.md).
+ * spintune: per-command wait policy tables for drivers that wait for their
+ * devices (docs/kernel-module.md). The registration API of spintune.ko.
  *
  *	static const struct spintune_dev_info info = {
  *		.name = "mmc0", .dev = &pdev->dev, .rule = my_default_rule,
  *	};
- *	host->st = spintune_register(&info);
+ *	host->st = spintune_register(&info);	// an error is not fatal
  *	...
  *	struct spintune_wait w;
  *
- *	spintune_begin(host->st, 0, cmd->opcode, bytes, &w);
- *	ret = spintune_wait(&w.entry, readl, val, val & DONE, timeout_ns,
- *			    &w.stats, reg);
+ *	if (spintune_begin(host->st, 0, cmd->opcode, bytes, &w))
+ *		ret = spintune_wait(&w.entry, readl, val, val & DONE,
+ *				    timeout_ns, &w.stats, reg);
+ *	else
+ *		ret = upstream_wait(...);	// the driver's own way
  *	spintune_end(host->st, &w);
  *
- * While the table in force has context leaves (issue 16), each device
- * keeps the context state of policy.h (previous completion time, last
- * write, commands in flight): spintune_begin() picks the context leaf of
- * keys that have one, spintune_end() records the completion. A driver that
- * knows when the hardware completed (its IRQ handler ran) sets w.done_ns
- * before spintune_end(). Tables without context cost no clock read.
+ * With CONFIG_SPINTUNE off, every call here is a stub: spintune_register()
+ * returns NULL, spintune_begin() false, the others do nothing, so a driver
+ * patched for spintune builds and waits exactly as it did before. A driver
+ * that selects nothing and depends on "SPINTUNE || !SPINTUNE" links either
+ * way (built in with spintune built in or off, or as a module).
+ *
+ * A failed registration is not fatal either: every call accepts the NULL
+ * or ERR_PTR() spintune_register() may return and then behaves as the
+ * stubs do, so a driver logs the error and carries on.
+ *
+ * While the table in force has context leaves, each device keeps the
+ * context state of spintune/table.h (previous completion time, last write,
+ * commands in flight): spintune_begin() picks the context leaf of keys that
+ * have one, spintune_end() records the completion. A driver that knows
+ * when the hardware completed (its IRQ handler ran) sets w.done_ns before
+ * spintune_end().
  *
  * A table arrives by a write of a blob to /sys/kernel/spintune/<name>/table,
  * by request_firmware("spintune/<name>.bin") at registration, or compiled in
  * (a header from `spintune header`, passed as @table). The blob is checked by
- * spintune_blob_parse() (policy.h); a refused blob leaves the table in force
- * and the kernel log says why. Tables are swapped with RCU: spintune_begin()
- * copies the entry it needs, so a wait that sleeps never touches a table
- * that may be freed.
+ * spintune_table_parse() (spintune/blob.h); a refused blob leaves the table
+ * in force and the kernel log says why. Tables are swapped with RCU:
+ * spintune_begin() copies the entry it needs, so a wait that sleeps never
+ * touches a table that may be freed.
  */
-#ifndef SPINTUNE_DEVICE_H
-#define SPINTUNE_DEVICE_H
+#ifndef _LINUX_SPINTUNE_H
+#define _LINUX_SPINTUNE_H
 
-#ifdef __KERNEL__
+#include <linux/err.h>
+#include <linux/errno.h>
+#include <linux/kconfig.h>
+#include <linux/string.h>
 #include <linux/types.h>
 
+#include "spintune/policy.h"
 #include "spintune/wait.h"
 
 struct device;
@@ -112,6 +128,8 @@ struct spintune_wait {
 	u32 outcome_gen;
 };
 
+#if IS_ENABLED(CONFIG_SPINTUNE)
+
 /**
  * spintune_register() - register a device and load its initial table.
  * @info: the device; copied, need not outlive the call.
@@ -122,7 +140,9 @@ struct spintune_wait {
  * default stays. Must be called from process context (may sleep).
  *
  * Return: the handle, or an ERR_PTR(): -EINVAL for a bad @info, -EEXIST
- * when the name is taken, -ENOMEM.
+ * when the name is taken, -ENOMEM. An error need not fail the driver's
+ * probe: every other call accepts the ERR_PTR() (and NULL) and the driver
+ * then waits its own way.
  */
 struct spintune_dev *spintune_register(const struct spintune_dev_info *info);
 
@@ -137,7 +157,7 @@ void spintune_unregister(struct spintune_dev *sd);
 
 /**
  * spintune_begin() - look up how to wait for one command.
- * @sd: the device.
+ * @sd: the device, or NULL or an ERR_PTR() (then: false).
  * @cpu_class: the CPU class the caller runs on (0 on a single-class SoC).
  * @opcode: the command's opcode.
  * @bytes: the command's transfer length in bytes.
@@ -151,8 +171,9 @@ void spintune_unregister(struct spintune_dev *sd);
  * counts the command in flight).
  *
  * Return: true when @w->entry says how to wait; false when no table is in
- * force and the device has no rule: wait the driver's own way (and still
- * call spintune_end(), with what it did in @w->stats).
+ * force and the device has no rule, or @sd is not a registered device: wait
+ * the driver's own way (and still call spintune_end(), with what it did in
+ * @w->stats).
  */
 bool spintune_begin(struct spintune_dev *sd, u8 cpu_class, u32 opcode,
 		    u64 bytes, struct spintune_wait *w);
@@ -228,5 +249,59 @@ void spintune_outcomes_reset(struct spintune_dev *sd);
  */
 u64 spintune_version(struct spintune_dev *sd);
 
-#endif /* __KERNEL__ */
-#endif /* SPINTUNE_DEVICE_H */
+#else /* !CONFIG_SPINTUNE */
+
+static inline struct spintune_dev *
+spintune_register(const struct spintune_dev_info *info)
+{
+	return NULL;
+}
+
+static inline void spintune_unregister(struct spintune_dev *sd)
+{
+}
+
+static inline bool spintune_begin(struct spintune_dev *sd, u8 cpu_class,
+				  u32 opcode, u64 bytes,
+				  struct spintune_wait *w)
+{
+	memset(w, 0, sizeof(*w));
+	return false;
+}
+
+static inline void spintune_end(struct spintune_dev *sd,
+				const struct spintune_wait *w)
+{
+}
+
+static inline int spintune_install_blob(struct spintune_dev *sd,
+					const void *blob, size_t len,
+					const char *origin)
+{
+	return -EOPNOTSUPP;
+}
+
+static inline void spintune_last_error(struct spintune_dev *sd, char *buf,
+				       size_t len)
+{
+	if (len)
+		buf[0] = '\0';
+}
+
+static inline void spintune_outcomes_show(struct spintune_dev *sd,
+					  struct seq_file *m)
+{
+}
+
+static inline void spintune_outcomes_reset(struct spintune_dev *sd)
+{
+}
+
+static inline u64 spintune_version(struct spintune_dev *sd)
+{
+	return 0;
+}
+
+#endif /* CONFIG_SPINTUNE */
+
+#endif /* _LINUX_SPINTUNE_H */
