@@ -81,8 +81,11 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& db_spec,
       // killed before its schema's first step committed leaves (the WAL
       // switch wrote its header), or an empty database, with nothing to lose.
       SPINTUNE_ASSIGN_OR_RETURN(auto reader, SqliteDb::Open(path, 0, OpenMode::kReadOnly));
-      SPINTUNE_ASSIGN_OR_RETURN(const bool no_table, reader->IsEmpty());
-      if (!(no_table && mode == OpenMode::kCreate)) {
+      // (A file that is no SQLite database at all fails IsEmpty: the check
+      // below says what it is.)
+      const absl::StatusOr<bool> no_table =
+          mode == OpenMode::kCreate ? reader->IsEmpty() : absl::StatusOr<bool>(false);
+      if (!(no_table.ok() && *no_table)) {
         SPINTUNE_RETURN_IF_ERROR(CheckSpintuneDatabase(reader.get(), mode != OpenMode::kReadOnly));
       }
     }

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <random>
 #include <thread>
 
@@ -448,6 +449,13 @@ TEST(Store, CreatesTheDatabaseInAFileAStartCutShortLeftWithNoTable) {
   auto refused = Store::Open(other);
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument) << refused.status();
   EXPECT_NE(refused.status().message().find("is not a spintune database"), std::string::npos);
+
+  const std::string text = dir.File("notes.db");  // no SQLite file at all
+  { std::ofstream(text) << "not a database at all\n"; }
+  auto not_sqlite = Store::Open(text);
+  EXPECT_EQ(not_sqlite.status().code(), absl::StatusCode::kInvalidArgument) << not_sqlite.status();
+  EXPECT_NE(not_sqlite.status().message().find("is not a spintune database"), std::string::npos)
+      << not_sqlite.status();
 }
 
 // Tuners sharing a database refit a target one at a time: the lease is one
