@@ -25,6 +25,7 @@
 #include "policy/policy_proto.h"
 #include "policy/samples_csv.h"
 #include "proto/sample_batch_util.h"
+#include "proto/session_metadata.h"
 #include "spintune/v1/spintune.grpc.pb.h"
 
 namespace spintune {
@@ -596,6 +597,17 @@ absl::StatusOr<Agent::Impl::SessionEnd> Agent::Impl::RunSession() {
         s.error_code() == grpc::StatusCode::UNAUTHENTICATED) {
       return absl::FailedPreconditionError(
           absl::StrCat("tuner refused the session: ", s.error_message()));
+    }
+    if (s.error_code() == grpc::StatusCode::UNAVAILABLE &&
+        ctx.GetServerTrailingMetadata().count(kRetryLaterTrailer) > 0) {
+      // The tuner itself said "retry later" (its storage fails): it is alive,
+      // so this is contact, not an outage (--give-up-after does not run), and
+      // the agent backs off in full; reconnecting as soon as the channel is
+      // up would ask a tuner whose storage is down once per round trip.
+      absl::MutexLock lock(&mu_);
+      session_established_ = true;
+      deferred_ = true;
+      acked_at_session_start_ = stats_.batches_acked;
     }
     return SessionEnd::kBroken;
   }

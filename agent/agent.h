@@ -63,6 +63,8 @@ struct AgentOptions {
   absl::Duration initial_backoff = absl::Milliseconds(100);
   absl::Duration max_backoff = absl::Seconds(5);
   // Give up when no session could be established for this long (0: never).
+  // A tuner that answers "retry later" (its storage fails) counts as a
+  // session here: the agent backs off and keeps trying it.
   absl::Duration give_up_after = absl::ZeroDuration();
   // How long to wait for the tuner's final table after the last batch.
   absl::Duration drain_timeout = absl::Seconds(60);

@@ -11,6 +11,7 @@
 #include "tests/testing/temp_dir.h"
 #include "tests/testing/subprocess.h"
 #include "tests/testing/test_certs.h"
+#include "tests/testing/wait_for.h"
 #include "tuner/tuner_server.h"
 
 namespace spintune {
@@ -55,7 +56,7 @@ class Auth : public ::testing::Test {
     o.security = security;
     o.give_up_after = absl::Milliseconds(1500);
     o.initial_backoff = absl::Milliseconds(50);
-    o.drain_timeout = absl::Seconds(5);
+    o.drain_timeout = testing::kEventDeadline;  // waits for the final table
     Agent agent(o, std::move(*source), std::move(*sink));
     return agent.Run();
   }

@@ -64,7 +64,7 @@ class DiskFault : public ::testing::Test {
     o.spool_dir = dir_.File("spool");  // on the normal disk
     o.initial_backoff = absl::Milliseconds(50);
     o.max_backoff = absl::Milliseconds(200);
-    o.drain_timeout = absl::Seconds(10);
+    o.drain_timeout = testing::kEventDeadline;  // waits for the final table
     return std::make_unique<Agent>(o, std::move(*source), std::move(*sink));
   }
 

@@ -12,6 +12,7 @@
 #include "policy/policy_proto.h"
 #include "storage/store.h"
 #include "tests/testing/temp_dir.h"
+#include "tests/testing/wait_for.h"
 #include "tuner/tuner_server.h"
 
 namespace spintune {
@@ -153,7 +154,7 @@ TEST(Drift, AKeyWithASmallShareOfAHistogramAgentsSamplesIsWatchedToo) {
   agent_options.tuner_address = (*tuner)->address();
   agent_options.agent_id = "many-keys";
   agent_options.give_up_after = absl::Seconds(20);
-  agent_options.drain_timeout = absl::Seconds(10);
+  agent_options.drain_timeout = testing::kEventDeadline;  // waits for the final table
   auto sink = MakePolicySink("none", {"mmc0"});
   ASSERT_TRUE(sink.ok());
   Agent agent(agent_options, std::make_unique<ManyKeysBoard>(24, 12), std::move(*sink));

@@ -26,6 +26,7 @@
 #include "spintune/v1/spintune.grpc.pb.h"
 #include "storage/store.h"
 #include "tests/testing/temp_dir.h"
+#include "tests/testing/wait_for.h"
 #include "tuner/tuner_server.h"
 
 namespace spintune {
@@ -63,7 +64,7 @@ AgentStats RunAgent(const std::string& address, const std::string& board,
   options.give_up_after = absl::Seconds(20);
   options.state_dir = state_dir;
   options.bounds = bounds;
-  options.drain_timeout = absl::Seconds(10);
+  options.drain_timeout = testing::kEventDeadline;  // waits for the final table
   Agent agent(options, std::move(*source), std::move(*policy_sink));
   absl::Status s = agent.Run();
   EXPECT_TRUE(s.ok()) << s;
@@ -408,7 +409,7 @@ AgentOptions HistogramAgentOptions(const std::string& address, const std::string
   options.tuner_address = address;
   options.agent_id = agent_id;
   options.give_up_after = absl::Seconds(20);
-  options.drain_timeout = absl::Seconds(10);
+  options.drain_timeout = testing::kEventDeadline;  // waits for the final table
   options.histogram_bytes = bytes;
   return options;
 }

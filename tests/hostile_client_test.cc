@@ -19,6 +19,7 @@
 #include "tests/testing/raw_session.h"
 #include "tests/testing/subprocess.h"
 #include "tests/testing/temp_dir.h"
+#include "tests/testing/wait_for.h"
 #include "tuner/tuner_server.h"
 
 namespace spintune {
@@ -160,7 +161,7 @@ TEST_F(Hostile, ABatchForAnotherAgentIdIsNeverSilentlyCountedForIt) {
     o.batch_size = 100;
     o.spool_dir = dir_.File("spool");
     o.initial_backoff = absl::Milliseconds(20);
-    o.drain_timeout = absl::Seconds(10);
+    o.drain_timeout = testing::kEventDeadline;  // waits for the final table
     Agent agent(o, std::move(*source), std::move(*sink));
     absl::Status s = agent.Run();
     return std::make_pair(s, agent.stats());
@@ -276,7 +277,7 @@ TEST_F(Hostile, AStorageReadFailureIsRetryableAndTheAgentKeepsEverything) {
     o.spool_dir = dir_.File("spool");
     o.initial_backoff = absl::Milliseconds(20);
     o.max_backoff = absl::Milliseconds(100);
-    o.drain_timeout = absl::Seconds(5);
+    o.drain_timeout = testing::kEventDeadline;  // waits for the final table
     return std::make_unique<Agent>(o, std::move(*source), std::move(*sink));
   };
   ASSERT_TRUE(make_agent(1000)->Run().ok());

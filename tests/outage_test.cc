@@ -18,6 +18,7 @@
 #include "agent/policy_sink.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
+#include "proto/session_metadata.h"
 #include "spintune/v1/spintune.grpc.pb.h"
 #include "storage/store.h"
 #include "tests/testing/free_port.h"
@@ -55,7 +56,7 @@ class Outage : public ::testing::Test {
     o.spool_max_bytes = spool_bytes;
     o.initial_backoff = absl::Milliseconds(50);
     o.max_backoff = absl::Milliseconds(200);
-    o.drain_timeout = absl::Seconds(10);
+    o.drain_timeout = testing::kEventDeadline;  // waits for the final table
     return std::make_unique<Agent>(o, std::move(*source), std::move(*sink));
   }
 
@@ -106,7 +107,7 @@ TEST_F(Outage, RestartDuringTheOutageResumesFromTheSpool) {
   EXPECT_EQ(Stored().total_samples, 20000u);
 }
 
-// Without a spool a stopping agent waits up to drain_timeout (10 s here)
+// Without a spool a stopping agent waits up to drain_timeout (30 s here)
 // for a tuner to acknowledge what it holds; asked to stop again (a second
 // SIGINT), it stops at once and says how much was not acknowledged.
 TEST_F(Outage, ASecondStopEndsTheWaitForATuner) {
@@ -124,7 +125,7 @@ TEST_F(Outage, ASecondStopEndsTheWaitForATuner) {
   const absl::Time second = absl::Now();
   agent->Stop();
   run.join();
-  // At once: well inside the 10 s the first stop would have waited.
+  // At once: well inside the 30 s the first stop would have waited.
   EXPECT_LT(absl::Now() - second, absl::Seconds(5));
   EXPECT_EQ(result.code(), absl::StatusCode::kUnavailable) << result;
   EXPECT_NE(result.message().find("not acknowledged"), std::string::npos) << result;
@@ -160,7 +161,7 @@ TEST_F(Outage, FullSpoolDropsTheOldestAndTheTunerIsToldExactly) {
 // order and acknowledges resends as duplicates, like the real one.
 class DeferringTuner final : public v1::Tuner::Service {
  public:
-  grpc::Status Session(grpc::ServerContext*,
+  grpc::Status Session(grpc::ServerContext* context,
                        grpc::ServerReaderWriter<v1::TunerMessage, v1::AgentMessage>* stream)
       override {
     v1::AgentMessage in;
@@ -171,6 +172,12 @@ class DeferringTuner final : public v1::Tuner::Service {
     {
       absl::MutexLock lock(&mu_);
       session_starts_.push_back(absl::Now());
+      if (deferring_ && refuse_hello_) {
+        // As the real tuner answers a Hello while its storage fails.
+        context->AddTrailingMetadata(kRetryLaterTrailer, "1");
+        return grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                            "tuner storage unavailable; retry later");
+      }
       out.mutable_hello_ack()->set_last_durable_seq(durable_seq_);
     }
     stream->Write(out);
@@ -184,6 +191,11 @@ class DeferringTuner final : public v1::Tuner::Service {
   void Accept() {
     absl::MutexLock lock(&mu_);
     deferring_ = false;
+  }
+  // While deferring, refuse the Hello itself rather than each batch.
+  void RefuseHellos() {
+    absl::MutexLock lock(&mu_);
+    refuse_hello_ = true;
   }
   std::vector<absl::Time> session_starts() const {
     absl::MutexLock lock(&mu_);
@@ -233,6 +245,7 @@ class DeferringTuner final : public v1::Tuner::Service {
 
   mutable absl::Mutex mu_;
   bool deferring_ ABSL_GUARDED_BY(mu_) = true;
+  bool refuse_hello_ ABSL_GUARDED_BY(mu_) = false;
   std::vector<absl::Time> session_starts_ ABSL_GUARDED_BY(mu_);
   uint64_t batches_deferred_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t durable_seq_ ABSL_GUARDED_BY(mu_) = 0;
@@ -259,7 +272,7 @@ TEST(OutageDeferral, ATunerThatDefersIsNotHammeredAndNothingIsLostWhenItAccepts)
   o.batch_size = 250;
   o.initial_backoff = absl::Milliseconds(50);
   o.max_backoff = absl::Milliseconds(400);
-  o.drain_timeout = absl::Seconds(5);
+  o.drain_timeout = testing::kEventDeadline;  // waits for the final table
   Agent agent(o, std::move(*source), std::move(*sink));
   absl::Status result;
   std::thread run([&] { result = agent.Run(); });
@@ -290,6 +303,52 @@ TEST(OutageDeferral, ATunerThatDefersIsNotHammeredAndNothingIsLostWhenItAccepts)
     ASSERT_GE(wait, backoff * 0.8 - absl::Milliseconds(5)) << "wait before session " << i;
     backoff = std::min(backoff * 2, o.max_backoff);
   }
+}
+
+// Issue 51: a live tuner whose storage fails refuses the Hello itself with
+// UNAVAILABLE. Before the fix the agent took that for an outage: it
+// reconnected as soon as the channel was up (once per round trip) and, with
+// --give-up-after, exited while the tuner was up and about to store again
+// (the fleet check's "agent exits after 66 reconnects" under load).
+TEST(OutageDeferral, ATunerThatRefusesTheHelloIsNeitherHammeredNorGivenUpOn) {
+  DeferringTuner service;
+  service.RefuseHellos();
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(&service);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  ASSERT_TRUE(server != nullptr && port > 0);
+
+  auto source = MakeSampleSource("sim:microwatt-100mhz", 3);
+  ASSERT_TRUE(source.ok()) << source.status();
+  auto sink = MakePolicySink("none", {"mmc0"});
+  ASSERT_TRUE(sink.ok()) << sink.status();
+  AgentOptions o;
+  o.tuner_address = absl::StrCat("127.0.0.1:", port);
+  o.agent_id = "refused-board";
+  o.max_samples = 5000;
+  o.batch_size = 250;
+  o.initial_backoff = absl::Milliseconds(50);
+  o.max_backoff = absl::Milliseconds(400);
+  o.give_up_after = absl::Milliseconds(300);  // far shorter than the refusals last
+  o.drain_timeout = testing::kEventDeadline;  // waits for the final table
+  Agent agent(o, std::move(*source), std::move(*sink));
+  absl::Status result;
+  std::thread run([&] { result = agent.Run(); });
+
+  absl::SleepFor(absl::Milliseconds(1600));  // the scenario: 1.6 s of refusals
+  const size_t refused = service.session_starts().size();
+  service.Accept();
+  run.join();
+  server->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(2)));
+
+  EXPECT_TRUE(result.ok()) << result << " (the agent gave up on a tuner that answered)";
+  ASSERT_GE(refused, 2u) << "the agent kept trying";
+  // One Hello per backoff (50, 100, 200, 400, 400 ms...), not one per round trip.
+  EXPECT_LE(refused, 9u) << "Hellos while the tuner refused them";
+  EXPECT_EQ(service.stored_samples(), 5000u);
+  EXPECT_EQ(agent.stats().tuner_total_samples, 5000u);
 }
 
 }  // namespace

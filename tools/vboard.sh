@@ -57,12 +57,12 @@ outcomes() {
 check() {
   case $1 in
     selftest)
-      section selftest | grep -q "^# totals: pass:[1-9][0-9]* fail:0$" || {
+      grep -q "^# totals: pass:[1-9][0-9]* fail:0$" <<<"$(section selftest)" || {
         section selftest | grep -v "^ok "; return 1; }
       ;;
     version)
       local v; v=$(section version)
-      echo "$v" | grep -Eq "^pushed=([1-9][0-9]*) sysfs=\1 source=sysfs$" || {
+      grep -Eq "^pushed=([1-9][0-9]*) sysfs=\1 source=sysfs$" <<<"$v" || {
         echo "pushed version and sysfs differ: $v"; return 1; }
       ;;
     cost)
@@ -102,7 +102,7 @@ check() {
     verified)
       # The tuner's verifier judged the pushed version from those reports.
       local v; v=$(pushed_version)
-      section agent-outcomes | grep -q "^agent exit 0" || { section agent-outcomes; return 1; }
+      grep -q "^agent exit 0" <<<"$(section agent-outcomes)" || { section agent-outcomes; return 1; }
       "$BUILD/cli/spintune" --db "$OUT/spintune.db" policy vboard --format json |
         jq -e --argjson v "${v:-0}" '[.verifications[] | select(.version == $v)] | length > 0' \
           >/dev/null || { echo "no verification of version ${v:-none} stored"; return 1; }
@@ -111,9 +111,11 @@ check() {
       ;;
     corrupt)
       local c; c=$(section corrupt)
-      echo "$c" | grep -q "^write_failed=1 " && echo "$c" | grep -q "table_unchanged=yes" &&
-        echo "$c" | grep -Eq "version_before=([1-9][0-9]*) version_after=\1 " &&
-        echo "$c" | grep -q "CRC-32 mismatch" || { echo "$c"; return 1; }
+      # Here-strings, not `echo | grep -q`: grep -q exits at its first match,
+      # and under pipefail the writer's SIGPIPE failed the check now and then.
+      grep -q "^write_failed=1 " <<<"$c" && grep -q "table_unchanged=yes" <<<"$c" &&
+        grep -Eq "version_before=([1-9][0-9]*) version_after=\1 " <<<"$c" &&
+        grep -q "CRC-32 mismatch" <<<"$c" || { echo "$c"; return 1; }
       ;;
     *) echo "unknown check $1"; return 2 ;;
   esac

@@ -14,6 +14,7 @@
 #include "absl/synchronization/mutex.h"
 #include "common/logging.h"
 #include "common/printable.h"
+#include "proto/session_metadata.h"
 
 namespace spintune {
 
@@ -247,9 +248,10 @@ class SessionReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, gr
  public:
   // `refusal` not OK: the call is refused before anything is read.
   // `bound_target` not empty: the only agent id this stream may report for.
-  SessionReactor(TunerCore* core, std::string peer, const grpc::Status& refusal,
-                 std::string bound_target, std::string token_name)
+  SessionReactor(TunerCore* core, grpc::CallbackServerContext* context, std::string peer,
+                 const grpc::Status& refusal, std::string bound_target, std::string token_name)
       : core_(core),
+        context_(context),
         peer_(std::move(peer)),
         bound_target_(std::move(bound_target)),
         token_name_(std::move(token_name)),
@@ -283,6 +285,15 @@ class SessionReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, gr
   }
 
   void OnWriteDone(bool ok) override { state_->WriteDone(ok); }
+
+  // Finish() for the state: an UNAVAILABLE of the tuner's own (its storage)
+  // is marked as such, so the agent backs off instead of giving up on it.
+  void FinishWith(const grpc::Status& status) {
+    if (status.error_code() == grpc::StatusCode::UNAVAILABLE) {
+      context_->AddTrailingMetadata(kRetryLaterTrailer, "1");
+    }
+    Finish(status);
+  }
 
   void OnCancel() override {
     Logger().debug("session from {} cancelled", peer_);
@@ -374,6 +385,7 @@ class SessionReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, gr
   }
 
   TunerCore* core_;
+  grpc::CallbackServerContext* const context_;  // the call's; outlives the reactor
   std::string peer_;
   std::string bound_target_;
   std::string token_name_;
@@ -432,7 +444,7 @@ void SessionState::Pump() {
   if (action == kWrite) reactor->StartWrite(&in_flight_);
   if (action == kFinish) {
     std::lock_guard<std::recursive_mutex> call(call_mu_);
-    reactor->Finish(status);
+    reactor->FinishWith(status);
   }
 }
 
@@ -466,7 +478,8 @@ TunerService::Caller TunerService::Authorize(grpc::CallbackServerContext* contex
 grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* TunerService::Session(
     grpc::CallbackServerContext* context) {
   Caller c = Authorize(context, /*admin_rpc=*/false);
-  return new SessionReactor(core_, context->peer(), c.refusal, c.bound_target, c.token_name);
+  return new SessionReactor(core_, context, context->peer(), c.refusal, c.bound_target,
+                            c.token_name);
 }
 
 grpc::ServerUnaryReactor* TunerService::ListTargets(grpc::CallbackServerContext* context,
