@@ -117,6 +117,42 @@ check() {
         grep -Eq "version_before=([1-9][0-9]*) version_after=\1 " <<<"$c" &&
         grep -q "CRC-32 mismatch" <<<"$c" || { echo "$c"; return 1; }
       ;;
+    writers)
+      # Two open files, pages interleaved: each blob put in force whole,
+      # in the order they completed; the one read back is the last.
+      local c; c=$(section writers)
+      echo "$c" | grep -Eq "^writes=0000 after_first_pages=42 after_a=100 after_b=101 readback=b bytes=([0-9]+) source=dev$" &&
+        [ "$(echo "$c" | sed -n 's/.* bytes=\([0-9]*\).*/\1/p')" -gt 4096 ] || { echo "$c"; return 1; }
+      ;;
+    short)
+      local c; c=$(section short)
+      echo "$c" | grep -q "^version_before=101 version_after=101$" &&
+        echo "$c" | grep -Eq "^last_error=dev: cut short: 4096 of [0-9]+ bytes written \(-90\)$" &&
+        echo "$c" | grep -q "^sysfs_write_failed=1 version=101$" &&
+        echo "$c" | grep -q "^sysfs_last_error=sysfs: longer than one write to sysfs takes.*(-27)$" ||
+        { echo "$c"; return 1; }
+      ;;
+    atomic)
+      local c; c=$(section atomic)
+      echo "$c" | grep -q "^write_failed=1 version_before=5 version_after=5$" &&
+        echo "$c" | grep -q "^last_error=dev: .*atomic context (-22)$" &&
+        echo "$c" | grep -Eq "^downgrade_warnings=[1-9]" || { echo "$c"; return 1; }
+      ;;
+    firmware)
+      local c; c=$(section firmware)
+      echo "$c" | grep -Eq "^pci=(.+) firmware=spintune/\1\.bin version=0 source=rule$" &&
+        echo "$c" | grep -q "^last_error=firmware: larger than any valid table (-27)$" ||
+        { echo "$c"; return 1; }
+      ;;
+    unload)
+      local c want
+      c=$(section unload)
+      for want in rmmod_spintune_in_use=1 rmmod_vboard_during_run=1 run=0 rmmod_vboard=0 sysfs_left=0 \
+          write_after_unregister_failed=1 rmmod_selftest=0 rmmod_spintune_file_open=1 \
+          rmmod_spintune=0 kernel_warnings=0; do
+        echo "$c" | grep -qx "$want" || { echo "want $want:"; echo "$c"; return 1; }
+      done
+      ;;
     *) echo "unknown check $1"; return 2 ;;
   esac
 }
@@ -160,8 +196,27 @@ cp -a "$CACHE/lib" "$ROOT/"
 depmod -b "$ROOT" "$KV"
 cp "$KMOD/spintune.ko" "$KMOD/selftest/spintune_selftest.ko" "$KMOD/vboard/spintune_vboard.ko" \
   "$ROOT/modules/"
-"$BUILD/cli/spintune" blob --json "$here/driver/kernel/selftest/fixture-policy.json" \
-  --device stfw0 -o "$ROOT/lib/firmware/spintune/stfw0.bin" >/dev/null
+# The self-test's firmware file, named after its platform device (the
+# stable name: a bus id, not a number handed out in probe order).
+fixture=$here/driver/kernel/selftest/fixture-policy.json
+"$BUILD/cli/spintune" blob --json "$fixture" \
+  --device stfw0 -o "$ROOT/lib/firmware/spintune/spintune_selftest.bin" >/dev/null
+# The blobs of the guest's refusal tests (driver/kernel/vboard/guest-init.sh,
+# "Refused or reported as designed"): two multi-page tables for stfw0
+# (250 keys, about 6 KiB, versions 100 and 101) and the fixture for the
+# self-test's atomic device, whose opcode 25 sleeps.
+mkdir -p "$ROOT/st"
+for v in 100 101; do
+  jq --argjson v $v '.version = $v | .entries = ([range(100; 350) | {device: "stfw0",
+      cpu_class: "cpu", opcode: ., size_class: 0, fallback: false, strategy: "irq",
+      spin_ns: 0, sleep_ns: 0, poll_interval_ns: 0}] + [.entries[] | select(.fallback)])' \
+    "$fixture" > "$OUT/big-$v.json"
+  "$BUILD/cli/spintune" blob --json "$OUT/big-$v.json" --device stfw0 \
+    -o "$ROOT/st/big-$v.bin" >/dev/null
+done
+jq '.devices[0].name = "statomic0" | .entries[].device = "statomic0"' "$fixture" > "$OUT/atomic.json"
+"$BUILD/cli/spintune" blob --json "$OUT/atomic.json" --device statomic0 \
+  -o "$ROOT/st/statomic0.bin" >/dev/null
 cp "$BUILD/agent/spintune-agent" "$ROOT/bin/"
 ldd "$BUILD/agent/spintune-agent" | awk '/=> \// {print $3} /^\t\/lib/ {print $1}' |
   while read -r lib; do
@@ -234,11 +289,16 @@ echo
 echo "corrupted blob written to /sys/kernel/spintune/mmc0/table:"
 section corrupt | sed 's/^/  /'
 echo
+for c in writers short atomic firmware unload; do
+  echo "refused or reported as designed: $c"
+  section $c | sed 's/^/  /'
+done
+echo
 awk -v a="$start" -v b="$setup" -v c="$end" 'BEGIN {
   printf "set-up %.1f s, guest run %.1f s, whole run %.1f s\n", b - a, c - b, c - a }'
 echo
 failed=0
-for c in selftest version cost corrupt outcomes verified; do
+for c in selftest version cost corrupt outcomes verified writers short atomic firmware unload; do
   if out=$(check $c 2>&1); then echo "check $c: ok"; else echo "check $c: FAILED"; failed=1; fi
   case $c in cost|verified) echo "$out" | sed 's/^/  /' ;; esac
 done

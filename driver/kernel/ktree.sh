@@ -175,6 +175,10 @@ MXS_EXPORTS="lib/stmp_device.c:STMP_DEVICE drivers/clk/mxs/clk-ssp.c:ARCH_MXS
   kernel/locking/spinlock_debug.c:DEBUG_SPINLOCK kernel/locking/lockdep.c:LOCKDEP
   kernel/locking/mutex.c:DEBUG_LOCK_ALLOC kernel/rcu/update.c:PROVE_RCU
   kernel/trace/trace_preemptirq.c:TRACE_IRQFLAGS"
+# Single exports of files not unpacked (their others are marvell's too),
+# SYMBOL:OPTION: mm/memory.c exports __might_fault() (what copy_from_user()
+# calls under lock debugging) with PROVE_LOCKING or DEBUG_ATOMIC_SLEEP.
+MXS_SYMBOLS="__might_fault:PROVE_LOCKING"
 mxs_symbols() {
   local cache=$1 out=$1/mxs/spintune-exports.symvers dir=$1/marvell-symvers abi f file opt
   if [ ! -f "$dir/Module.symvers" ]; then
@@ -199,7 +203,12 @@ mxs_symbols() {
       sed -n 's/^EXPORT_SYMBOL\(_GPL\)\?(\([A-Za-z_0-9]*\));/0x00000000\t\2\tvmlinux\tEXPORT_SYMBOL\1\t/p' \
         "$cache/linux/$file"
     done
+    for f in $MXS_SYMBOLS; do
+      grep -q "^CONFIG_${f#*:}=y" "$cache/mxs/.config" &&
+        printf '0x00000000\t%s\tvmlinux\tEXPORT_SYMBOL\t\n' "${f%%:*}"
+    done
   } | awk -F'\t' '!seen[$2]++' >"$out"
+  echo "$MXS_EXPORTS $MXS_SYMBOLS" >"$out.lists"
 }
 
 cmd_mxs() {
@@ -215,7 +224,10 @@ cmd_mxs() {
     echo "$cross" >"$dest/cross"
     touch "$dest/.done"
   fi
-  [ -f "$dest/spintune-exports.symvers" ] || mxs_symbols "$cache"
+  # Made again when the lists above change.
+  [ -f "$dest/spintune-exports.symvers" ] &&
+    [ "$(cat "$dest/spintune-exports.symvers.lists" 2>/dev/null)" = "$MXS_EXPORTS $MXS_SYMBOLS" ] ||
+    mxs_symbols "$cache"
   echo "$dest"
 }
 

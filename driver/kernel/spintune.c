@@ -4,18 +4,23 @@
  *
  * A driver registers a device (spintune_register()) with a default: a table
  * compiled in from a generated header, or a built-in rule. Tables arrive as
- * blobs (docs/policy-format.md): written to /sys/kernel/spintune/<name>/table
- * (what `spintune-agent --sink attr:...` does) or shipped in
- * /lib/firmware/spintune/<name>.bin. Each blob is checked by the same parser
- * user space uses (spintune_table_parse() in spintune/blob.h), then put in force
- * with an RCU pointer swap; the old table is freed after a grace period. A
- * refused blob changes nothing and the kernel log says why.
+ * blobs (docs/policy-format.md): written to /dev/spintune/<name> (any
+ * length, staged per open file) or /sys/kernel/spintune/<name>/table (one
+ * write of at most a page), what `spintune-agent --sink attr:...` does, or
+ * shipped in /lib/firmware as spintune/<stable name>.bin, requested from a
+ * work item after registration. Each blob is checked by the same parser
+ * user space uses (spintune_table_parse() in spintune/blob.h), then put in
+ * force with an RCU pointer swap; the old table is freed after a grace
+ * period. A refused blob changes nothing and the kernel log says why.
  *
  * Per device:
- *   /sys/kernel/spintune/<name>/table     the blob in force (read), a new one (write)
+ *   /dev/spintune/<name>                  the blob in force (read), a new one (write)
+ *   /sys/kernel/spintune/<name>/table     the same, a blob of at most a page
  *   /sys/kernel/spintune/<name>/version   the version in force, 0 for the default
- *   /sys/kernel/spintune/<name>/source    rule, header, firmware or sysfs
+ *   /sys/kernel/spintune/<name>/source    rule, header, driver, firmware or sysfs
  *   /sys/kernel/spintune/<name>/last_error why the last refused blob was refused
+ *   /sys/kernel/spintune/<name>/firmware  the firmware file's name (read); any
+ *	write requests it again
  *   /sys/kernel/debug/spintune/<name>/stats   wait statistics per key
  *   /sys/kernel/debug/spintune/<name>/outcomes  measured cost per key under the
  *	table in force, a spintune-outcomes JSON document (read); any write
@@ -30,8 +35,10 @@
 #include <linux/hash.h>
 #include <linux/kobject.h>
 #include <linux/list.h>
+#include <linux/miscdevice.h>
 #include <linux/module.h>
 #include <linux/mutex.h>
+#include <linux/of.h>
 #include <linux/overflow.h>
 #include <linux/percpu.h>
 #include <linux/rcupdate.h>
@@ -40,6 +47,8 @@
 #include <linux/string.h>
 #include <linux/sysfs.h>
 #include <linux/timekeeping.h>
+#include <linux/uaccess.h>
+#include <linux/workqueue.h>
 #include <asm/unaligned.h>
 
 #include <linux/spintune.h>
@@ -51,9 +60,15 @@
 /* A request's cpu_ns and latency_ns are capped here (4.29 s) so that their
  * squares and product fit a u64. */
 #define SPINTUNE_OUTCOME_MAX_NS U32_MAX
+/* No valid blob is longer: whatever its origin, a longer one is refused
+ * before anything is allocated for it. Trials take entries' places
+ * (entries + trials <= SPINTUNE_MAX_ENTRIES) and are shorter than them. */
 #define SPINTUNE_MAX_BLOB_BYTES                                                \
 	(SPINTUNE_BLOB_HEADER_V2_BYTES + SPINTUNE_MAX_ENTRIES * SPINTUNE_BLOB_ENTRY_BYTES + \
 	 SPINTUNE_MAX_NODES * SPINTUNE_BLOB_NODE_BYTES)
+#define SPINTUNE_ORIGIN_SYSFS "sysfs"
+#define SPINTUNE_ORIGIN_CDEV "dev"
+#define SPINTUNE_ORIGIN_FIRMWARE "firmware"
 
 /**
  * struct spintune_installed - a table put in force from a blob.
@@ -104,6 +119,8 @@ struct spintune_outcome {
  * @timeouts: waits that gave up.
  * @sleeps: timer sleeps.
  * @polls: condition evaluations.
+ * @atomic_downgrades: atomic waits that could not do what the entry asked
+ *	(struct spintune_wait_stats).
  * @outcome_gen: the device's outcome generation @outcome belongs to; an
  *	older one is stale and restarts from zero at the next request.
  * @outcome: measured cost since the table in force was put in force (or
@@ -116,6 +133,7 @@ struct spintune_key_stats {
 	u64 timeouts;
 	u64 sleeps;
 	u64 polls;
+	u64 atomic_downgrades;
 	u32 outcome_gen;
 	struct spintune_outcome outcome;
 };
@@ -128,12 +146,21 @@ struct spintune_key_stats {
  * @dev: the driver's device, or NULL.
  * @default_table: compiled-in default, or NULL.
  * @rule: built-in default when @default_table is NULL.
+ * @atomic: every wait runs in atomic context: tables must respect
+ *	spintune_table_atomic_why().
  * @installed: the table from a blob in force, NULL while the default is.
- * @lock: serializes installs and the staging of multi-page writes.
+ * @lock: serializes installs, @last_error and @gone.
+ * @gone: unregistered; an open file of /dev/spintune/<name> may still hold
+ *	the device, whose writes are refused. Under @lock.
  * @source: where the table in force came from; under @lock.
  * @last_error: why the last refused blob was refused; under @lock.
- * @staging: a blob written in several page-sized pieces; under @lock.
- * @staged_bytes: bytes in @staging.
+ * @misc: /dev/spintune/<name>.
+ * @misc_name: its name, "spintune!<name>" ('!' is a '/' in /dev).
+ * @fw_name: the firmware file requested, "spintune/<stable name>.bin", or
+ *	NULL (no @dev).
+ * @fw_work: requests @fw_name after registration, off the caller's locks.
+ * @downgrade_gen: the outcome generation whose first atomic downgrade was
+ *	logged (one message per table put in force).
  * @keys: statistics slot i holds key + 1 (0: free); slot 0 is overflow.
  * @stats: per-CPU array of SPINTUNE_SLOTS + 1 counters.
  * @outcome_gen: bumped (under @lock) when a table is put in force or the
@@ -150,12 +177,17 @@ struct spintune_dev {
 	struct device *dev;
 	const struct spintune_table *default_table;
 	spintune_rule_fn rule;
+	bool atomic;
 	struct spintune_installed __rcu *installed;
 	struct mutex lock;
+	bool gone;
 	const char *source;
-	char last_error[128];
-	u8 *staging;
-	size_t staged_bytes;
+	char last_error[160];
+	struct miscdevice misc;
+	char misc_name[sizeof("spintune!") + SPINTUNE_DEVICE_NAME_BYTES];
+	char *fw_name;
+	struct work_struct fw_work;
+	atomic_t downgrade_gen;
 	atomic64_t keys[SPINTUNE_SLOTS + 1];
 	struct spintune_key_stats __percpu *stats;
 	u32 outcome_gen;
@@ -320,6 +352,26 @@ static void spintune_count_outcome(struct spintune_key_stats __percpu *stats,
 	local_irq_restore(flags);
 }
 
+/*
+ * The table asked an atomic wait for a sleep or a spin beyond the atomic
+ * cap: the wait took the IRQ instead. Counted, and logged once per table
+ * put in force (and per reset of the outcomes), from any context.
+ */
+static void spintune_downgraded(struct spintune_dev *sd,
+				struct spintune_key_stats __percpu *s,
+				const struct spintune_wait *w)
+{
+	this_cpu_add(s->atomic_downgrades, w->stats.atomic_downgrades);
+	if (atomic_xchg(&sd->downgrade_gen, w->outcome_gen) == w->outcome_gen)
+		return;
+	spintune_log(sd, warn,
+		     "table version %llu asks a wait in atomic context for more than it may do (opcode %u, size class %u: %s, spin %u ns, sleep %u ns, poll %u ns; the atomic cap is %u ns of spin, no sleep): it took the IRQ instead\n",
+		     spintune_version(sd), w->entry.opcode, w->entry.size_class,
+		     spintune_strategy_name(w->entry.strategy), w->entry.spin_ns,
+		     w->entry.sleep_ns, w->entry.poll_interval_ns,
+		     SPINTUNE_MAX_ATOMIC_SPIN_NS);
+}
+
 void spintune_end(struct spintune_dev *sd, const struct spintune_wait *w)
 {
 	struct spintune_key_stats __percpu *s;
@@ -337,6 +389,8 @@ void spintune_end(struct spintune_dev *sd, const struct spintune_wait *w)
 	this_cpu_add(s->timeouts, w->stats.timeouts);
 	this_cpu_add(s->sleeps, w->stats.sleeps);
 	this_cpu_add(s->polls, w->stats.polls);
+	if (unlikely(w->stats.atomic_downgrades))
+		spintune_downgraded(sd, s, w);
 	/* Slot 0 mixes keys: it has no outcomes. A request that began under
 	 * an older generation waited (partly) by another table: not counted. */
 	if (w->latency_ns && w->slot && w->outcome_gen == READ_ONCE(sd->outcome_gen))
@@ -392,18 +446,29 @@ void spintune_last_error(struct spintune_dev *sd, char *buf, size_t len)
 }
 EXPORT_SYMBOL_GPL(spintune_last_error);
 
+static void spintune_free_installed(struct spintune_installed *inst)
+{
+	kvfree(inst);
+}
+
 static int spintune_install_locked(struct spintune_dev *sd, const u8 *blob,
 				   size_t len, const char *origin)
 {
 	struct spintune_installed *inst, *old;
-	/* Sized by the counts the blob declares; the parser checks them. */
-	const size_t storage = spintune_blob_storage_bytes(blob, len);
 	const char *why = "";
-	size_t total;
+	size_t storage, total;
 	int rc;
 
 	lockdep_assert_held(&sd->lock);
-	inst = kzalloc(sizeof(*inst) + storage + len, GFP_KERNEL);
+	if (sd->gone)
+		return -ENODEV; /* unregistered: an open file outlived it */
+	/* Before anything is allocated for it, whatever its origin. */
+	if (len > SPINTUNE_MAX_BLOB_BYTES)
+		return spintune_refuse(sd, origin, len, -EFBIG, "larger than any valid table");
+	/* Sized by the counts the blob declares, within the limits; the
+	 * parser checks them. */
+	storage = spintune_blob_storage_bytes(blob, len);
+	inst = kvzalloc(sizeof(*inst) + storage + len, GFP_KERNEL);
 	if (!inst)
 		return spintune_refuse(sd, origin, len, -ENOMEM, "out of memory");
 	rc = spintune_table_parse(blob, len, inst->storage, storage, &inst->table, &why);
@@ -420,6 +485,11 @@ static int spintune_install_locked(struct spintune_dev *sd, const u8 *blob,
 		why = "fitted for another device";
 		goto refuse;
 	}
+	if (sd->atomic) {
+		rc = spintune_table_atomic_why(&inst->table, &why);
+		if (rc)
+			goto refuse;
+	}
 	inst->blob = (const u8 *)inst->storage + storage;
 	memcpy((u8 *)inst->blob, blob, len);
 	inst->blob_bytes = len;
@@ -429,14 +499,14 @@ static int spintune_install_locked(struct spintune_dev *sd, const u8 *blob,
 	spintune_new_outcome_gen(sd, inst->table.version);
 	sd->source = origin;
 	if (old)
-		kfree_rcu(old, rcu);
+		kvfree_rcu(old, rcu);
 	spintune_log(sd, info,
 		     "table version %llu (%u entries, %u context nodes) from %s in force\n",
 		     inst->table.version, inst->table.count, inst->table.node_count, origin);
 	return 0;
 
 refuse:
-	kfree(inst);
+	spintune_free_installed(inst);
 	return spintune_refuse(sd, origin, len, rc, why);
 }
 
@@ -460,57 +530,30 @@ static inline struct spintune_dev *to_spintune_dev(struct kobject *kobj)
 }
 
 /*
- * kernfs hands a binary attribute at most a page per call: a longer blob
- * arrives as a page-sized write (which user space sees as a short write)
- * followed by writes at increasing offsets. Any other write is a whole blob.
+ * A blob through sysfs is one write() from offset 0. kernfs hands a binary
+ * attribute at most a page per call, and has no release hook to tell a
+ * writer's last page: a blob that does not fit in one page is refused here
+ * (a writer that loops would otherwise leave a half-staged blob behind, or
+ * interleave with another writer); it goes to /dev/spintune/<name>, which
+ * stages per open file.
  */
 static ssize_t table_write(struct file *file, struct kobject *kobj,
 			   struct bin_attribute *attr, char *buf, loff_t off,
 			   size_t count)
 {
 	struct spintune_dev *sd = to_spintune_dev(kobj);
-	const u8 *blob = buf;
-	size_t len = count;
-	int rc = 0;
-	u8 *grown;
+	int rc;
 
 	mutex_lock(&sd->lock);
-	if (off == 0) {
-		kfree(sd->staging);
-		sd->staging = NULL;
-		sd->staged_bytes = 0;
-		if (count < PAGE_SIZE)
-			goto install;
-	} else if (!sd->staging || off != sd->staged_bytes) {
-		rc = spintune_refuse(sd, "sysfs", count, -EINVAL,
-				     "a write that does not continue the blob being written");
-		goto out;
-	}
-	if (sd->staged_bytes + count > SPINTUNE_MAX_BLOB_BYTES) {
-		rc = spintune_refuse(sd, "sysfs", sd->staged_bytes + count, -EFBIG,
-				     "larger than any valid table");
-		goto drop;
-	}
-	grown = krealloc(sd->staging, sd->staged_bytes + count, GFP_KERNEL);
-	if (!grown) {
-		rc = spintune_refuse(sd, "sysfs", count, -ENOMEM, "out of memory");
-		goto drop;
-	}
-	memcpy(grown + sd->staged_bytes, buf, count);
-	sd->staging = grown;
-	sd->staged_bytes += count;
-	if (count == PAGE_SIZE && sd->staged_bytes >= 12 &&
-	    get_unaligned_le32(sd->staging + 8) > sd->staged_bytes)
-		goto out; /* more pages to come */
-	blob = sd->staging;
-	len = sd->staged_bytes;
-install:
-	rc = spintune_install_locked(sd, blob, len, "sysfs");
-drop:
-	kfree(sd->staging);
-	sd->staging = NULL;
-	sd->staged_bytes = 0;
-out:
+	if (off != 0)
+		rc = spintune_refuse(sd, SPINTUNE_ORIGIN_SYSFS, count, -EINVAL,
+				     "a blob through sysfs is one write from offset 0");
+	else if (count == PAGE_SIZE && get_unaligned_le32(buf + 8) > count)
+		rc = spintune_refuse(sd, SPINTUNE_ORIGIN_SYSFS,
+				     get_unaligned_le32(buf + 8), -EFBIG,
+				     "longer than one write to sysfs takes: write it to /dev/spintune/<name>");
+	else
+		rc = spintune_install_locked(sd, buf, count, SPINTUNE_ORIGIN_SYSFS);
 	mutex_unlock(&sd->lock);
 	return rc ? rc : count;
 }
@@ -562,14 +605,37 @@ static ssize_t last_error_show(struct kobject *kobj, struct kobj_attribute *attr
 	return sysfs_emit(buf, "%s\n", why);
 }
 
+static ssize_t firmware_show(struct kobject *kobj, struct kobj_attribute *attr,
+			     char *buf)
+{
+	const struct spintune_dev *sd = to_spintune_dev(kobj);
+
+	return sysfs_emit(buf, "%s\n", sd->fw_name ? sd->fw_name : "");
+}
+
+/* Any write requests the firmware file again, e.g. once the root file
+ * system holding it is mounted (a built-in driver registers before). */
+static ssize_t firmware_store(struct kobject *kobj, struct kobj_attribute *attr,
+			      const char *buf, size_t count)
+{
+	struct spintune_dev *sd = to_spintune_dev(kobj);
+
+	if (!sd->fw_name)
+		return -ENODEV;
+	queue_work(system_unbound_wq, &sd->fw_work);
+	return count;
+}
+
 static struct kobj_attribute version_attr = __ATTR_RO(version);
 static struct kobj_attribute source_attr = __ATTR_RO(source);
 static struct kobj_attribute last_error_attr = __ATTR_RO(last_error);
+static struct kobj_attribute firmware_attr = __ATTR_RW_MODE(firmware, 0644);
 
 static struct attribute *spintune_attrs[] = {
 	&version_attr.attr,
 	&source_attr.attr,
 	&last_error_attr.attr,
+	&firmware_attr.attr,
 	NULL,
 };
 
@@ -593,7 +659,7 @@ static void spintune_release(struct kobject *kobj)
 	struct spintune_dev *sd = to_spintune_dev(kobj);
 
 	free_percpu(sd->stats);
-	kfree(sd->staging);
+	kfree(sd->fw_name);
 	kfree(sd);
 }
 
@@ -617,7 +683,7 @@ static int stats_show(struct seq_file *m, void *unused)
 	u32 slot;
 
 	seq_printf(m, "# version %llu\n", spintune_version(sd));
-	seq_puts(m, "cpu opcode size_class strategy spin_ns sleep_ns poll_interval_ns waits spin_hits irq_fallbacks timeouts sleeps polls\n");
+	seq_puts(m, "cpu opcode size_class strategy spin_ns sleep_ns poll_interval_ns waits spin_hits irq_fallbacks timeouts sleeps polls atomic_downgrades\n");
 	for (slot = 0; slot <= SPINTUNE_SLOTS; slot++) {
 		const u64 tag = atomic64_read(&sd->keys[slot]);
 		struct spintune_key_stats sum = {};
@@ -636,13 +702,15 @@ static int stats_show(struct seq_file *m, void *unused)
 			sum.timeouts += s->timeouts;
 			sum.sleeps += s->sleeps;
 			sum.polls += s->polls;
+			sum.atomic_downgrades += s->atomic_downgrades;
 		}
 		if (!sum.waits)
 			continue;
 		if (!tag) { /* slot 0: keys beyond the slots */
-			seq_printf(m, "* * * - - - - %llu %llu %llu %llu %llu %llu\n",
+			seq_printf(m, "* * * - - - - %llu %llu %llu %llu %llu %llu %llu\n",
 				   sum.waits, sum.spin_hits, sum.irq_fallbacks,
-				   sum.timeouts, sum.sleeps, sum.polls);
+				   sum.timeouts, sum.sleeps, sum.polls,
+				   sum.atomic_downgrades);
 			continue;
 		}
 		spintune_tag_key(tag, &cpu_class, &opcode, &size_class);
@@ -658,11 +726,12 @@ static int stats_show(struct seq_file *m, void *unused)
 			spintune_entry_for(sd, cpu_class, opcode, &f, &e, &write);
 		}
 		rcu_read_unlock();
-		seq_printf(m, "%u %u %u %s %u %u %u %llu %llu %llu %llu %llu %llu\n",
+		seq_printf(m, "%u %u %u %s %u %u %u %llu %llu %llu %llu %llu %llu %llu\n",
 			   cpu_class, opcode, size_class,
 			   spintune_strategy_name(e.strategy), e.spin_ns, e.sleep_ns,
 			   e.poll_interval_ns, sum.waits, sum.spin_hits,
-			   sum.irq_fallbacks, sum.timeouts, sum.sleeps, sum.polls);
+			   sum.irq_fallbacks, sum.timeouts, sum.sleeps, sum.polls,
+			   sum.atomic_downgrades);
 	}
 	return 0;
 }
@@ -782,25 +851,260 @@ static bool spintune_info_valid(const struct spintune_dev_info *info)
 	return true;
 }
 
-static void spintune_load_firmware(struct spintune_dev *sd)
-{
-	const struct firmware *fw;
-	char path[sizeof("spintune/.bin") + SPINTUNE_DEVICE_NAME_BYTES];
+/**
+ * struct spintune_file - one open file of /dev/spintune/<name>.
+ * @sd: the device (a reference on its kobject).
+ * @lock: serializes this file's writes, flush and reads.
+ * @buf: the blob being written, SPINTUNE_MAX_BLOB_BYTES, or NULL.
+ * @staged: bytes of it written so far.
+ *
+ * Each open file stages its own blob: two writers never see each other's
+ * bytes. The blob is put in force by the write that completes it (its
+ * header declares its length); a file closed before that reports the
+ * blob cut short (close() fails, last_error and the log say so).
+ */
+struct spintune_file {
+	struct spintune_dev *sd;
+	struct mutex lock;
+	u8 *buf;
+	size_t staged;
+};
 
-	snprintf(path, sizeof(path), "spintune/%s.bin", sd->name);
-	if (firmware_request_nowarn(&fw, path, sd->dev))
-		return; /* no file: the default stays */
-	spintune_install_blob(sd, fw->data, fw->size, "firmware");
+static int spintune_cdev_open(struct inode *inode, struct file *file)
+{
+	/* misc_open() set private_data to the miscdevice, under misc_mtx:
+	 * spintune_unregister() cannot have freed the device yet. */
+	struct spintune_dev *sd = container_of(file->private_data,
+					       struct spintune_dev, misc);
+	struct spintune_file *f;
+
+	f = kzalloc(sizeof(*f), GFP_KERNEL);
+	if (!f)
+		return -ENOMEM;
+	kobject_get(&sd->kobj);
+	f->sd = sd;
+	mutex_init(&f->lock);
+	file->private_data = f;
+	return 0;
+}
+
+/* The bytes a staged blob declares, or 0 while its header is incomplete. */
+static size_t spintune_file_declared(const struct spintune_file *f)
+{
+	return f->staged >= 12 ? get_unaligned_le32(f->buf + 8) : 0;
+}
+
+static void spintune_file_drop(struct spintune_file *f)
+{
+	kvfree(f->buf);
+	f->buf = NULL;
+	f->staged = 0;
+}
+
+/*
+ * Appends to this file's blob (whatever the file position); the write that
+ * completes it puts it in force and returns the parser's verdict. Bytes
+ * beyond the blob's declared end start no new blob: they are refused, as
+ * the blob would be with them.
+ */
+static ssize_t spintune_cdev_write(struct file *file, const char __user *ubuf,
+				   size_t count, loff_t *ppos)
+{
+	struct spintune_file *f = file->private_data;
+	struct spintune_dev *sd = f->sd;
+	size_t declared;
+	ssize_t rc = count;
+
+	if (!count)
+		return 0;
+	if (READ_ONCE(sd->gone))
+		return -ENODEV; /* the driver unregistered the device */
+	mutex_lock(&f->lock);
+	if (count > SPINTUNE_MAX_BLOB_BYTES - f->staged) {
+		mutex_lock(&sd->lock);
+		rc = spintune_refuse(sd, SPINTUNE_ORIGIN_CDEV, f->staged + count, -EFBIG,
+				     "larger than any valid table");
+		mutex_unlock(&sd->lock);
+		spintune_file_drop(f);
+		goto out;
+	}
+	if (!f->buf) {
+		f->buf = kvmalloc(SPINTUNE_MAX_BLOB_BYTES, GFP_KERNEL);
+		if (!f->buf) {
+			rc = -ENOMEM;
+			goto out;
+		}
+	}
+	if (copy_from_user(f->buf + f->staged, ubuf, count)) {
+		rc = -EFAULT;
+		goto out;
+	}
+	f->staged += count;
+	if (f->staged < 12)
+		goto out; /* the length is not in yet */
+	declared = spintune_file_declared(f);
+	mutex_lock(&sd->lock);
+	if (declared > SPINTUNE_MAX_BLOB_BYTES) {
+		rc = spintune_refuse(sd, SPINTUNE_ORIGIN_CDEV, declared, -EFBIG,
+				     "declares more bytes than any valid table");
+	} else if (f->staged < declared) {
+		mutex_unlock(&sd->lock);
+		goto out; /* more to come */
+	} else {
+		rc = spintune_install_locked(sd, f->buf, f->staged, SPINTUNE_ORIGIN_CDEV);
+	}
+	mutex_unlock(&sd->lock);
+	spintune_file_drop(f);
+	if (!rc)
+		rc = count;
+out:
+	if (rc > 0)
+		*ppos += rc;
+	mutex_unlock(&f->lock);
+	return rc;
+}
+
+/* Reads the blob in force from the file position, as the sysfs table. */
+static ssize_t spintune_cdev_read(struct file *file, char __user *ubuf,
+				  size_t count, loff_t *ppos)
+{
+	struct spintune_file *f = file->private_data;
+	const struct spintune_installed *inst;
+	ssize_t rc;
+	u8 *copy;
+	size_t n;
+
+	copy = kvmalloc(SPINTUNE_MAX_BLOB_BYTES, GFP_KERNEL);
+	if (!copy)
+		return -ENOMEM;
+	rcu_read_lock();
+	inst = rcu_dereference(f->sd->installed);
+	n = inst ? inst->blob_bytes : 0;
+	if (n)
+		memcpy(copy, inst->blob, n);
+	rcu_read_unlock();
+	rc = simple_read_from_buffer(ubuf, count, ppos, copy, n);
+	kvfree(copy);
+	return rc;
+}
+
+/* Reports and drops a blob begun on @f and not finished. */
+static int spintune_file_cut_short(struct spintune_file *f)
+{
+	struct spintune_dev *sd = f->sd;
+	char why[80];
+	int rc;
+
+	snprintf(why, sizeof(why), "cut short: %zu of %zu bytes written",
+		 f->staged, spintune_file_declared(f));
+	mutex_lock(&sd->lock);
+	rc = spintune_refuse(sd, SPINTUNE_ORIGIN_CDEV, f->staged, -EMSGSIZE, why);
+	mutex_unlock(&sd->lock);
+	spintune_file_drop(f);
+	return rc;
+}
+
+/*
+ * close(): the last descriptor of the file ends its blob, and close()
+ * fails when the blob is incomplete. A descriptor of the same file that
+ * a child process closes (a shell's "cmd >&3") ends nothing.
+ */
+static int spintune_cdev_flush(struct file *file, fl_owner_t id)
+{
+	struct spintune_file *f = file->private_data;
+	int rc = 0;
+
+	if (file_count(file) > 1)
+		return 0;
+	mutex_lock(&f->lock);
+	if (f->staged)
+		rc = spintune_file_cut_short(f);
+	mutex_unlock(&f->lock);
+	return rc;
+}
+
+/* The file is gone: a blob flush() did not see end (a race of closes). */
+static int spintune_cdev_release(struct inode *inode, struct file *file)
+{
+	struct spintune_file *f = file->private_data;
+
+	if (f->staged)
+		spintune_file_cut_short(f);
+	kvfree(f->buf);
+	kobject_put(&f->sd->kobj);
+	kfree(f);
+	return 0;
+}
+
+static const struct file_operations spintune_cdev_fops = {
+	.owner = THIS_MODULE,
+	.open = spintune_cdev_open,
+	.read = spintune_cdev_read,
+	.write = spintune_cdev_write,
+	.flush = spintune_cdev_flush,
+	.release = spintune_cdev_release,
+	.llseek = default_llseek,
+};
+
+/*
+ * The firmware file of a device: named after what identifies it across
+ * boots, its device-tree node ("spintune/soc/mmc@80010000.bin"), else its
+ * bus id ("spintune/0000:00:04.0.bin"), never after the numbers the
+ * kernel hands out in probe order (mmc0, spi0.0).
+ */
+static char *spintune_fw_name(struct device *dev)
+{
+	if (dev_of_node(dev))
+		return kasprintf(GFP_KERNEL, "spintune%pOF.bin", dev_of_node(dev));
+	return kasprintf(GFP_KERNEL, "spintune/%s.bin", dev_name(dev));
+}
+
+/*
+ * Requests the firmware file from a work item, not from the driver's
+ * probe or ->setup (which may hold the SPI controller's io_mutex). Quiet
+ * when there is none: 6.1's request_firmware_nowait() warns about every
+ * missing file and, without an uevent, waits up to 60 s for a user-space
+ * helper (CONFIG_FW_LOADER_USER_HELPER=y in Debian), so the work item
+ * calls firmware_request_nowarn() itself. The size is checked (in
+ * spintune_install_locked()) before spintune allocates anything for it.
+ */
+static void spintune_fw_work(struct work_struct *work)
+{
+	struct spintune_dev *sd = container_of(work, struct spintune_dev, fw_work);
+	const struct firmware *fw;
+	int rc;
+
+	rc = firmware_request_nowarn(&fw, sd->fw_name, sd->dev);
+	if (rc) { /* no file: the default stays */
+		dev_dbg(sd->dev, "spintune %s: no %s (%d)\n", sd->name, sd->fw_name, rc);
+		return;
+	}
+	spintune_install_blob(sd, fw->data, fw->size, SPINTUNE_ORIGIN_FIRMWARE);
 	release_firmware(fw);
 }
+
+void spintune_firmware_wait(struct spintune_dev *sd)
+{
+	if (!IS_ERR_OR_NULL(sd) && sd->fw_name)
+		flush_work(&sd->fw_work);
+}
+EXPORT_SYMBOL_GPL(spintune_firmware_wait);
 
 struct spintune_dev *spintune_register(const struct spintune_dev_info *info)
 {
 	struct spintune_dev *sd, *other;
+	const char *why = NULL;
 	int rc;
 
+	might_sleep();
 	if (!spintune_info_valid(info))
 		return ERR_PTR(-EINVAL);
+	if (info->atomic && info->table &&
+	    spintune_table_atomic_why(info->table, &why)) {
+		pr_err("%s: the compiled-in table cannot be waited by in atomic context: %s\n",
+		       info->name, why);
+		return ERR_PTR(-EINVAL);
+	}
 	sd = kzalloc(sizeof(*sd), GFP_KERNEL);
 	if (!sd)
 		return ERR_PTR(-ENOMEM);
@@ -808,13 +1112,18 @@ struct spintune_dev *spintune_register(const struct spintune_dev_info *info)
 	sd->dev = info->dev;
 	sd->default_table = info->table;
 	sd->rule = info->rule;
+	sd->atomic = info->atomic;
 	sd->source = info->table ? "header" : info->rule ? "rule" : "driver";
 	mutex_init(&sd->lock);
 	INIT_LIST_HEAD(&sd->node);
+	INIT_WORK(&sd->fw_work, spintune_fw_work);
+	atomic_set(&sd->downgrade_gen, -1);
 	kobject_init(&sd->kobj, &spintune_ktype);
 	sd->stats = __alloc_percpu(sizeof(*sd->stats) * (SPINTUNE_SLOTS + 1),
 				   __alignof__(*sd->stats));
-	if (!sd->stats) {
+	if (sd->dev)
+		sd->fw_name = spintune_fw_name(sd->dev);
+	if (!sd->stats || (sd->dev && !sd->fw_name)) {
 		kobject_put(&sd->kobj);
 		return ERR_PTR(-ENOMEM);
 	}
@@ -828,10 +1137,17 @@ struct spintune_dev *spintune_register(const struct spintune_dev_info *info)
 		}
 	}
 	rc = kobject_add(&sd->kobj, spintune_root, "%s", sd->name);
+	if (rc)
+		goto unlock;
+	snprintf(sd->misc_name, sizeof(sd->misc_name), "spintune!%s", sd->name);
+	sd->misc.minor = MISC_DYNAMIC_MINOR;
+	sd->misc.name = sd->misc_name;
+	sd->misc.fops = &spintune_cdev_fops;
+	sd->misc.mode = 0600;
+	rc = misc_register(&sd->misc);
 	if (rc) {
-		mutex_unlock(&spintune_devices_lock);
-		kobject_put(&sd->kobj);
-		return ERR_PTR(rc);
+		kobject_del(&sd->kobj);
+		goto unlock;
 	}
 	list_add_tail(&sd->node, &spintune_devices);
 	mutex_unlock(&spintune_devices_lock);
@@ -839,13 +1155,18 @@ struct spintune_dev *spintune_register(const struct spintune_dev_info *info)
 	sd->debugfs = debugfs_create_dir(sd->name, spintune_debugfs_root);
 	debugfs_create_file("stats", 0444, sd->debugfs, sd, &stats_fops);
 	debugfs_create_file("outcomes", 0644, sd->debugfs, sd, &outcomes_fops);
-	if (sd->dev)
-		spintune_load_firmware(sd);
-	spintune_log(sd, info, "registered; default: %s; table version %llu in force\n",
+	if (sd->fw_name)
+		queue_work(system_unbound_wq, &sd->fw_work);
+	spintune_log(sd, info, "registered; default: %s; firmware file %s\n",
 		     info->table ? "compiled-in table" :
 		     info->rule ? "built-in rule" : "the driver's own waits",
-		     spintune_version(sd));
+		     sd->fw_name ? sd->fw_name : "none (no device)");
 	return sd;
+
+unlock:
+	mutex_unlock(&spintune_devices_lock);
+	kobject_put(&sd->kobj);
+	return ERR_PTR(rc);
 }
 EXPORT_SYMBOL_GPL(spintune_register);
 
@@ -855,14 +1176,21 @@ void spintune_unregister(struct spintune_dev *sd)
 
 	if (IS_ERR_OR_NULL(sd))
 		return;
+	/* No new open of /dev/spintune/<name>; open ones hold the kobject. */
+	misc_deregister(&sd->misc);
+	cancel_work_sync(&sd->fw_work);
 	debugfs_remove_recursive(sd->debugfs);
 	mutex_lock(&spintune_devices_lock);
 	list_del(&sd->node);
 	mutex_unlock(&spintune_devices_lock);
 	kobject_del(&sd->kobj); /* waits for sysfs readers and writers */
-	inst = rcu_replace_pointer(sd->installed, NULL, true);
+	mutex_lock(&sd->lock);
+	WRITE_ONCE(sd->gone, true); /* an open file's later writes are refused */
+	sd->dev = NULL; /* the driver's device may go now: log by name */
+	inst = rcu_replace_pointer(sd->installed, NULL, lockdep_is_held(&sd->lock));
+	mutex_unlock(&sd->lock);
 	if (inst)
-		kfree_rcu(inst, rcu);
+		kvfree_rcu(inst, rcu);
 	kobject_put(&sd->kobj);
 }
 EXPORT_SYMBOL_GPL(spintune_unregister);

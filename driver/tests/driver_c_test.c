@@ -11,6 +11,7 @@ static unsigned long long fake_now;
 #define SPINTUNE_NOW_NS() (fake_now += 100)
 #define SPINTUNE_CPU_RELAX() ((void)0)
 #define SPINTUNE_SLEEP_NS(ns) (fake_now += (ns))
+#define SPINTUNE_DELAY_NS(ns) (fake_now += (ns))
 
 #include "spintune/policy.h"
 #include "spintune/shm.h"

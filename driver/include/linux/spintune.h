@@ -34,9 +34,11 @@
  * when the hardware completed (its IRQ handler ran) sets w.done_ns before
  * spintune_end().
  *
- * A table arrives by a write of a blob to /sys/kernel/spintune/<name>/table,
- * by request_firmware("spintune/<name>.bin") at registration, or compiled in
- * (a header from `spintune header`, passed as @table). The blob is checked by
+ * A table arrives by a write of a blob to /dev/spintune/<name> (or, up to a
+ * page, /sys/kernel/spintune/<name>/table), from the firmware file
+ * spintune/<stable name>.bin (the device's OF node path, else its bus id;
+ * requested by a work item after registration), or compiled in (a header
+ * from `spintune header`, passed as @table). The blob is checked by
  * spintune_table_parse() (spintune/blob.h); a refused blob leaves the table
  * in force and the kernel log says why. Tables are swapped with RCU:
  * spintune_begin() copies the entry it needs, so a wait that sleeps never
@@ -74,22 +76,32 @@ typedef void (*spintune_rule_fn)(u8 cpu_class, u32 opcode, u64 bytes,
 
 /**
  * struct spintune_dev_info - what a driver registers.
- * @name: device name: the sysfs directory, the firmware file
- *	spintune/<name>.bin and the device a blob must name (at most
- *	SPINTUNE_DEVICE_NAME_BYTES - 1 bytes, no '/').
- * @dev: the driver's device (for the kernel log and request_firmware());
- *	may be NULL, then no firmware is requested.
+ * @name: device name: the sysfs directory, /dev/spintune/<name> and the
+ *	device a blob must name (at most SPINTUNE_DEVICE_NAME_BYTES - 1 bytes,
+ *	no '/', '"', '\\' or control characters).
+ * @dev: the controller's device, for the kernel log and the firmware file,
+ *	which is named after what identifies it across boots: its OF node
+ *	(spintune/soc/mmc@80010000.bin), else its bus id
+ *	(spintune/0000:00:04.0.bin). Pass the controller (a platform or PCI
+ *	device), not a device the kernel numbers in probe order. May be NULL:
+ *	then no firmware is requested.
  * @table: default table compiled in (from a generated header), or NULL.
  * @rule: built-in rule used when @table is NULL, or NULL: then, until a
  *	table arrives, spintune_begin() returns false and the driver waits as
  *	it always did (for rules that need more than the opcode and length,
  *	such as spi-bcm2835's estimate from the bus clock).
+ * @atomic: every wait of the device runs in atomic context
+ *	(spintune_wait_atomic()): a table that would have it sleep or spin
+ *	beyond SPINTUNE_MAX_ATOMIC_SPIN_NS is refused (-EINVAL), whether
+ *	compiled in (registration fails) or from a blob (the table in force
+ *	stays).
  */
 struct spintune_dev_info {
 	const char *name;
 	struct device *dev;
 	const struct spintune_table *table;
 	spintune_rule_fn rule;
+	bool atomic;
 };
 
 /**
@@ -134,22 +146,40 @@ struct spintune_wait {
  * spintune_register() - register a device and load its initial table.
  * @info: the device; copied, need not outlive the call.
  *
- * Creates /sys/kernel/spintune/<name>/ and the debugfs statistics, then
- * tries request_firmware("spintune/<name>.bin") when @info->dev is set: a
- * valid blob there replaces the default, a refused one is logged and the
- * default stays. Must be called from process context (may sleep).
+ * Creates /sys/kernel/spintune/<name>/, /dev/spintune/<name> and the
+ * debugfs statistics, then, when @info->dev is set, queues a work item
+ * that requests the firmware file spintune/<stable name>.bin (see
+ * struct spintune_dev_info): a valid blob there replaces the default, a
+ * refused one is logged and the default stays. Returns without waiting
+ * for the file, so it may be called from a probe or an SPI ->setup() that
+ * holds locks the firmware loader must not wait under. Must be called from
+ * process context (may sleep).
  *
  * Return: the handle, or an ERR_PTR(): -EINVAL for a bad @info, -EEXIST
- * when the name is taken, -ENOMEM. An error need not fail the driver's
- * probe: every other call accepts the ERR_PTR() (and NULL) and the driver
- * then waits its own way.
+ * when the name is taken, -ENOMEM, or misc_register()'s error. An error
+ * must not fail the driver's probe: every other call accepts the ERR_PTR()
+ * (and NULL) and the driver then waits its own way.
  */
 struct spintune_dev *spintune_register(const struct spintune_dev_info *info);
+
+/**
+ * spintune_firmware_wait() - wait until the firmware request of the
+ *	registration (or of a write to the firmware attribute) has finished.
+ * @sd: the handle (NULL or an ERR_PTR is ignored).
+ *
+ * For a driver that wants the shipped table in force before its first
+ * command, and for tests. May sleep; not under a lock the firmware loader
+ * may need.
+ */
+void spintune_firmware_wait(struct spintune_dev *sd);
 
 /**
  * spintune_unregister() - remove a device; its tables are freed.
  * @sd: the handle (NULL or an ERR_PTR is ignored).
  *
+ * Cancels a pending firmware request, removes /dev/spintune/<name> (a file
+ * still open keeps the memory, its writes are refused with -ENODEV), sysfs
+ * (waiting for readers and writers) and debugfs.
  * REQUIRES: no spintune_begin()/spintune_end() on @sd runs or will run.
  * May sleep.
  */
@@ -258,6 +288,10 @@ spintune_register(const struct spintune_dev_info *info)
 }
 
 static inline void spintune_unregister(struct spintune_dev *sd)
+{
+}
+
+static inline void spintune_firmware_wait(struct spintune_dev *sd)
 {
 }
 

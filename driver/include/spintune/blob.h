@@ -755,6 +755,36 @@ static inline int spintune_blob_parse(const void *buf, size_t len,
 	return spintune_blob_parse_why(buf, len, storage, capacity, table, NULL);
 }
 
+/**
+ * spintune_table_atomic_why() - whether every wait of a parsed table can
+ *	be done in atomic context.
+ * @table: a table from spintune_table_parse() (or a generated header).
+ * @why: NULL, or receives why not; untouched when every wait can.
+ *
+ * The bound of a device whose waits all run in atomic context (a driver
+ * that registers it so with spintune.ko): every entry and every A/B trial
+ * entry must be spintune_entry_atomic_ok(): no sleeping strategy, no spin
+ * above SPINTUNE_MAX_ATOMIC_SPIN_NS. Never sleeps; O(n).
+ *
+ * Returns: 0, or -EINVAL.
+ */
+static inline int spintune_table_atomic_why(const struct spintune_table *table,
+					    const char **why)
+{
+	__u32 i;
+
+	for (i = 0; i < table->count; i++) {
+		const struct spintune_entry *e = &table->entries[i];
+
+		if (!spintune_entry_atomic_ok(e) ||
+		    (e->trial &&
+		     !spintune_entry_atomic_ok(&table->entries[table->count + e->trial - 1u])))
+			return SPINTUNE__REFUSE(why, -EINVAL,
+						"an entry sleeps or spins beyond SPINTUNE_MAX_ATOMIC_SPIN_NS, and the device waits in atomic context");
+	}
+	return 0;
+}
+
 #ifdef __cplusplus
 }
 #endif

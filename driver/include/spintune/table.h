@@ -102,6 +102,11 @@ static inline unsigned int spintune__fls64(__u64 x)
 #ifndef SPINTUNE_MAX_SPIN_NS
 #define SPINTUNE_MAX_SPIN_NS 10000000u /* 10 ms of busy-waiting at most */
 #endif
+/* What a wait in atomic context spins at most (spintune_wait_atomic()), and
+ * the bound of every entry of a device registered as waiting only there. */
+#ifndef SPINTUNE_MAX_ATOMIC_SPIN_NS
+#define SPINTUNE_MAX_ATOMIC_SPIN_NS 100000u /* 100 us */
+#endif
 #ifndef SPINTUNE_MAX_SLEEP_NS
 #define SPINTUNE_MAX_SLEEP_NS 1000000000u /* 1 s */
 #endif
@@ -522,6 +527,28 @@ static inline bool spintune_entry_valid(const struct spintune_entry *e)
 	case SPINTUNE_POLL_SLEEP:
 		return e->spin_ns == 0 && e->sleep_ns == 0 &&
 		       e->poll_interval_ns >= SPINTUNE_MIN_POLL_INTERVAL_NS;
+	default:
+		return false;
+	}
+}
+
+/**
+ * spintune_entry_atomic_ok() - whether an atomic wait can do what an entry
+ *	asks.
+ * @e: a valid entry (spintune_entry_valid()).
+ *
+ * Returns: true for IRQ, and for SPIN and SPIN_THEN_IRQ with a spin of at
+ * most SPINTUNE_MAX_ATOMIC_SPIN_NS; false for the sleeping strategies and
+ * longer spins (spintune_wait_atomic() would wait by the IRQ instead).
+ */
+static inline bool spintune_entry_atomic_ok(const struct spintune_entry *e)
+{
+	switch (e->strategy) {
+	case SPINTUNE_IRQ:
+		return true;
+	case SPINTUNE_SPIN:
+	case SPINTUNE_SPIN_THEN_IRQ:
+		return e->spin_ns <= SPINTUNE_MAX_ATOMIC_SPIN_NS;
 	default:
 		return false;
 	}

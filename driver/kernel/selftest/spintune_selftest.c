@@ -14,16 +14,22 @@
  * generated header, the built-in rule, no default at all (the driver's
  * own waits), the outcome sums (what counts, the version, the cap and
  * overflow, the reset) in the document spintune_outcomes_show() prints,
- * and
- * firmware loading from /lib/firmware/spintune/stfw0.bin (the virtual
- * board ships that file; without it the test says so and fails).
+ * the bounds of atomic context (a device registered as waiting only there
+ * refuses tables that would sleep or spin long; an atomic wait of any
+ * device spins a bounded number of polls and takes the IRQ where the
+ * table asks for more), and firmware loading from
+ * /lib/firmware/spintune/spintune_selftest.bin, the stable name of the
+ * test's platform device (the virtual board ships that file; without it
+ * the test says so and fails).
  *
- * The module stays loaded so its results can be read again from the log;
- * it holds nothing but a device registration.
+ * The module stays loaded so its results can be read again from the log,
+ * and the virtual board's guest writes to two of its devices: stfw0 (the
+ * firmware test's) and statomic0 (registered as atomic).
  */
 #define pr_fmt(fmt) "spintune_selftest: " fmt
 
 #include <linux/err.h>
+#include <linux/irqflags.h>
 #include <linux/module.h>
 #include <linux/platform_device.h>
 #include <linux/seq_file.h>
@@ -626,6 +632,96 @@ out:
 		spintune_unregister(sd);
 }
 
+/* A blob of entries 17 (SPIN @spin_ns), 25 (IRQ) and an IRQ fallback. */
+static void st_build_atomic(u8 *b, const char *device, u64 version, u32 spin_ns)
+{
+	st_build(b, device, version, spin_ns);
+	st_put_entry(b + 112, SPINTUNE_ANY_CPU_CLASS, SPINTUNE_ANY_SIZE_CLASS,
+		     SPINTUNE_IRQ, SPINTUNE_ENTRY_FALLBACK, SPINTUNE_ANY_OPCODE, 0, 0, 0);
+	st_fix_crc(b, ST_BLOB_BYTES);
+}
+
+static struct spintune_dev *st_atomic_dev;
+
+static int st_never(int *unused)
+{
+	return 0;
+}
+
+/*
+ * Atomic context: a device registered as waiting only there refuses a
+ * table that sleeps or spins beyond SPINTUNE_MAX_ATOMIC_SPIN_NS (and stays
+ * registered for the guest's writes); on any device, spintune_wait_atomic()
+ * with interrupts off does not sleep where the table says to, spins no more
+ * polls than its budget allows, and counts the downgrade.
+ */
+static void st_atomic(void)
+{
+	static const struct spintune_dev_info info = {
+		.name = "statomic0", .rule = st_rule, .atomic = true,
+	};
+	static const struct spintune_dev_info plain = { .name = "stplain0", .rule = st_rule };
+	const u32 max_polls = SPINTUNE_MAX_ATOMIC_SPIN_NS / SPINTUNE_ATOMIC_STEP_NS + 2;
+	struct spintune_dev *sd;
+	char why[160];
+	unsigned long flags;
+	struct spintune_wait w;
+	int rc, val;
+	u8 *b;
+
+	b = kmalloc(ST_BLOB_BYTES, GFP_KERNEL);
+	st_atomic_dev = spintune_register(&info);
+	st_report(!IS_ERR(st_atomic_dev), "registers a device that waits in atomic context");
+	if (IS_ERR(st_atomic_dev) || !b) {
+		st_atomic_dev = NULL;
+		goto out;
+	}
+	st_build(b, "statomic0", 3, 40000); /* its fallback polls with sleeps */
+	rc = spintune_install_blob(st_atomic_dev, b, ST_BLOB_BYTES, "selftest");
+	spintune_last_error(st_atomic_dev, why, sizeof(why));
+	st_report(rc == -EINVAL && strstr(why, "atomic context") &&
+		  spintune_version(st_atomic_dev) == 0,
+		  "an atomic device refuses a table that sleeps");
+	st_build_atomic(b, "statomic0", 4, SPINTUNE_MAX_ATOMIC_SPIN_NS + 1);
+	rc = spintune_install_blob(st_atomic_dev, b, ST_BLOB_BYTES, "selftest");
+	st_report(rc == -EINVAL && spintune_version(st_atomic_dev) == 0,
+		  "an atomic device refuses a spin beyond SPINTUNE_MAX_ATOMIC_SPIN_NS");
+	st_build_atomic(b, "statomic0", 5, SPINTUNE_MAX_ATOMIC_SPIN_NS);
+	rc = spintune_install_blob(st_atomic_dev, b, ST_BLOB_BYTES, "selftest");
+	st_report(rc == 0 && spintune_version(st_atomic_dev) == 5,
+		  "an atomic device takes a table of spins within the cap and IRQs");
+
+	sd = spintune_register(&plain);
+	if (IS_ERR(sd)) {
+		st_report(false, "registers a second device");
+		goto out;
+	}
+	/* Entry 17 spins 1 ms (a SPIN, no IRQ of its own); the fallback
+	 * sleeps between polls. */
+	st_build(b, "stplain0", 6, 1000000);
+	rc = spintune_install_blob(sd, b, ST_BLOB_BYTES, "selftest");
+	local_irq_save(flags);
+	spintune_begin(sd, 0, 99, 0, &w); /* the fallback: POLL_SLEEP */
+	rc = spintune_wait_atomic(&w.entry, st_never, val, val, &w.stats, NULL);
+	spintune_end(sd, &w);
+	local_irq_restore(flags);
+	st_report(rc == SPINTUNE_ARM_IRQ && w.stats.polls == 0 && w.stats.sleeps == 0 &&
+		  w.stats.atomic_downgrades == 1,
+		  "an atomic wait takes the IRQ where the table says to sleep, and counts it");
+	local_irq_save(flags);
+	spintune_begin(sd, 0, 17, 512, &w); /* SPIN 1 ms */
+	rc = spintune_wait_atomic(&w.entry, st_never, val, val, &w.stats, NULL);
+	spintune_end(sd, &w);
+	local_irq_restore(flags);
+	pr_info("# an atomic 1 ms SPIN: %llu polls (at most %u)\n", w.stats.polls, max_polls);
+	st_report(rc == SPINTUNE_ARM_IRQ && w.stats.polls >= 2 && w.stats.polls <= max_polls &&
+		  w.stats.atomic_downgrades == 1,
+		  "an atomic spin is a bounded count of polls, capped, then the IRQ");
+	spintune_unregister(sd);
+out:
+	kfree(b);
+}
+
 static struct platform_device *st_pdev;
 static struct spintune_dev *st_fw_dev;
 
@@ -643,17 +739,18 @@ static void st_firmware(void)
 	info.dev = &st_pdev->dev;
 	st_fw_dev = spintune_register(&info);
 	if (IS_ERR(st_fw_dev)) {
-		st_report(false, "loads /lib/firmware/spintune/stfw0.bin at registration");
+		st_report(false, "loads /lib/firmware/spintune/spintune_selftest.bin after registration");
 		st_fw_dev = NULL;
 		return;
 	}
+	spintune_firmware_wait(st_fw_dev);
 	e = st_entry_17(st_fw_dev);
 	if (spintune_version(st_fw_dev) != 42)
-		pr_info("# no valid /lib/firmware/spintune/stfw0.bin (version %llu in force)\n",
+		pr_info("# no valid /lib/firmware/spintune/spintune_selftest.bin (version %llu in force)\n",
 			spintune_version(st_fw_dev));
 	st_report(spintune_version(st_fw_dev) == 42 && e.strategy == SPINTUNE_SPIN &&
 		  e.spin_ns == 50000,
-		  "loads /lib/firmware/spintune/stfw0.bin at registration");
+		  "loads /lib/firmware/spintune/spintune_selftest.bin after registration");
 }
 
 static int __init st_init(void)
@@ -668,6 +765,7 @@ static int __init st_init(void)
 	st_header_default();
 	st_driver_default();
 	st_outcomes();
+	st_atomic();
 	st_firmware();
 	/* The one refusal a registered device cannot reach: its storage is
 	 * sized from the blob, so check the parser's capacity bound directly.
@@ -690,6 +788,7 @@ static int __init st_init(void)
 
 static void __exit st_exit(void)
 {
+	spintune_unregister(st_atomic_dev);
 	spintune_unregister(st_fw_dev);
 	if (st_pdev)
 		platform_device_unregister(st_pdev);

@@ -6,8 +6,12 @@
 # works, measures again with the pushed table, writes a corrupted blob
 # and checks that it is refused, then sends spintune.ko's outcome reports
 # of the default-rule and the table runs to the tuner's verifier with a
-# short second agent run. Every result goes to the console between
-# "@@ begin NAME" and "@@ end NAME" lines; the host reads them.
+# short second agent run. Between those, what must be refused or reported
+# is tried: two writers at once, a multi-page blob cut short, a blob too
+# long for sysfs, a table that would sleep on a device that waits in atomic
+# context, an oversized firmware file, and last the demo driver unloaded
+# while it waits. Every result goes to the console between "@@ begin NAME"
+# and "@@ end NAME" lines; the host reads them.
 /bin/busybox --install -s /bin
 mount -t proc proc /proc
 mount -t sysfs sys /sys
@@ -32,10 +36,76 @@ insmod /modules/spintune.ko || fail "insmod spintune.ko"
 insmod /modules/spintune_selftest.ko || fail "insmod spintune_selftest.ko"
 dmesg | sed -n 's/.*spintune_selftest: //p' | section selftest
 
+# until CMD: poll CMD (up to 10 s) until it succeeds.
+until_ok() {
+  for _ in $(seq 100); do eval "$1" && return 0; sleep 0.1; done
+  return 1
+}
+
+# Refused or reported as designed, on the self-test's devices: stfw0
+# (a rule, its firmware table version 42 in force) and statomic0
+# (registered as waiting in atomic context, version 5 in force).
+FW=/sys/kernel/spintune/stfw0
+A=/st/big-100.bin
+B=/st/big-101.bin
+{
+  # Two writers at once, each with its own open file, their pages
+  # interleaved: each blob is staged apart and put in force whole.
+  exec 3>/dev/spintune/stfw0 4>/dev/spintune/stfw0
+  head -c 4096 $A >&3; ra1=$?
+  head -c 4096 $B >&4; rb1=$?
+  after_first_pages=$(cat $FW/version)
+  tail -c +4097 $A >&3; ra2=$?
+  after_a=$(cat $FW/version)
+  tail -c +4097 $B >&4; rb2=$?
+  exec 3>&- 4>&-
+  cat /dev/spintune/stfw0 > /tmp/back.bin
+  back=neither
+  cmp -s /tmp/back.bin $A && back=a
+  cmp -s /tmp/back.bin $B && back=b
+  echo "writes=$ra1$rb1$ra2$rb2 after_first_pages=$after_first_pages after_a=$after_a after_b=$(cat $FW/version) readback=$back bytes=$(wc -c < $A) source=$(cat $FW/source)"
+} 2>&1 | section writers
+{
+  # A multi-page blob cut short: its first page, then close().
+  before=$(cat $FW/version)
+  exec 3>/dev/spintune/stfw0
+  head -c 4096 $A >&3
+  exec 3>&-
+  echo "version_before=$before version_after=$(cat $FW/version)"
+  echo "last_error=$(cat $FW/last_error)"
+  # The same blob through sysfs, which takes one write of a page at most.
+  if cat $A > $FW/table 2>/dev/null; then rc=0; else rc=1; fi
+  echo "sysfs_write_failed=$rc version=$(cat $FW/version)"
+  echo "sysfs_last_error=$(cat $FW/last_error)"
+} 2>&1 | section short
+{
+  # A table that would have a device that waits in atomic context sleep.
+  S=/sys/kernel/spintune/statomic0
+  before=$(cat $S/version)
+  if cat /st/statomic0.bin > /dev/spintune/statomic0 2>/dev/null; then rc=0; else rc=1; fi
+  echo "write_failed=$rc version_before=$before version_after=$(cat $S/version)"
+  echo "last_error=$(cat $S/last_error)"
+  # And on a device that does not: the self-test's atomic wait was asked
+  # to sleep, took the IRQ instead, and the module said so.
+  dmesg | grep -c "asks a wait in atomic context" | sed 's/^/downgrade_warnings=/'
+  dmesg | sed -n 's/.*spintune_selftest: \(.*an atomic.*\)/\1/p'
+} 2>&1 | section atomic
+
 modprobe sdhci-pci || fail "modprobe sdhci-pci"
+# An oversized firmware file at the demo driver's stable name (the
+# controller's PCI address): refused before anything is allocated for it.
+pci=$(ls /sys/bus/pci/drivers/sdhci-pci | grep : | head -1)
+mkdir -p /lib/firmware/spintune
+dd if=/dev/zero of=/lib/firmware/spintune/$pci.bin bs=1024 count=64 2>/dev/null
 insmod /modules/spintune_vboard.ko || fail "insmod spintune_vboard.ko"
 for _ in 1 2 3 4 5 6 7 8 9 10; do [ -e $DEMO/run ] && break; sleep 0.2; done
 [ -e $DEMO/run ] || fail "the demo driver did not bind the SD card"
+{
+  until_ok 'grep -q firmware $ST/last_error' || echo "no firmware refusal in 10 s"
+  echo "pci=$pci firmware=$(cat $ST/firmware) version=$(cat $ST/version) source=$(cat $ST/source)"
+  echo "last_error=$(cat $ST/last_error)"
+} 2>&1 | section firmware
+rm -f /lib/firmware/spintune/$pci.bin
 
 # The network is up for every measured run: its interrupts and timers take
 # CPU from whatever a run's waits leave idle, so all runs share them.
@@ -138,5 +208,31 @@ fi
 agent /tmp/agent-outcomes.log --outcomes /tmp/outcomes-default.json \
   --outcomes /tmp/outcomes-table.json --max-samples 200 --batch-size 100
 section agent-outcomes < /tmp/agent-outcomes.log
+
+# Unload while a wait runs: the demo driver in a run, a file of
+# /dev/spintune/mmc0 open. Neither module may go while the run holds the
+# demo driver's debugfs file (rmmod is refused, EAGAIN) or the demo driver
+# uses spintune.ko; once the run is over the demo driver unregisters; the
+# open file outlives the device, its writes refused, and keeps spintune.ko
+# until it is closed.
+{
+  waits() { awk 'NR > 2 {n += $8} END {print n + 0}' /sys/kernel/debug/spintune/mmc0/stats; }
+  w0=$(waits)
+  exec 5<>/dev/spintune/mmc0
+  echo "table 4000 3" > $DEMO/run &
+  runpid=$!
+  until_ok '[ $(waits) -gt $w0 ]' || echo "the run did not start"
+  if rmmod spintune 2>/dev/null; then echo "rmmod_spintune_in_use=0"; else echo "rmmod_spintune_in_use=1"; fi
+  if rmmod spintune_vboard 2>/dev/null; then echo "rmmod_vboard_during_run=0"; else echo "rmmod_vboard_during_run=1"; fi
+  wait $runpid; echo "run=$?"
+  rmmod spintune_vboard; echo "rmmod_vboard=$?"
+  [ -e $ST ] && echo "sysfs_left=1" || echo "sysfs_left=0"
+  if cat /st/big-100.bin >&5 2>/dev/null; then echo "write_after_unregister_failed=0"; else echo "write_after_unregister_failed=1"; fi
+  rmmod spintune_selftest; echo "rmmod_selftest=$?"
+  if rmmod spintune 2>/dev/null; then echo "rmmod_spintune_file_open=0"; else echo "rmmod_spintune_file_open=1"; fi
+  exec 5>&-
+  rmmod spintune; echo "rmmod_spintune=$?"
+  echo "kernel_warnings=$(dmesg | grep -c -E 'BUG|WARNING|Oops|circular locking|sleeping function called')"
+} 2>&1 | section unload
 echo "@@ done"
 poweroff -f

@@ -486,8 +486,11 @@ DEFINE_SHOW_ATTRIBUTE(platform);
 
 static int vb_probe(struct mmc_card *card)
 {
+	/* The controller (the sdhci-pci device), not the card: its bus id
+	 * names the firmware file across boots (spintune/0000:00:04.0.bin). */
 	struct spintune_dev_info info = {
-		.name = mmc_hostname(card->host), .dev = &card->dev, .rule = vb_default_rule,
+		.name = mmc_hostname(card->host), .dev = mmc_dev(card->host),
+		.rule = vb_default_rule,
 	};
 	struct vb_board *vb;
 
