@@ -2,32 +2,46 @@
 /*
  * spintune_vboard.ko - the virtual board's demo driver.
  *
- * An MMC card driver (in place of mmc_block) that issues real single- and
- * multi-block reads and writes to the SD card of a QEMU sdhci-pci
- * controller and waits for each completion the way spintune says:
- * SPINTUNE_ARM_IRQ means sleep on the completion that the request's done
- * callback (run from the sdhci interrupt) signals; spinning means polling
- * the flag the same callback sets; the sleeping strategies are wait.h's.
- * It measures, per request, the latency (issue to the waiter running again)
- * and the CPU time (that interval minus the CPU's idle time in it), and
- * hands both to spintune_end() in table mode: spintune.ko's outcomes file
- * (/sys/kernel/debug/spintune/mmc0/outcomes) reports them per key.
+ * The SD card of a QEMU sdhci-pci controller stays mmc_block's
+ * (/dev/mmcblk0); this module stands where a host driver's completion wait
+ * stands. It interposes on the host's ->request (the mmc_host_ops of
+ * <linux/mmc/host.h>) for data commands and waits for each the way
+ * spintune says, on the controller's own status: spinning reads the
+ * interrupt-status register (SDHCI_INT_STATUS, SD Host Controller
+ * Simplified Specification 3.00, 2.2.18) with the controller's interrupt
+ * line masked, as a polling driver masks its interrupt; SPINTUNE_ARM_IRQ
+ * unmasks it and sleeps on a completion the request's done callback
+ * (sdhci's interrupt handler, through mmc_request_done()) signals. After a
+ * spin that saw the command complete, the unmasked interrupt runs sdhci's
+ * handler at once, which finishes the request; the waiter does not sleep.
+ * It measures, per request, the latency (issue to the waiter running
+ * again) and the CPU time (that interval minus the CPU's idle time in it),
+ * and hands both to spintune_end() in table mode: spintune.ko's outcomes
+ * file (/sys/kernel/debug/spintune/mmc0/outcomes) reports them per key.
+ *
+ * Its load generator issues reads and writes to the card through the block
+ * layer (bios on /dev/mmcblk0), one at a time, in four kinds (struct
+ * vb_card_profile), writes random data and keeps each block's CRC-32, and
+ * checks every block it reads back against the CRC of what it wrote last:
+ * a mismatch is data loss, counted and logged.
  *
  * QEMU 7.2's SD card finishes every command inside the register write that
- * starts it: the interrupt is already pending when sdhci_request() returns,
- * so there would be nothing to wait for. The board therefore gives the
- * card a latency of its own: every data command is held for a seeded,
- * per-opcode random time (struct vb_card_profile) on an hrtimer before it
- * reaches sdhci, the way a card's busy time would hold it. The mmc
- * tracepoints see that time as the command's completion time, as on a
- * real board.
+ * starts it. The board therefore gives the card a latency of its own: a
+ * data command reaches sdhci a seeded, per-kind random time after it was
+ * issued, as a card's busy time would hold it. An hrtimer (hard-IRQ
+ * context) only wakes a real-time kernel thread, which hands the command
+ * to sdhci's ->request (which may sleep) in process context; the guest
+ * runs with preempt=full, so the thread preempts a spinning waiter as a
+ * card finishing would not need to. The mmc tracepoints see the hold as
+ * the command's completion time, as on a real board.
  *
  * Control (debugfs, as root):
  *   echo "MODE COUNT SEED" > /sys/kernel/debug/spintune_vboard/run
  *	MODE: table (spintune's table, or the default rule before a push),
  *	irq (always sleep), spin (always poll), sleep (a timer sleep longer
  *	than any command, then poll: what a timer sleep costs); COUNT requests
- *	cycling through the four kinds of command; SEED picks the latencies.
+ *	cycling through the four kinds of command; SEED picks the latencies,
+ *	the blocks and the data.
  *   cat /sys/kernel/debug/spintune_vboard/results    per key, last run
  *   cat /sys/kernel/debug/spintune_vboard/platform   platform costs JSON
  *
@@ -36,10 +50,17 @@
  */
 #define pr_fmt(fmt) "spintune_vboard: " fmt
 
+#include <linux/bio.h>
+#include <linux/blk-mq.h>
+#include <linux/blkdev.h>
 #include <linux/completion.h>
+#include <linux/crc32.h>
 #include <linux/debugfs.h>
 #include <linux/hrtimer.h>
+#include <linux/interrupt.h>
+#include <linux/io.h>
 #include <linux/kernel_stat.h>
+#include <linux/kthread.h>
 #include <linux/ktime.h>
 #include <linux/mmc/card.h>
 #include <linux/mmc/core.h>
@@ -47,36 +68,29 @@
 #include <linux/mmc/mmc.h>
 #include <linux/module.h>
 #include <linux/mutex.h>
+#include <linux/pci.h>
 #include <linux/prandom.h>
-#include <linux/scatterlist.h>
+#include <linux/sched.h>
 #include <linux/seq_file.h>
 #include <linux/slab.h>
 #include <linux/tick.h>
+#include <linux/vmalloc.h>
 
 #include <linux/spintune.h>
 #include "spintune/wait.h"
 
-/*
- * From drivers/mmc/core/bus.h, core.h and card.h of 6.1: exported by
- * mmc_core.ko (mmc_block uses them) but declared in headers private to
- * drivers/mmc/core.
- */
-struct mmc_driver {
-	struct device_driver drv;
-	int (*probe)(struct mmc_card *card);
-	void (*remove)(struct mmc_card *card);
-	void (*shutdown)(struct mmc_card *card);
-};
+static char *disk = "/dev/mmcblk0";
+module_param(disk, charp, 0444);
+MODULE_PARM_DESC(disk, "the SD card's block device (mmc_block on sdhci-pci)");
 
-int mmc_register_driver(struct mmc_driver *drv);
-void mmc_unregister_driver(struct mmc_driver *drv);
-int mmc_start_request(struct mmc_host *host, struct mmc_request *mrq);
-int __mmc_claim_host(struct mmc_host *host, struct mmc_ctx *ctx, atomic_t *abort);
-void mmc_release_host(struct mmc_host *host);
-#define VB_MMC_STATE_BLOCKADDR (1 << 2)
+/* SD Host Controller registers (Simplified Specification 3.00, 2.2). */
+#define VB_SDHCI_REGS_BYTES 0x100
+#define VB_SDHCI_INT_STATUS 0x30
+#define VB_SDHCI_INT_DATA_END BIT(1)
+#define VB_SDHCI_INT_ERROR BIT(15)
 
 #define VB_BLOCK_BYTES 512u
-#define VB_BUFFER_BYTES (64u * VB_BLOCK_BYTES)
+#define VB_BUFFER_ORDER 3 /* 32 KiB */
 #define VB_AREA_BLOCKS 8192u /* the first 4 MiB of the card */
 #define VB_WAIT_TIMEOUT_NS (100ull * NSEC_PER_MSEC)
 #define VB_ALWAYS_SPIN_NS SPINTUNE_MAX_SPIN_NS
@@ -85,7 +99,7 @@ void mmc_release_host(struct mmc_host *host);
 
 /**
  * struct vb_card_profile - the virtual card's latency for one kind of command.
- * @opcode: MMC command index.
+ * @opcode: the MMC command mmc_block issues for it.
  * @blocks: 512-byte blocks transferred.
  * @write: true for a write.
  * @base_ns: fixed part of the latency.
@@ -120,6 +134,8 @@ static const struct vb_card_profile vb_kinds[VB_KINDS] = {
  * @slept: waits that slept on the completion.
  * @stats: the wait.h counters summed.
  * @errors: requests that failed.
+ * @verified: blocks read back and checked against what was written.
+ * @data_loss: blocks read back that differ from what was written.
  */
 struct vb_key_result {
 	u64 n;
@@ -130,24 +146,33 @@ struct vb_key_result {
 	u64 slept;
 	struct spintune_wait_stats stats;
 	u64 errors;
+	u64 verified;
+	u64 data_loss;
 };
 
 /**
- * struct vb_board - the one card this driver drives.
- * @card: the card.
+ * struct vb_board - the card, its host and the run in progress.
+ * @bdev: the card's block device (held exclusively).
  * @host: its host.
+ * @regs: the controller's registers (BAR 0 of the sdhci-pci device).
+ * @irq: the controller's interrupt line.
  * @st: the spintune device (named after the host: mmc0).
  * @orig_ops: the host's own operations.
- * @ops: a copy of them whose request holds data commands for the card's latency.
- * @hold: the hrtimer that releases a held command.
- * @held: the command being held.
+ * @ops: a copy of them whose ->request waits for data commands.
+ * @hold: the hrtimer that ends a held command's latency.
+ * @releaser: hands a held command to sdhci, in process context.
+ * @held: the command being held, or NULL.
+ * @release: the command whose latency has passed, for @releaser.
  * @hold_ns: how long the next data command is held.
+ * @kind: the kind of the next data command.
+ * @mode: the run's mode ("table", "irq", "spin", "sleep").
  * @done: signalled by the done callback.
- * @done_flag: set by the done callback; what spinning polls.
+ * @orig_done: the done callback mmc_block gave the request.
  * @done_at_ns: when the done callback ran.
- * @buf: the data buffer.
+ * @buf: the data buffer (1 << VB_BUFFER_ORDER pages).
+ * @crc: CRC-32 of what was last written to each block of the area.
+ * @written: the blocks of the area written since the module loaded.
  * @lock: serializes runs and reads of the results.
- * @mode: the last run's mode.
  * @results: the last run's results per kind.
  * @irq_run: the last irq run's results (platform costs).
  * @spin_run: the last spin run's results (platform costs).
@@ -155,20 +180,27 @@ struct vb_key_result {
  * @debugfs: the control directory.
  */
 struct vb_board {
-	struct mmc_card *card;
+	struct block_device *bdev;
 	struct mmc_host *host;
+	void __iomem *regs;
+	int irq;
 	struct spintune_dev *st;
 	const struct mmc_host_ops *orig_ops;
 	struct mmc_host_ops ops;
 	struct hrtimer hold;
+	struct task_struct *releaser;
 	struct mmc_request *held;
+	struct mmc_request *release;
 	u64 hold_ns;
-	struct completion done;
-	int done_flag;
-	u64 done_at_ns;
-	u8 *buf;
-	struct mutex lock;
+	int kind;
 	char mode[8];
+	struct completion done;
+	void (*orig_done)(struct mmc_request *mrq);
+	u64 done_at_ns;
+	struct page *buf;
+	u32 *crc;
+	unsigned long *written;
+	struct mutex lock;
 	struct vb_key_result results[VB_KINDS];
 	struct vb_key_result irq_run[VB_KINDS];
 	struct vb_key_result spin_run[VB_KINDS];
@@ -191,50 +223,217 @@ static void vb_default_rule(u8 cpu_class, u32 opcode, u64 bytes,
 	};
 }
 
-static enum hrtimer_restart vb_release_held(struct hrtimer *t)
+/* Hard-IRQ context: the card's latency has passed; nothing here sleeps. */
+static enum hrtimer_restart vb_hold_done(struct hrtimer *t)
 {
 	struct vb_board *vb = container_of(t, struct vb_board, hold);
-	struct mmc_request *mrq = vb->held;
 
-	vb->held = NULL;
-	vb->orig_ops->request(vb->host, mrq);
+	smp_store_release(&vb->release, vb->held);
+	wake_up_process(vb->releaser);
 	return HRTIMER_NORESTART;
 }
 
-/* The host's request, with the card's latency in front of data commands. */
-static void vb_request(struct mmc_host *host, struct mmc_request *mrq)
+/* The card's side: hands each held command to sdhci, which may sleep. */
+static int vb_releaser(void *arg)
 {
-	struct vb_board *vb = vb_the_board;
+	struct vb_board *vb = arg;
+	struct mmc_request *mrq;
 
-	if (!mrq->data || !vb->hold_ns) {
-		vb->orig_ops->request(host, mrq);
-		return;
+	while (!kthread_should_stop()) {
+		set_current_state(TASK_INTERRUPTIBLE);
+		mrq = xchg(&vb->release, NULL);
+		if (!mrq) {
+			schedule();
+			continue;
+		}
+		__set_current_state(TASK_RUNNING);
+		vb->orig_ops->request(vb->host, mrq);
 	}
-	vb->held = mrq;
-	hrtimer_start(&vb->hold, ns_to_ktime(vb->hold_ns), HRTIMER_MODE_REL_HARD);
-	vb->hold_ns = 0;
+	__set_current_state(TASK_RUNNING);
+	return 0;
 }
 
+/* sdhci's interrupt handler finished the request (hard-IRQ context). */
 static void vb_done(struct mmc_request *mrq)
 {
 	struct vb_board *vb = vb_the_board;
+	void (*orig)(struct mmc_request *mrq) = vb->orig_done;
 
 	vb->done_at_ns = ktime_get_ns();
-	smp_store_release(&vb->done_flag, 1);
+	mrq->done = orig;
 	complete(&vb->done);
+	orig(mrq);
 }
 
-static int vb_done_read(struct vb_board *vb)
+/* What a waiter polls: the controller's interrupt status. */
+static u32 vb_int_status(struct vb_board *vb)
 {
-	return smp_load_acquire(&vb->done_flag);
+	return readl(vb->regs + VB_SDHCI_INT_STATUS);
 }
 
-/* This CPU's idle time so far, in ns (microsecond resolution). */
+/*
+ * This CPU's idle time so far, in ns (microsecond resolution): idle and
+ * iowait, which is idle time while a task waits for I/O (the load
+ * generator, in submit_bio_wait()).
+ */
 static u64 vb_idle_ns(void)
 {
-	const u64 us = get_cpu_idle_time_us(raw_smp_processor_id(), NULL);
+	const int cpu = raw_smp_processor_id();
+	const u64 idle = get_cpu_idle_time_us(cpu, NULL);
+	const u64 iowait = get_cpu_iowait_time_us(cpu, NULL);
 
-	return us == (u64)-1 ? 0 : us * NSEC_PER_USEC;
+	if (idle == (u64)-1 || iowait == (u64)-1)
+		return 0;
+	return (idle + iowait) * NSEC_PER_USEC;
+}
+
+/* The entry of a mode other than "table". */
+static void vb_mode_entry(const char *mode, struct spintune_entry *e)
+{
+	memset(e, 0, sizeof(*e));
+	if (mode[0] == 'i') {
+		e->strategy = SPINTUNE_IRQ;
+	} else if (mode[1] == 'p') {
+		e->strategy = SPINTUNE_SPIN;
+		e->spin_ns = VB_ALWAYS_SPIN_NS;
+	} else {
+		e->strategy = SPINTUNE_SLEEP_THEN_SPIN;
+		e->sleep_ns = VB_SLEEP_NS;
+		e->spin_ns = VB_ALWAYS_SPIN_NS;
+	}
+}
+
+/*
+ * The host's ->request, in mmc_block's issue context (process context, the
+ * host claimed): other commands go to sdhci as they are; a data command of
+ * the run is held for the card's latency and waited for as the table (or
+ * the run's mode) says, then measured.
+ */
+static void vb_request(struct mmc_host *host, struct mmc_request *mrq)
+{
+	struct vb_board *vb = vb_the_board;
+	const int kind = vb->kind;
+	struct vb_key_result *r;
+	struct spintune_wait w;
+	u64 t0, idle0, t1, idle1;
+	bool table, masked, slept = false;
+	u32 status;
+	int rc;
+
+	if (!mrq->data || kind < 0) {
+		vb->orig_ops->request(host, mrq);
+		return;
+	}
+	vb->kind = -1; /* one data command per bio */
+	r = &vb->results[kind];
+	table = !strcmp(vb->mode, "table");
+	if (table)
+		spintune_begin(vb->st, 0, mrq->cmd->opcode,
+			       mrq->data->blksz * mrq->data->blocks, &w);
+	else
+		memset(&w, 0, sizeof(w));
+	if (!table || w.entry.strategy == 0)
+		vb_mode_entry(table ? "irq" : vb->mode, &w.entry);
+	/* Every wait but the IRQ's polls the status with the line masked. */
+	masked = w.entry.strategy != SPINTUNE_IRQ;
+
+	reinit_completion(&vb->done);
+	vb->orig_done = mrq->done;
+	mrq->done = vb_done;
+	t0 = ktime_get_ns();
+	idle0 = vb_idle_ns();
+	if (masked)
+		disable_irq(vb->irq);
+	vb->held = mrq;
+	hrtimer_start(&vb->hold, ns_to_ktime(vb->hold_ns), HRTIMER_MODE_REL_HARD);
+	rc = spintune_wait(&w.entry, vb_int_status, status,
+			   status & (VB_SDHCI_INT_DATA_END | VB_SDHCI_INT_ERROR),
+			   VB_WAIT_TIMEOUT_NS, &w.stats, vb);
+	if (masked)
+		enable_irq(vb->irq); /* after a hit sdhci's handler runs now */
+	if (rc)
+		slept = true; /* SPINTUNE_ARM_IRQ, or a spin or poll that gave up */
+	wait_for_completion(&vb->done);
+	t1 = ktime_get_ns();
+	idle1 = vb_idle_ns();
+
+	w.latency_ns = t1 - t0;
+	w.cpu_ns = (t1 - t0) - min(t1 - t0, idle1 - idle0);
+	w.done_ns = vb->done_at_ns;
+	r->n++;
+	r->latency_ns += w.latency_ns;
+	r->cpu_ns += w.cpu_ns;
+	r->card_ns += vb->done_at_ns - t0;
+	if (slept) {
+		r->slept++;
+		r->wake_ns += t1 - vb->done_at_ns;
+	}
+	r->stats.spin_hits += w.stats.spin_hits;
+	r->stats.irq_fallbacks += w.stats.irq_fallbacks;
+	r->stats.timeouts += w.stats.timeouts;
+	r->stats.sleeps += w.stats.sleeps;
+	r->stats.polls += w.stats.polls;
+	if (table)
+		spintune_end(vb->st, &w);
+}
+
+/* One bio of @k at @block, synchronously; 0 or a -errno. */
+static int vb_io(struct vb_board *vb, const struct vb_card_profile *k, u32 block)
+{
+	struct bio *bio;
+	u32 i;
+	int rc;
+
+	bio = bio_alloc(vb->bdev, k->blocks, k->write ? REQ_OP_WRITE : REQ_OP_READ,
+			GFP_KERNEL);
+	bio->bi_iter.bi_sector = (sector_t)block * (VB_BLOCK_BYTES >> SECTOR_SHIFT);
+	for (i = 0; i < k->blocks * VB_BLOCK_BYTES; i += PAGE_SIZE)
+		bio_add_page(bio, vb->buf + i / PAGE_SIZE,
+			     min_t(u32, PAGE_SIZE, k->blocks * VB_BLOCK_BYTES - i), 0);
+	rc = submit_bio_wait(bio);
+	bio_put(bio);
+	return rc;
+}
+
+static u8 *vb_block(struct vb_board *vb, u32 i)
+{
+	return (u8 *)page_address(vb->buf) + i * VB_BLOCK_BYTES;
+}
+
+/* Random data for a write; each block's CRC-32 is kept once it is written. */
+static void vb_fill(struct vb_board *vb, const struct vb_card_profile *k,
+		    struct rnd_state *rnd)
+{
+	prandom_bytes_state(rnd, page_address(vb->buf), k->blocks * VB_BLOCK_BYTES);
+}
+
+static void vb_written(struct vb_board *vb, const struct vb_card_profile *k, u32 block)
+{
+	u32 i;
+
+	for (i = 0; i < k->blocks; i++) {
+		vb->crc[block + i] = crc32_le(~0, vb_block(vb, i), VB_BLOCK_BYTES);
+		set_bit(block + i, vb->written);
+	}
+}
+
+/* Checks what was read against what was written; a mismatch is data loss. */
+static void vb_verify(struct vb_board *vb, const struct vb_card_profile *k, u32 block,
+		      struct vb_key_result *r)
+{
+	u32 i, crc;
+
+	for (i = 0; i < k->blocks; i++) {
+		if (!test_bit(block + i, vb->written))
+			continue; /* not written since load: nothing to compare */
+		crc = crc32_le(~0, vb_block(vb, i), VB_BLOCK_BYTES);
+		r->verified++;
+		if (crc != vb->crc[block + i]) {
+			r->data_loss++;
+			pr_err("data loss: block %u read back with CRC-32 %08x, %08x was written\n",
+			       block + i, crc, vb->crc[block + i]);
+		}
+	}
 }
 
 static u32 vb_card_ns(const struct vb_card_profile *k, struct rnd_state *rnd)
@@ -244,129 +443,36 @@ static u32 vb_card_ns(const struct vb_card_profile *k, struct rnd_state *rnd)
 	return k->base_ns + prandom_u32_state(rnd) % (k->jitter_ns + 1);
 }
 
-/**
- * vb_one() - issue one command and wait for it as @entry says.
- * @vb: the board.
- * @k: the kind of command.
- * @block: first block.
- * @hold_ns: the card's latency for this command.
- * @w: how to wait (@w->entry); receives the wait's counters (@w->stats) and
- *	what the request cost (@w->cpu_ns, @w->latency_ns; 0 if it was refused).
- * @r: the kind's results, updated.
- *
- * REQUIRES: the host is claimed.
- */
-static void vb_one(struct vb_board *vb, const struct vb_card_profile *k, u32 block,
-		   u32 hold_ns, struct spintune_wait *w, struct vb_key_result *r)
-{
-	struct spintune_wait_stats *stats = &w->stats;
-	struct mmc_command cmd = {}, stop = {};
-	struct mmc_request mrq = {};
-	struct mmc_data data = {};
-	struct scatterlist sg;
-	u64 t0, idle0, t1, idle1;
-	bool slept = false;
-	int done, rc;
-
-	sg_init_one(&sg, vb->buf, k->blocks * VB_BLOCK_BYTES);
-	cmd.opcode = k->opcode;
-	cmd.arg = vb->card->state & VB_MMC_STATE_BLOCKADDR ? block : block * VB_BLOCK_BYTES;
-	cmd.flags = MMC_RSP_SPI_R1 | MMC_RSP_R1 | MMC_CMD_ADTC;
-	data.blksz = VB_BLOCK_BYTES;
-	data.blocks = k->blocks;
-	data.flags = k->write ? MMC_DATA_WRITE : MMC_DATA_READ;
-	data.sg = &sg;
-	data.sg_len = 1;
-	mmc_set_data_timeout(&data, vb->card);
-	mrq.cmd = &cmd;
-	mrq.data = &data;
-	if (k->blocks > 1) {
-		stop.opcode = MMC_STOP_TRANSMISSION;
-		stop.flags = MMC_RSP_SPI_R1B | MMC_RSP_R1B | MMC_CMD_AC;
-		mrq.stop = &stop;
-	}
-	mrq.done = vb_done;
-	/* Map the buffer before the clock starts, as mmc_block does. */
-	if (vb->orig_ops->pre_req)
-		vb->orig_ops->pre_req(vb->host, &mrq);
-	reinit_completion(&vb->done);
-	WRITE_ONCE(vb->done_flag, 0);
-	vb->hold_ns = hold_ns;
-
-	t0 = ktime_get_ns();
-	idle0 = vb_idle_ns();
-	if (mmc_start_request(vb->host, &mrq)) { /* refused: no done callback */
-		if (vb->orig_ops->post_req)
-			vb->orig_ops->post_req(vb->host, &mrq, -EIO);
-		r->errors++;
-		return;
-	}
-	rc = spintune_wait(&w->entry, vb_done_read, done, done, VB_WAIT_TIMEOUT_NS, stats, vb);
-	if (rc) { /* SPINTUNE_ARM_IRQ, or a spin or poll that gave up */
-		wait_for_completion(&vb->done);
-		slept = true;
-	}
-	t1 = ktime_get_ns();
-	idle1 = vb_idle_ns();
-
-	if (vb->orig_ops->post_req)
-		vb->orig_ops->post_req(vb->host, &mrq, 0);
-	w->latency_ns = t1 - t0;
-	w->cpu_ns = (t1 - t0) - min(t1 - t0, idle1 - idle0);
-	r->n++;
-	r->latency_ns += w->latency_ns;
-	r->cpu_ns += w->cpu_ns;
-	r->card_ns += vb->done_at_ns - t0;
-	if (slept) {
-		r->slept++;
-		r->wake_ns += t1 - vb->done_at_ns;
-	}
-	r->stats.spin_hits += stats->spin_hits;
-	r->stats.irq_fallbacks += stats->irq_fallbacks;
-	r->stats.timeouts += stats->timeouts;
-	r->stats.sleeps += stats->sleeps;
-	r->stats.polls += stats->polls;
-	if (cmd.error || data.error || stop.error)
-		r->errors++;
-}
-
 static void vb_run(struct vb_board *vb, const char *mode, u32 count, u32 seed)
 {
-	static const struct spintune_entry irq = { .strategy = SPINTUNE_IRQ };
-	static const struct spintune_entry spin = {
-		.strategy = SPINTUNE_SPIN, .spin_ns = VB_ALWAYS_SPIN_NS,
-	};
-	static const struct spintune_entry sleep = {
-		.strategy = SPINTUNE_SLEEP_THEN_SPIN, .sleep_ns = VB_SLEEP_NS,
-		.spin_ns = VB_ALWAYS_SPIN_NS,
-	};
-	const bool table = !strcmp(mode, "table");
 	struct rnd_state rnd;
 	u32 i;
 
 	prandom_seed_state(&rnd, seed);
 	memset(vb->results, 0, sizeof(vb->results));
 	strscpy(vb->mode, mode, sizeof(vb->mode));
-	__mmc_claim_host(vb->host, NULL, NULL);
 	for (i = 0; i < count; i++) {
-		const struct vb_card_profile *k = &vb_kinds[i % VB_KINDS];
+		const int kind = i % VB_KINDS;
+		const struct vb_card_profile *k = &vb_kinds[kind];
 		const u32 hold_ns = vb_card_ns(k, &rnd);
 		const u32 block = prandom_u32_state(&rnd) % (VB_AREA_BLOCKS - k->blocks);
-		struct spintune_wait w;
+		struct vb_key_result *r = &vb->results[kind];
 
-		if (table) {
-			spintune_begin(vb->st, 0, k->opcode, k->blocks * VB_BLOCK_BYTES, &w);
+		if (k->write)
+			vb_fill(vb, k, &rnd);
+		vb->hold_ns = hold_ns;
+		WRITE_ONCE(vb->kind, kind);
+		if (vb_io(vb, k, block)) {
+			r->errors++;
+		} else if (k->write) {
+			vb_written(vb, k, block);
 		} else {
-			memset(&w, 0, sizeof(w));
-			w.entry = mode[0] == 'i' ? irq : mode[1] == 'p' ? spin : sleep;
+			vb_verify(vb, k, block, r);
 		}
-		vb_one(vb, k, block, hold_ns, &w, &vb->results[i % VB_KINDS]);
-		if (table)
-			spintune_end(vb->st, &w);
+		WRITE_ONCE(vb->kind, -1);
 		if (i % 64 == 63)
 			cond_resched();
 	}
-	mmc_release_host(vb->host);
 	if (!strcmp(mode, "irq"))
 		memcpy(vb->irq_run, vb->results, sizeof(vb->results));
 	else if (!strcmp(mode, "spin"))
@@ -412,17 +518,18 @@ static int results_show(struct seq_file *m, void *unused)
 
 	mutex_lock(&vb->lock);
 	seq_printf(m, "# mode %s, table version %llu\n", vb->mode, spintune_version(vb->st));
-	seq_puts(m, "opcode bytes n cpu_ns lat_ns card_ns slept spin_hits irq_fallbacks timeouts sleeps polls errors\n");
+	seq_puts(m, "opcode bytes n cpu_ns lat_ns card_ns slept spin_hits irq_fallbacks timeouts sleeps polls errors verified data_loss\n");
 	for (i = 0; i < VB_KINDS; i++) {
 		const struct vb_key_result *r = &vb->results[i];
 
 		if (!r->n)
 			continue;
-		seq_printf(m, "%u %u %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu\n",
+		seq_printf(m, "%u %u %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu\n",
 			   vb_kinds[i].opcode, vb_kinds[i].blocks * VB_BLOCK_BYTES, r->n,
 			   r->cpu_ns / r->n, r->latency_ns / r->n, r->card_ns / r->n,
 			   r->slept, r->stats.spin_hits, r->stats.irq_fallbacks,
-			   r->stats.timeouts, r->stats.sleeps, r->stats.polls, r->errors);
+			   r->stats.timeouts, r->stats.sleeps, r->stats.polls, r->errors,
+			   r->verified, r->data_loss);
 	}
 	mutex_unlock(&vb->lock);
 	return 0;
@@ -452,10 +559,10 @@ static void vb_run_means(const struct vb_key_result *run, u64 *cpu, u64 *lat, u6
 /*
  * Platform costs for the tuner (docs/csv-formats.md) from the last irq,
  * spin and sleep runs on one seed. Every request costs the CPU the same
- * work whatever the wait (issuing it, the card's interrupt handler): a
- * spinning request shows it as CPU beyond its completion time X, which
- * the model does not charge SPIN. The same amount is taken off the IRQ
- * path's and the timer sleep's CPU, so all three are priced alike.
+ * work whatever the wait (issuing it, sdhci's handler): a spinning request
+ * shows it as CPU beyond its completion time X, which the model does not
+ * charge SPIN. The same amount is taken off the IRQ path's and the timer
+ * sleep's CPU, so all three are priced alike.
  */
 static int platform_show(struct seq_file *m, void *unused)
 {
@@ -484,90 +591,131 @@ static int platform_show(struct seq_file *m, void *unused)
 }
 DEFINE_SHOW_ATTRIBUTE(platform);
 
-static int vb_probe(struct mmc_card *card)
+/* The card behind @bdev: mmc_block's disk is a child of the card's device. */
+static struct mmc_card *vb_card_of(struct block_device *bdev)
 {
-	/* The controller (the sdhci-pci device), not the card: its bus id
-	 * names the firmware file across boots (spintune/0000:00:04.0.bin). */
-	struct spintune_dev_info info = {
-		.name = mmc_hostname(card->host), .dev = mmc_dev(card->host),
-		.rule = vb_default_rule,
-	};
-	struct vb_board *vb;
+	struct device *parent = disk_to_dev(bdev->bd_disk)->parent;
 
-	if (vb_the_board || !card->host->ops->request)
-		return -EBUSY;
+	if (!parent || !parent->bus || strcmp(parent->bus->name, "mmc"))
+		return NULL;
+	return container_of(parent, struct mmc_card, dev);
+}
+
+/* Swaps the host's operations with no block request in flight. */
+static void vb_set_ops(struct vb_board *vb, const struct mmc_host_ops *ops)
+{
+	struct request_queue *q = bdev_get_queue(vb->bdev);
+
+	blk_mq_freeze_queue(q);
+	WRITE_ONCE(vb->host->ops, ops);
+	blk_mq_unfreeze_queue(q);
+}
+
+static void vb_free(struct vb_board *vb)
+{
+	if (vb->releaser)
+		kthread_stop(vb->releaser);
+	if (vb->regs)
+		iounmap(vb->regs);
+	if (!IS_ERR_OR_NULL(vb->bdev))
+		blkdev_put(vb->bdev, FMODE_READ | FMODE_WRITE | FMODE_EXCL);
+	if (vb->buf)
+		__free_pages(vb->buf, VB_BUFFER_ORDER);
+	vfree(vb->crc);
+	bitmap_free(vb->written);
+	kfree(vb);
+}
+
+static int __init vb_init(void)
+{
+	struct spintune_dev_info info = { .rule = vb_default_rule };
+	struct vb_board *vb;
+	struct mmc_card *card;
+	struct pci_dev *pdev;
+	int rc;
+
 	vb = kzalloc(sizeof(*vb), GFP_KERNEL);
 	if (!vb)
 		return -ENOMEM;
-	vb->buf = kmalloc(VB_BUFFER_BYTES, GFP_KERNEL);
-	if (!vb->buf) {
-		kfree(vb);
-		return -ENOMEM;
-	}
-	vb->card = card;
-	vb->host = card->host;
+	vb->kind = -1;
 	mutex_init(&vb->lock);
 	init_completion(&vb->done);
 	hrtimer_init(&vb->hold, CLOCK_MONOTONIC, HRTIMER_MODE_REL_HARD);
-	vb->hold.function = vb_release_held;
-	vb->st = spintune_register(&info);
-	if (IS_ERR(vb->st)) {
-		int rc = PTR_ERR(vb->st);
-
-		kfree(vb->buf);
-		kfree(vb);
-		return rc;
+	vb->hold.function = vb_hold_done;
+	vb->buf = alloc_pages(GFP_KERNEL, VB_BUFFER_ORDER);
+	vb->crc = vzalloc(VB_AREA_BLOCKS * sizeof(*vb->crc));
+	vb->written = bitmap_zalloc(VB_AREA_BLOCKS, GFP_KERNEL);
+	rc = -ENOMEM;
+	if (!vb->buf || !vb->crc || !vb->written)
+		goto err;
+	vb->bdev = blkdev_get_by_path(disk, FMODE_READ | FMODE_WRITE | FMODE_EXCL, vb);
+	if (IS_ERR(vb->bdev)) {
+		rc = PTR_ERR(vb->bdev);
+		pr_err("cannot open %s: %d\n", disk, rc);
+		goto err;
 	}
+	card = vb_card_of(vb->bdev);
+	rc = -ENODEV;
+	if (!card || !dev_is_pci(mmc_dev(card->host))) {
+		pr_err("%s is not an SD card on a PCI host\n", disk);
+		goto err;
+	}
+	vb->host = card->host;
+	pdev = to_pci_dev(mmc_dev(vb->host));
+	vb->irq = pdev->irq;
+	/* Read the status only; sdhci-pci owns the BAR and writes to it. */
+	vb->regs = ioremap(pci_resource_start(pdev, 0), VB_SDHCI_REGS_BYTES);
+	if (!vb->regs)
+		goto err;
+	vb->releaser = kthread_run(vb_releaser, vb, "spintune_vboard");
+	if (IS_ERR(vb->releaser)) {
+		rc = PTR_ERR(vb->releaser);
+		vb->releaser = NULL;
+		goto err;
+	}
+	sched_set_fifo(vb->releaser);
+
+	/* The controller (the sdhci-pci device), not the card: its bus id
+	 * names the firmware file across boots (spintune/0000:00:02.0.bin). */
+	info.name = mmc_hostname(vb->host);
+	info.dev = mmc_dev(vb->host);
+	vb->st = spintune_register(&info);
+	if (IS_ERR(vb->st))
+		dev_warn(info.dev, "spintune: %pe; waiting the driver's own way\n", vb->st);
+
 	vb_the_board = vb;
-	vb->orig_ops = card->host->ops;
+	vb->orig_ops = vb->host->ops;
 	vb->ops = *vb->orig_ops;
 	vb->ops.request = vb_request;
-	card->host->ops = &vb->ops;
+	vb_set_ops(vb, &vb->ops);
 	vb->debugfs = debugfs_create_dir("spintune_vboard", NULL);
 	debugfs_create_file("run", 0200, vb->debugfs, vb, &run_fops);
 	debugfs_create_file("results", 0444, vb->debugfs, vb, &results_fops);
 	debugfs_create_file("platform", 0444, vb->debugfs, vb, &platform_fops);
-	dev_info(&card->dev, "spintune virtual board on %s: %llu MiB card\n",
-		 mmc_hostname(card->host), (u64)card->csd.capacity <<
-		 card->csd.read_blkbits >> 20);
+	dev_info(mmc_dev(vb->host), "spintune virtual board on %s (%s, IRQ %d): %llu MiB card\n",
+		 mmc_hostname(vb->host), disk, vb->irq,
+		 (u64)bdev_nr_sectors(vb->bdev) >> (20 - SECTOR_SHIFT));
 	return 0;
-}
 
-static void vb_remove(struct mmc_card *card)
-{
-	struct vb_board *vb = vb_the_board;
-
-	if (!vb || vb->card != card)
-		return;
-	debugfs_remove_recursive(vb->debugfs);
-	__mmc_claim_host(vb->host, NULL, NULL); /* no request in flight */
-	card->host->ops = vb->orig_ops;
-	mmc_release_host(vb->host);
-	hrtimer_cancel(&vb->hold);
-	spintune_unregister(vb->st);
-	vb_the_board = NULL;
-	kfree(vb->buf);
-	kfree(vb);
-}
-
-static struct mmc_driver vb_driver = {
-	.drv = { .name = "spintune_vboard" },
-	.probe = vb_probe,
-	.remove = vb_remove,
-};
-
-static int __init vb_init(void)
-{
-	return mmc_register_driver(&vb_driver);
+err:
+	vb_free(vb);
+	return rc;
 }
 
 static void __exit vb_exit(void)
 {
-	mmc_unregister_driver(&vb_driver);
+	struct vb_board *vb = vb_the_board;
+
+	debugfs_remove_recursive(vb->debugfs); /* waits for a run in progress */
+	vb_set_ops(vb, vb->orig_ops);
+	hrtimer_cancel(&vb->hold);
+	spintune_unregister(vb->st);
+	vb_the_board = NULL;
+	vb_free(vb);
 }
 
 module_init(vb_init);
 module_exit(vb_exit);
 
-MODULE_DESCRIPTION("spintune virtual board: a demo MMC driver that waits by the table");
+MODULE_DESCRIPTION("spintune virtual board: waits for an SD card's commands by the table");
 MODULE_LICENSE("GPL");
