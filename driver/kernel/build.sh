@@ -18,9 +18,7 @@
 #
 # Every module's symbols must resolve against the target's exports
 # (Module.symvers; for mxs, ktree.sh says which): modpost's undefined
-# symbols fail the build, except the two i.MX platform functions mxs-mmc
-# calls (mxs_ssp_set_clk_rate, stmp_reset_block) on targets that are not
-# i.MX28s. Compiler helpers the kernel does not have (__sync_*, __atomic_*,
+# symbols fail the build. Compiler helpers the kernel does not have (__sync_*, __atomic_*,
 # 64-bit division) are named apart.
 #
 # KV (e.g. 6.1.0-57-amd64) defaults to the ABI of the installed
@@ -138,9 +136,7 @@ make -s -C "$kdir" M="$out" KBUILD_MODPOST_WARN=1 "${make_args[@]}" modules >"$l
   grep -v "Skipping BTF generation" "$log" >&2; exit 1; }
 grep -v "Skipping BTF generation\|undefined!$\|Module.symvers is missing\|Modules may not have\|many unresolved symbol" "$log" >&2 || true
 
-allowed='^$'
-[ "$target" = mxs ] || allowed='"\(mxs_ssp_set_clk_rate\|stmp_reset_block\)" \[.*/mxs-mmc\.ko\] undefined!$'
-if grep 'undefined!$' "$log" | grep -v "$allowed" >&2; then
+if grep 'undefined!$' "$log" >&2; then
   echo "build.sh: unresolved symbols against the $target kernel's exports" >&2
   exit 1
 fi
