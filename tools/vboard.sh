@@ -68,7 +68,7 @@ check() {
     cost)
       # The card's interrupt line, which the demo driver masks while it
       # polls, is its own.
-      section board | grep -q ' mmc0$' || { echo "mmc0 shares its interrupt line:"; section board; return 1; }
+      grep -q ' mmc0$' <<<"$(section board)" || { echo "mmc0 shares its interrupt line:"; section board; return 1; }
       # Every request of every run completed without an error, and every
       # block read back held what was written to it (reads verified).
       for run in default irq spin table; do
@@ -127,27 +127,27 @@ check() {
       # Two open files, pages interleaved: each blob put in force whole,
       # in the order they completed; the one read back is the last.
       local c; c=$(section writers)
-      echo "$c" | grep -Eq "^writes=0000 after_first_pages=42 after_a=100 after_b=101 readback=b bytes=([0-9]+) source=dev$" &&
+      grep -Eq "^writes=0000 after_first_pages=42 after_a=100 after_b=101 readback=b bytes=([0-9]+) source=dev$" <<<"$c" &&
         [ "$(echo "$c" | sed -n 's/.* bytes=\([0-9]*\).*/\1/p')" -gt 4096 ] || { echo "$c"; return 1; }
       ;;
     short)
       local c; c=$(section short)
-      echo "$c" | grep -q "^version_before=101 version_after=101$" &&
-        echo "$c" | grep -Eq "^last_error=dev: cut short: 4096 of [0-9]+ bytes written \(-90\)$" &&
-        echo "$c" | grep -q "^sysfs_write_failed=1 version=101$" &&
-        echo "$c" | grep -q "^sysfs_last_error=sysfs: longer than one write to sysfs takes.*(-27)$" ||
+      grep -q "^version_before=101 version_after=101$" <<<"$c" &&
+        grep -Eq "^last_error=dev: cut short: 4096 of [0-9]+ bytes written \(-90\)$" <<<"$c" &&
+        grep -q "^sysfs_write_failed=1 version=101$" <<<"$c" &&
+        grep -q "^sysfs_last_error=sysfs: longer than one write to sysfs takes.*(-27)$" <<<"$c" ||
         { echo "$c"; return 1; }
       ;;
     atomic)
       local c; c=$(section atomic)
-      echo "$c" | grep -q "^write_failed=1 version_before=5 version_after=5$" &&
-        echo "$c" | grep -q "^last_error=dev: .*atomic context (-22)$" &&
-        echo "$c" | grep -Eq "^downgrade_warnings=[1-9]" || { echo "$c"; return 1; }
+      grep -q "^write_failed=1 version_before=5 version_after=5$" <<<"$c" &&
+        grep -q "^last_error=dev: .*atomic context (-22)$" <<<"$c" &&
+        grep -Eq "^downgrade_warnings=[1-9]" <<<"$c" || { echo "$c"; return 1; }
       ;;
     firmware)
       local c; c=$(section firmware)
-      echo "$c" | grep -Eq "^pci=(.+) firmware=spintune/\1\.bin version=0 source=rule$" &&
-        echo "$c" | grep -q "^last_error=firmware: larger than any valid table (-27)$" ||
+      grep -Eq "^pci=(.+) firmware=spintune/\1\.bin version=0 source=rule$" <<<"$c" &&
+        grep -q "^last_error=firmware: larger than any valid table (-27)$" <<<"$c" ||
         { echo "$c"; return 1; }
       ;;
     unload)
@@ -156,7 +156,7 @@ check() {
       for want in rmmod_spintune_in_use=1 rmmod_vboard_during_run=1 run=0 rmmod_vboard=0 sysfs_left=0 \
           write_after_unregister_failed=1 rmmod_selftest=0 rmmod_spintune_file_open=1 \
           rmmod_spintune=0 kernel_warnings=0; do
-        echo "$c" | grep -qx "$want" || { echo "want $want:"; echo "$c"; return 1; }
+        grep -qx "$want" <<<"$c" || { echo "want $want:"; echo "$c"; return 1; }
       done
       ;;
     *) echo "unknown check $1"; return 2 ;;
