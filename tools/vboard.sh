@@ -123,6 +123,22 @@ check() {
         grep -Eq "version_before=([1-9][0-9]*) version_after=\1 " <<<"$c" &&
         grep -q "CRC-32 mismatch" <<<"$c" || { echo "$c"; return 1; }
       ;;
+    tracepoints)
+      # Each of the 40 waits by the pushed table, with its key, its version
+      # and the completion time the demo driver filled; the blob written
+      # again put in force, the corrupted one refused with its errno.
+      local v c; v=$(pushed_version); c=$(section tracepoints)
+      awk -v v="$v" '/^spintune_wait: / {
+          for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
+          n++; ops[f["opcode"]]++
+          if (f["device"] != "mmc0" || f["version"] != v || f["wait_ns"] <= 0 ||
+              f["latency_ns"] <= 0 || f["cpu_ns"] <= 0 || f["arm"] != "table") { print "bad: " $0; bad++ } }
+        END { if (n != 40 || length(ops) != 4) { print n " waits, " length(ops) " opcodes"; bad++ }
+              exit bad > 0 }' <<<"$c" || return 1
+      grep -Eq "^spintune_table_install: device=mmc0 origin=sysfs version=$v entries=[1-9][0-9]* nodes=[0-9]+ bytes=[0-9]+ rc=0$" <<<"$c" &&
+        grep -q "^spintune_table_install: device=mmc0 origin=sysfs version=$v entries=0 nodes=0 bytes=[0-9]* rc=-74$" <<<"$c" ||
+        { echo "$c" | grep table_install; return 1; }
+      ;;
     writers)
       # Two open files, pages interleaved: each blob put in force whole,
       # in the order they completed; the one read back is the last.
@@ -304,7 +320,7 @@ awk -v a="$start" -v b="$setup" -v c="$end" 'BEGIN {
   printf "set-up %.1f s, guest run %.1f s, whole run %.1f s\n", b - a, c - b, c - a }'
 echo
 failed=0
-for c in selftest version cost corrupt outcomes verified writers short atomic firmware unload; do
+for c in selftest version cost corrupt outcomes verified tracepoints writers short atomic firmware unload; do
   if out=$(check $c 2>&1); then echo "check $c: ok"; else echo "check $c: FAILED"; failed=1; fi
   case $c in cost|verified) echo "$out" | sed 's/^/  /' ;; esac
 done

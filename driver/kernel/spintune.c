@@ -53,6 +53,9 @@
 
 #include <linux/spintune.h>
 
+#define CREATE_TRACE_POINTS
+#include "spintune_trace.h"
+
 /* Statistics slots per device: a power of two, plus slot 0 for overflow. */
 #define SPINTUNE_SLOT_BITS 7
 #define SPINTUNE_SLOTS (1u << SPINTUNE_SLOT_BITS)
@@ -284,6 +287,7 @@ bool spintune_begin(struct spintune_dev *sd, u8 cpu_class, u32 opcode,
 {
 	/* Without context leaves in force: the features of no history. */
 	struct spintune_features f = { { 0, SPINTUNE_NO_WRITE_YET, 0, bytes } };
+	const struct spintune_installed *inst;
 	const struct spintune_table *table;
 	bool found;
 
@@ -293,18 +297,24 @@ bool spintune_begin(struct spintune_dev *sd, u8 cpu_class, u32 opcode,
 	/* Pairs with spintune_new_outcome_gen(): seeing a generation means
 	 * seeing the table put in force before it. */
 	w->outcome_gen = smp_load_acquire(&sd->outcome_gen);
+	w->opcode = opcode;
+	w->cpu_class = cpu_class;
+	w->size_class = spintune_size_class(bytes);
 	rcu_read_lock();
+	inst = rcu_dereference(sd->installed);
+	w->version = inst ? inst->table.version : 0;
 	table = spintune_table_in_force(sd);
 	if (table && table->node_count) {
 		/* Only tables with context pay for the clock read and the state. */
 		w->context = true;
 		w->issue_ns = ktime_get_ns();
 		spintune_ctx_issue(&sd->ctx, w->issue_ns, bytes, &f);
+	} else if (trace_spintune_wait_enabled()) {
+		w->issue_ns = ktime_get_ns(); /* a static branch while disabled */
 	}
 	found = spintune_entry_for(sd, cpu_class, opcode, &f, &w->entry, &w->write);
 	rcu_read_unlock();
-	w->slot = spintune_slot(sd, spintune__entry_key(cpu_class, opcode,
-							spintune_size_class(bytes)));
+	w->slot = spintune_slot(sd, spintune__entry_key(cpu_class, opcode, w->size_class));
 	return found;
 }
 EXPORT_SYMBOL_GPL(spintune_begin);
@@ -372,6 +382,18 @@ static void spintune_downgraded(struct spintune_dev *sd,
 		     SPINTUNE_MAX_ATOMIC_SPIN_NS);
 }
 
+/* What a wait came to, from what its wait.h helper counted. */
+static u8 spintune_result(const struct spintune_wait *w)
+{
+	if (w->stats.spin_hits)
+		return SPINTUNE_RESULT_SPIN;
+	if (w->stats.irq_fallbacks)
+		return SPINTUNE_RESULT_IRQ;
+	if (w->stats.timeouts)
+		return SPINTUNE_RESULT_TIMEOUT;
+	return SPINTUNE_RESULT_DRIVER;
+}
+
 void spintune_end(struct spintune_dev *sd, const struct spintune_wait *w)
 {
 	struct spintune_key_stats __percpu *s;
@@ -382,6 +404,12 @@ void spintune_end(struct spintune_dev *sd, const struct spintune_wait *w)
 	if (w->context)
 		spintune_ctx_done(&sd->ctx, w->issue_ns,
 				  w->done_ns ? w->done_ns : ktime_get_ns(), w->write);
+	if (trace_spintune_wait_enabled()) {
+		const u64 done_ns = w->done_ns ? w->done_ns : ktime_get_ns();
+
+		trace_spintune_wait(sd->name, w, w->issue_ns && done_ns > w->issue_ns ?
+				    done_ns - w->issue_ns : 0, spintune_result(w));
+	}
 
 	this_cpu_inc(s->waits);
 	this_cpu_add(s->spin_hits, w->stats.spin_hits);
@@ -426,6 +454,7 @@ static int spintune_refuse(struct spintune_dev *sd, const char *origin,
 			   size_t len, int rc, const char *why)
 {
 	lockdep_assert_held(&sd->lock);
+	trace_spintune_table_install(sd->name, origin, spintune_version(sd), 0, 0, len, rc);
 	snprintf(sd->last_error, sizeof(sd->last_error), "%s: %s (%d)", origin,
 		 why, rc);
 	spintune_log(sd, err,
@@ -500,6 +529,8 @@ static int spintune_install_locked(struct spintune_dev *sd, const u8 *blob,
 	sd->source = origin;
 	if (old)
 		kvfree_rcu(old, rcu);
+	trace_spintune_table_install(sd->name, origin, inst->table.version,
+				     inst->table.count, inst->table.node_count, len, 0);
 	spintune_log(sd, info,
 		     "table version %llu (%u entries, %u context nodes) from %s in force\n",
 		     inst->table.version, inst->table.count, inst->table.node_count, origin);

@@ -110,10 +110,13 @@ struct spintune_dev_info {
  *	stays valid however long the wait sleeps, whatever tables are swapped
  *	meanwhile.
  * @stats: what this wait did: pass &w.stats to the wait.h helpers.
- * @issue_ns: when spintune_begin() ran (ktime_get_ns()), if @context.
- * @done_ns: 0, or when the driver saw the hardware complete (ktime_get_ns()
- *	in its IRQ handler): the completion time spintune_end() records for
- *	the next command's context; 0 records the time of spintune_end().
+ * @issue_ns: when spintune_begin() ran (ktime_get_ns()), if @context or
+ *	the spintune_wait tracepoint is enabled; else 0.
+ * @done_ns: 0, or when the driver saw the hardware complete (ktime_get_ns():
+ *	when its poll saw the status, or in its IRQ handler): the completion
+ *	time spintune_end() records for the next command's context and the
+ *	spintune_wait tracepoint reports (@done_ns - @issue_ns); 0 records the
+ *	time of spintune_end(). Every driver should set it.
  * @cpu_ns: 0, or the CPU time the request cost, as the driver measured it
  *	(docs/kernel-module.md, "Outcomes"): the waiter's spinning and polling,
  *	the completion's interrupt handler and wake-up, from issue until the
@@ -126,6 +129,10 @@ struct spintune_dev_info {
  * @write: the command is a write for the table in force.
  * @slot: the key's statistics slot (internal).
  * @outcome_gen: the device's outcome generation at spintune_begin() (internal).
+ * @version: the version of the table in force at spintune_begin() (internal).
+ * @opcode: the command's opcode (internal).
+ * @cpu_class: the caller's CPU class (internal).
+ * @size_class: the command's size class (internal).
  */
 struct spintune_wait {
 	struct spintune_entry entry;
@@ -138,6 +145,10 @@ struct spintune_wait {
 	bool write;
 	u16 slot;
 	u32 outcome_gen;
+	u64 version;
+	u32 opcode;
+	u8 cpu_class;
+	u8 size_class;
 };
 
 #if IS_ENABLED(CONFIG_SPINTUNE)

@@ -207,6 +207,19 @@ else
   echo "no table in force ($size bytes)" | section corrupt
 fi
 
+# The tracepoints: every wait's outcome and every table install or refusal,
+# here from 40 requests by the table and the blob in force written again,
+# whole and corrupted.
+T=/sys/kernel/tracing
+echo > $T/trace
+echo 1 > $T/events/spintune/enable
+echo "table 40 3" > $DEMO/run
+cat /tmp/good.bin > $ST/table
+cat /tmp/bad.bin > $ST/table 2>/dev/null
+echo 0 > $T/events/spintune/enable
+grep -E " spintune_(wait|table_install):" $T/trace | sed 's/^.* \(spintune_[a-z_]*: \)/\1/' |
+  section tracepoints
+
 # Verification: the outcomes of the default rule (version 0) and of the
 # pushed table go to the tuner first, then a few samples; no sink, so a
 # rollback the verifier decides is stored but not applied here.
