@@ -34,8 +34,10 @@ struct FitFlags {
 };
 
 // Adds the flags above to `app`, writing into `*flags` (which must outlive
-// the parse). Range errors are left to FitConfigFromFlags, so both binaries
-// word them the same.
+// the parse). The text of each value is checked as typed (common/
+// cli_checks.h: whole numbers and finite reals within the limits above), so
+// both binaries word a bad value the same; FitConfigFromFlags checks the
+// limits again for callers that fill FitFlags themselves.
 void AddFitFlags(CLI::App* app, FitFlags* flags);
 
 // The FitConfig the flags ask for, or INVALID_ARGUMENT naming the flag.

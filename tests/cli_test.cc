@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <sstream>
 
 #include "nlohmann/json.hpp"
 
@@ -582,6 +583,184 @@ TEST_F(Cli, JsonLogsAreOneObjectPerLine) {
                           dir_.path().string());
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.err.find("unknown log format 'xml'"), std::string::npos) << bad.err;
+}
+
+}  // namespace
+}  // namespace spintune
+
+// Issue 52 item 5: defaults that work, each checked with the command a user
+// types and the one line it prints.
+namespace spintune {
+namespace {
+
+// The last line of `text` ("" when none).
+std::string LastLine(const std::string& text) {
+  std::string t = text;
+  while (!t.empty() && t.back() == '\n') t.pop_back();
+  const size_t nl = t.rfind('\n');
+  return nl == std::string::npos ? t : t.substr(nl + 1);
+}
+
+TEST_F(Cli, AnUnreachableTunerGivesUpAfterTheDefaultNamingTheAddress) {
+  // Port 9 (discard) on loopback: nothing listens, every dial is refused.
+  auto r = testing::Run({SPINTUNE_AGENT_BIN, "--tuner", "127.0.0.1:9", "--source",
+                         "sim:microwatt-100mhz", "--state-dir", dir_.File("state")},
+                        dir_.path().string());
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(LastLine(r.err),
+            "spintune-agent: no session with 127.0.0.1:9 for 30s (--give-up-after; is "
+            "spintune-tuner running there?)")
+      << r.err;
+}
+
+TEST_F(Cli, StoppingAnAgentNoTunerEverAnsweredIsAFailure) {
+  const pid_t agent = testing::Spawn({SPINTUNE_AGENT_BIN, "--tuner", "127.0.0.1:9", "--source",
+                                      "sim:microwatt-100mhz", "--state-dir", dir_.File("state")},
+                                     dir_.File("a.out"), dir_.File("a.err"));
+  // Its first log line: it has started (the signals are blocked from the start).
+  ASSERT_NE(testing::WaitForLine(dir_.File("a.err"), "", agent), "");
+  kill(agent, SIGINT);
+  EXPECT_EQ(testing::WaitExit(agent), 1);
+  const std::string err = testing::Slurp(dir_.File("a.err"));
+  EXPECT_NE(LastLine(err).find("spintune-agent: stopped before 127.0.0.1:9 answered: nothing "
+                               "was sent"),
+            std::string::npos)
+      << err;
+}
+
+// Runs `argv` as user nobody with HOME=`home` (and XDG_STATE_HOME=`xdg`
+// unless empty); false when this host cannot (not root, no setpriv).
+bool RunAsNobody(std::vector<std::string> argv, const std::string& home, const std::string& xdg,
+                 const std::string& scratch, testing::RunResult* r) {
+  if (geteuid() != 0 || access("/usr/bin/setpriv", X_OK) != 0) return false;
+  std::vector<std::string> wrapped = {"/usr/bin/setpriv", "--reuid=65534", "--regid=65534",
+                                      "--clear-groups", "/usr/bin/env", "-u", "XDG_STATE_HOME",
+                                      "HOME=" + home};
+  if (!xdg.empty()) wrapped.push_back("XDG_STATE_HOME=" + xdg);
+  wrapped.insert(wrapped.end(), argv.begin(), argv.end());
+  *r = testing::Run(wrapped, scratch);
+  return true;
+}
+
+TEST_F(Cli, ANonRootAgentKeepsItsStateUnderItsHome) {
+  testing::RunResult probe;
+  if (!RunAsNobody({SPINTUNE_AGENT_BIN, "--version"}, "/", "", dir_.path().string(), &probe) ||
+      probe.exit_code != 0) {
+    GTEST_SKIP() << "cannot run the agent as user nobody here (needs root, setpriv and a "
+                    "build directory nobody can read): "
+                 << probe.err;
+  }
+  const std::string home = dir_.File("home");
+  std::filesystem::create_directories(home);
+  ASSERT_EQ(chown(home.c_str(), 65534, 65534), 0);
+  const pid_t tuner = testing::Spawn(
+      {SPINTUNE_TUNER_BIN, "--listen", "127.0.0.1:0", "--db", dir_.File("t.db")},
+      dir_.File("tuner.out"), dir_.File("tuner.err"));
+  const std::string address = testing::WaitForLine(dir_.File("tuner.out"), "listening on ");
+  ASSERT_FALSE(address.empty()) << testing::Slurp(dir_.File("tuner.err"));
+  const std::vector<std::string> agent = {SPINTUNE_AGENT_BIN, "--tuner", address, "--source",
+                                          "sim:microwatt-100mhz", "--max-samples", "2000"};
+  testing::RunResult r;
+  ASSERT_TRUE(RunAsNobody(agent, home, "", dir_.path().string(), &r));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("state_dir=" + home + "/.local/state/spintune"), std::string::npos)
+      << r.err;
+  EXPECT_TRUE(std::filesystem::is_directory(home + "/.local/state/spintune"));
+  std::vector<std::string> xdg_agent = agent;  // another agent id: a stream of its own
+  xdg_agent.insert(xdg_agent.end(), {"--agent-id", "xdg"});
+  ASSERT_TRUE(RunAsNobody(xdg_agent, home, home + "/xdg", dir_.path().string(), &r));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("state_dir=" + home + "/xdg/spintune"), std::string::npos) << r.err;
+  // A state dir this user cannot make: one line, exit 2, before anything runs.
+  std::vector<std::string> root_only = agent;
+  root_only.insert(root_only.end(), {"--state-dir", dir_.File("root-only/spintune")});
+  std::filesystem::create_directories(dir_.File("root-only"));
+  ASSERT_TRUE(RunAsNobody(root_only, home, "", dir_.path().string(), &r));
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(r.err, "spintune-agent: --state-dir " + dir_.File("root-only/spintune") +
+                       ": Permission denied (not root: pick a writable directory, or '' to keep "
+                       "nothing)\n");
+  kill(tuner, SIGTERM);
+  EXPECT_EQ(testing::WaitExit(tuner), 0);
+}
+
+TEST_F(Cli, TheTunerNamesItsBoundPortAndTheRealCauseOfADatabaseFailure) {
+  const pid_t tuner = testing::Spawn(
+      {SPINTUNE_TUNER_BIN, "--listen", "127.0.0.1:0", "--db", dir_.File("t.db")},
+      dir_.File("tuner.out"), dir_.File("tuner.err"));
+  const std::string address = testing::WaitForLine(dir_.File("tuner.out"), "listening on ");
+  ASSERT_FALSE(address.empty()) << testing::Slurp(dir_.File("tuner.err"));
+  kill(tuner, SIGTERM);
+  EXPECT_EQ(testing::WaitExit(tuner), 0);
+  const std::string log = testing::Slurp(dir_.File("tuner.err"));
+  EXPECT_EQ(log.find("127.0.0.1:0"), std::string::npos) << "port 0 named: " << log;
+  EXPECT_NE(log.find("reaches " + address + " can report"), std::string::npos) << log;
+
+  const std::string missing = dir_.File("no-such-dir/t.db");
+  auto r = testing::Run({SPINTUNE_TUNER_BIN, "--listen", "127.0.0.1:0", "--db", missing},
+                        dir_.path().string());
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(r.err, "spintune-tuner: --db " + missing + ": directory " +
+                       dir_.File("no-such-dir") + " does not exist\n");
+  auto cli = testing::Run({SPINTUNE_CLI_BIN, "--db", missing, "tokens", "add", "ops", "--admin"},
+                          dir_.path().string());
+  EXPECT_NE(cli.exit_code, 0);
+  EXPECT_NE(cli.err.find("its directory " + dir_.File("no-such-dir") + " does not exist"),
+            std::string::npos)
+      << cli.err;
+  EXPECT_EQ(cli.err.find("read-only"), std::string::npos) << cli.err;
+}
+
+TEST_F(Cli, TheProbeAndTheAgentShowProgressUnlessQuiet) {
+  // As root the probe also traces the root disk (the tracefs tests' lock):
+  // as user nobody it measures the rest, with the same progress lines.
+  const std::vector<std::string> probe_argv = {SPINTUNE_AGENT_BIN, "--probe", "--format", "json"};
+  testing::RunResult probe;
+  if (!RunAsNobody(probe_argv, "/", "", dir_.path().string(), &probe) || probe.exit_code != 0) {
+    if (geteuid() == 0) GTEST_SKIP() << "cannot run the probe as user nobody: " << probe.err;
+    probe = testing::Run(probe_argv, dir_.path().string());
+  }
+  ASSERT_EQ(probe.exit_code, 0) << probe.err;
+  EXPECT_NE(probe.err.find("spintune-agent: probing timer sleeps\n"), std::string::npos)
+      << probe.err;
+  EXPECT_FALSE(nlohmann::json::parse(probe.out, nullptr, false).is_discarded()) << probe.out;
+
+  const pid_t tuner = testing::Spawn(
+      {SPINTUNE_TUNER_BIN, "--listen", "127.0.0.1:0", "--db", dir_.File("t.db")},
+      dir_.File("tuner.out"), dir_.File("tuner.err"));
+  const std::string address = testing::WaitForLine(dir_.File("tuner.out"), "listening on ");
+  ASSERT_FALSE(address.empty()) << testing::Slurp(dir_.File("tuner.err"));
+  const std::vector<std::string> agent = {
+      SPINTUNE_AGENT_BIN, "--tuner", address, "--source", "sim:microwatt-100mhz",
+      "--max-samples", "3000", "--rate", "3000", "--progress-every", "200ms",
+      "--state-dir", dir_.File("state")};
+  auto loud = testing::Run(agent, dir_.path().string());
+  EXPECT_EQ(loud.exit_code, 0) << loud.err;
+  EXPECT_NE(loud.err.find("progress samples="), std::string::npos) << loud.err;
+  std::vector<std::string> quiet = agent;
+  quiet.push_back("-q");
+  quiet[6] = "6000";  // --max-samples: more of the same stream
+  auto q = testing::Run(quiet, dir_.path().string());
+  EXPECT_EQ(q.exit_code, 0) << q.err;
+  EXPECT_EQ(q.err, "") << "-q: warnings and errors only";
+  kill(tuner, SIGTERM);
+  EXPECT_EQ(testing::WaitExit(tuner), 0);
+}
+
+TEST_F(Cli, HelpIsOneLinePerOptionAndHelpAllTellsTheWholeStory) {
+  for (const char* bin : {SPINTUNE_AGENT_BIN, SPINTUNE_TUNER_BIN}) {
+    auto help = testing::Run({bin, "--help"}, dir_.path().string());
+    ASSERT_EQ(help.exit_code, 0) << bin;
+    std::istringstream in(help.out);
+    int lines = 0;
+    for (std::string line; std::getline(in, line); ++lines) {
+      EXPECT_LE(line.size(), 150u) << bin << ": " << line;
+    }
+    EXPECT_LE(lines, 75) << bin << "\n" << help.out;
+    auto all = testing::Run({bin, "--help-all"}, dir_.path().string());
+    ASSERT_EQ(all.exit_code, 0) << bin;
+    EXPECT_GT(all.out.size(), help.out.size()) << bin;
+  }
 }
 
 }  // namespace

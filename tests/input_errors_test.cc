@@ -163,5 +163,86 @@ TEST_F(InputErrors, BadOutcomeReportsAreRefusedBeforeTheAgentConnects) {
                      {"spintune-agent: --outcomes: ", "device 'mmc0'", "no such device"});
 }
 
+// Issue 52 item 1: every number is checked as typed, before anything
+// starts. What CLI11 alone did: port 99999 listened on 34463, 10^23 samples
+// meant "unlimited", 2^64 ns of spin came back as another number, -1 wrapped.
+TEST_F(InputErrors, NumbersOutOfRangeAreRefusedQuotingWhatWasTyped) {
+  const std::string db = dir_.File("t.db");
+  const std::string platform = Write("p.json", "{}");
+  const std::string csv = Write("s.csv", "device,opcode,bytes,wait_ns\n");
+  const std::vector<std::string> agent = {SPINTUNE_AGENT_BIN, "--tuner", "127.0.0.1:9",
+                                          "--source", "sim:microwatt-100mhz", "--state-dir",
+                                          dir_.File("state")};
+  auto with = [](std::vector<std::string> argv, std::vector<std::string> extra) {
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    return argv;
+  };
+  const std::string in_samples = "is not a whole number in [0, 1000000000000000]";
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{SPINTUNE_TUNER_BIN, "--db", db, "--listen", "127.0.0.1:99999"},
+       "spintune-tuner: --listen: '127.0.0.1:99999': port 99999 is not in [0, 65535]"},
+      {{SPINTUNE_TUNER_BIN, "--db", db, "--listen", "127.0.0.1:0", "--metrics-listen",
+        "127.0.0.1:65536"},
+       "--metrics-listen: '127.0.0.1:65536': port 65536 is not in [0, 65535]"},
+      {with(agent, {"--max-samples", "99999999999999999999999"}),
+       "spintune-agent: --max-samples: '99999999999999999999999' " + in_samples},
+      {with(agent, {"--max-samples", "1e23"}), "--max-samples: '1e23' " + in_samples},
+      {with(agent, {"--max-samples", "-1"}), "--max-samples: '-1' " + in_samples},
+      {with(agent, {"--max-spin-ns", "100000000000000000000"}),
+       "--max-spin-ns: '100000000000000000000' is not a whole number in [0, 10000000]"},
+      {with(agent, {"--batch-size", "0x10"}), "--batch-size: '0x10' is not a whole number"},
+      {with(agent, {"--tuner", "127.0.0.1:50051,127.0.0.1:70000"}),
+       "--tuner: '127.0.0.1:70000': port 70000 is not in [0, 65535]"},
+      {with(agent, {"--give-up-after", "5x"}),
+       "--give-up-after: '5x' is not a duration (10ms, 2s, 1m30s; a plain number is seconds)"},
+      {{SPINTUNE_CLI_BIN, "tune", "--samples", csv, "--platform", platform, "--max-spin-ns",
+        "18446744073709551616"},
+       "spintune: --max-spin-ns: '18446744073709551616' is not a whole number in [1, 10000000]"},
+      {{SPINTUNE_TUNER_BIN, "--db", db, "--listen", "127.0.0.1:0", "--max-spin-ns", "-1"},
+       "--max-spin-ns: '-1' is not a whole number in [1, 10000000]"},
+      {{SPINTUNE_TUNER_BIN, "--db", db, "--listen", "127.0.0.1:0", "--hello-timeout", "2h"},
+       "--hello-timeout: '2h' is not in [100ms, 1h]"},
+      {{SPINTUNE_TUNER_BIN, "--db", db, "--listen", "127.0.0.1:0", "--min-refit-interval",
+        "-1s"},
+       "--min-refit-interval: '-1s' is not in [0, 1h]"},
+      {{SPINTUNE_TUNER_BIN, "--db", db, "--listen", "127.0.0.1:0", "--max-message-mb",
+        "4294967297"},
+       "--max-message-mb: '4294967297' is not a whole number in [1, 256]"},
+      {{SPINTUNE_CLI_BIN, "--tuner", "localhost:123456", "targets"},
+       "spintune: --tuner: 'localhost:123456': port 123456 is not in [0, 65535]"},
+      {{SPINTUNE_IOLOAD_BIN, "--threads", "99999999999999999999"},
+       "spintune-ioload: --threads: '99999999999999999999' is not a whole number in [1, 64]"},
+      {{SPINTUNE_IOLOAD_BIN, "--duration", "0"},
+       "spintune-ioload: --duration: '0' is not in [10ms, 24h]"},
+  };
+  for (const auto& [argv, line] : cases) ExpectOneLineError(argv, {line});
+  // The same check for a value from a --config file.
+  const std::string toml = Write("agent.toml", "max-samples = 99999999999999999999999\n");
+  ExpectOneLineError(with(agent, {"--config", toml}),
+                     {"--max-samples: '99999999999999999999999' " + in_samples});
+  EXPECT_FALSE(std::filesystem::exists(db)) << "refused before the database";
+  EXPECT_FALSE(std::filesystem::exists(dir_.File("state"))) << "refused before the state dir";
+}
+
+// Durations take units; a plain number is the unit --help states.
+TEST_F(InputErrors, DurationsTakeUnitsAndAPlainNumberIsSeconds) {
+  const std::vector<std::string> agent = {SPINTUNE_AGENT_BIN, "--tuner", "127.0.0.1:9",
+                                          "--source", "sim:microwatt-100mhz", "--state-dir",
+                                          dir_.File("state"), "--give-up-after"};
+  for (const auto& [typed, shown] : {std::pair<std::string, std::string>{"300ms", "300ms"},
+                                     {"1", "1s"}, {"0.5", "500ms"}}) {
+    std::vector<std::string> argv = agent;
+    argv.push_back(typed);
+    const testing::RunResult r = Run(argv);
+    EXPECT_EQ(r.exit_code, 1) << typed << "\n" << r.err;
+    EXPECT_NE(r.err.find("127.0.0.1:9 for " + shown), std::string::npos) << typed << "\n"
+                                                                          << r.err;
+  }
+  const testing::RunResult help = Run({SPINTUNE_AGENT_BIN, "--help"});
+  EXPECT_NE(help.out.find("--give-up-after DURATION"), std::string::npos) << help.out;
+  EXPECT_NE(help.out.find("a plain number is seconds"), std::string::npos) << help.out;
+  EXPECT_EQ(help.out.find(" in [1 - 65536]"), std::string::npos) << "no parser noise";
+}
+
 }  // namespace
 }  // namespace spintune
