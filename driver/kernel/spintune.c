@@ -61,11 +61,13 @@
 #define SPINTUNE_SLOTS (1u << SPINTUNE_SLOT_BITS)
 #define SPINTUNE_SLOT_PROBES 8
 /* A request's cpu_ns and latency_ns are capped here (4.29 s) so that their
- * squares and product fit a u64. */
+ * squares and product fit a u64.
+ */
 #define SPINTUNE_OUTCOME_MAX_NS U32_MAX
 /* No valid blob is longer: whatever its origin, a longer one is refused
  * before anything is allocated for it. Trials take entries' places
- * (entries + trials <= SPINTUNE_MAX_ENTRIES) and are shorter than them. */
+ * (entries + trials <= SPINTUNE_MAX_ENTRIES) and are shorter than them.
+ */
 #define SPINTUNE_MAX_BLOB_BYTES                                                \
 	(SPINTUNE_BLOB_HEADER_V2_BYTES + SPINTUNE_MAX_ENTRIES * SPINTUNE_BLOB_ENTRY_BYTES + \
 	 SPINTUNE_MAX_NODES * SPINTUNE_BLOB_NODE_BYTES)
@@ -232,7 +234,8 @@ static const char *spintune_strategy_name(u8 strategy)
 }
 
 /* The table in force, or NULL (rule or the driver's own way). Caller holds
- * rcu_read_lock(). */
+ * rcu_read_lock().
+ */
 static const struct spintune_table *spintune_table_in_force(struct spintune_dev *sd)
 {
 	const struct spintune_installed *inst = rcu_dereference(sd->installed);
@@ -295,7 +298,8 @@ bool spintune_begin(struct spintune_dev *sd, u8 cpu_class, u32 opcode,
 	if (IS_ERR_OR_NULL(sd))
 		return false; /* not registered: the driver's own way */
 	/* Pairs with spintune_new_outcome_gen(): seeing a generation means
-	 * seeing the table put in force before it. */
+	 * seeing the table put in force before it.
+	 */
 	w->outcome_gen = smp_load_acquire(&sd->outcome_gen);
 	w->opcode = opcode;
 	w->cpu_class = cpu_class;
@@ -420,7 +424,8 @@ void spintune_end(struct spintune_dev *sd, const struct spintune_wait *w)
 	if (unlikely(w->stats.atomic_downgrades))
 		spintune_downgraded(sd, s, w);
 	/* Slot 0 mixes keys: it has no outcomes. A request that began under
-	 * an older generation waited (partly) by another table: not counted. */
+	 * an older generation waited (partly) by another table: not counted.
+	 */
 	if (w->latency_ns && w->slot && w->outcome_gen == READ_ONCE(sd->outcome_gen))
 		spintune_count_outcome(s, w);
 }
@@ -446,6 +451,9 @@ static void spintune_new_outcome_gen(struct spintune_dev *sd, u64 version)
 {
 	lockdep_assert_held(&sd->lock);
 	sd->outcome_version = version;
+	/* Pairs with smp_load_acquire() in spintune_begin(): the table put in
+	 * force is seen with the generation.
+	 */
 	smp_store_release(&sd->outcome_gen, sd->outcome_gen + 1);
 }
 
@@ -495,7 +503,8 @@ static int spintune_install_locked(struct spintune_dev *sd, const u8 *blob,
 	if (len > SPINTUNE_MAX_BLOB_BYTES)
 		return spintune_refuse(sd, origin, len, -EFBIG, "larger than any valid table");
 	/* Sized by the counts the blob declares, within the limits; the
-	 * parser checks them. */
+	 * parser checks them.
+	 */
 	storage = spintune_blob_storage_bytes(blob, len);
 	inst = kvzalloc(sizeof(*inst) + storage + len, GFP_KERNEL);
 	if (!inst)
@@ -645,7 +654,8 @@ static ssize_t firmware_show(struct kobject *kobj, struct kobj_attribute *attr,
 }
 
 /* Any write requests the firmware file again, e.g. once the root file
- * system holding it is mounted (a built-in driver registers before). */
+ * system holding it is mounted (a built-in driver registers before).
+ */
 static ssize_t firmware_store(struct kobject *kobj, struct kobj_attribute *attr,
 			      const char *buf, size_t count)
 {
@@ -748,7 +758,8 @@ static int stats_show(struct seq_file *m, void *unused)
 		rcu_read_lock();
 		{
 			/* A key's entry for a device with no history (its first
-			 * leaf's, for keys with context). */
+			 * leaf's, for keys with context).
+			 */
 			const struct spintune_features f = { {
 				0, SPINTUNE_NO_WRITE_YET, 0,
 				size_class ? 1ull << (size_class - 1) : 0 } };
@@ -799,7 +810,8 @@ void spintune_outcomes_show(struct spintune_dev *sd, struct seq_file *m)
 				per_cpu_ptr(sd->stats + slot, cpu);
 
 			/* A racing spintune_end() on that CPU may be mid-way:
-			 * debugfs, read it between runs. */
+			 * debugfs, read it between runs.
+			 */
 			if (READ_ONCE(s->outcome_gen) == gen)
 				spintune_outcome_add(&sum, &s->outcome);
 		}
@@ -904,7 +916,8 @@ struct spintune_file {
 static int spintune_cdev_open(struct inode *inode, struct file *file)
 {
 	/* misc_open() set private_data to the miscdevice, under misc_mtx:
-	 * spintune_unregister() cannot have freed the device yet. */
+	 * spintune_unregister() cannot have freed the device yet.
+	 */
 	struct spintune_dev *sd = container_of(file->private_data,
 					       struct spintune_dev, misc);
 	struct spintune_file *f;

@@ -153,7 +153,8 @@ static inline __u64 spintune__index_multiplier(__u32 seed)
 }
 
 /* One seed's attempt at a perfect hash of the keys of @t (index fields
- * already sized); false when some bucket cannot be placed. */
+ * already sized); false when some bucket cannot be placed.
+ */
 static inline bool spintune__index_try(struct spintune_table *t, __u16 *buckets,
 				       __u16 *slots, __u64 multiplier)
 {
@@ -178,7 +179,8 @@ static inline bool spintune__index_try(struct spintune_table *t, __u16 *buckets,
 			largest = buckets[b];
 	}
 	/* Largest buckets first: each gets the first displacement at which all
-	 * of its keys land on free slots. */
+	 * of its keys land on free slots.
+	 */
 	for (size = largest; size >= 1; size--) {
 		for (b = 0; b < nbuckets; b++) {
 			__u32 base[SPINTUNE__INDEX_MAX_BUCKET];
@@ -230,7 +232,8 @@ static inline bool spintune__index_try(struct spintune_table *t, __u16 *buckets,
 
 /* Builds @t's key index in @buckets and @slots (sized as
  * spintune_table_storage_bytes() says); -EINVAL when no multiplier gives a
- * perfect hash (not seen for any table the tools write: they run this). */
+ * perfect hash (not seen for any table the tools write: they run this).
+ */
 static inline int spintune__index_build(struct spintune_table *t, __u16 *buckets,
 					__u16 *slots)
 {
@@ -278,7 +281,8 @@ static inline void spintune__decode_entry(const __u8 *q, struct spintune_entry *
 }
 
 /* The trial entry of blob trial @q for the entry @of: its key, the trial's
- * wait, the share in @trial. */
+ * wait, the share in @trial.
+ */
 static inline void spintune__decode_trial(const __u8 *q, const struct spintune_entry *of,
 					  struct spintune_entry *e)
 {
@@ -305,7 +309,8 @@ static inline void spintune__decode_node(const __u8 *q, struct spintune_node *n)
 }
 
 /* One node on the path of the tree check, with the box of the commands
- * that reach it. */
+ * that reach it.
+ */
 struct spintune__frame {
 	struct spintune_node node;
 	__u32 side; /* children checked */
@@ -398,7 +403,8 @@ static inline __u32 spintune__run_end(const __u8 *entries_at, __u32 count,
 }
 
 /* The validating parser behind spintune_table_parse() and
- * spintune_blob_parse(). */
+ * spintune_blob_parse().
+ */
 static inline int spintune__parse(const void *buf, size_t len,
 				  const struct spintune__storage *st,
 				  struct spintune_table *table, const char **why)
@@ -541,7 +547,8 @@ static inline int spintune__parse(const void *buf, size_t len,
 		struct spintune_entry of, e;
 
 		/* Strictly increasing entries, each naming this trial back: one
-		 * trial per entry, one entry per trial. */
+		 * trial per entry, one entry per trial.
+		 */
 		if (at >= count || (i > 0 && at <= spintune__le16(q - SPINTUNE_BLOB_TRIAL_BYTES)))
 			return SPINTUNE__REFUSE(why, -EINVAL, "trials not in increasing entry order");
 		spintune__decode_entry(entries_at + (size_t)at * SPINTUNE_BLOB_ENTRY_BYTES, &of);
@@ -597,7 +604,8 @@ static inline int spintune__parse(const void *buf, size_t len,
 }
 
 /* The entry and node counts a blob declares, within the limits (the parser
- * refuses larger ones); one entry for a buffer too short for a header. */
+ * refuses larger ones); one entry for a buffer too short for a header.
+ */
 static inline void spintune__declared_counts(const void *buf, size_t len, __u32 *count,
 					     __u32 *nodes, __u32 *trials)
 {

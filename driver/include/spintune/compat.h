@@ -75,15 +75,8 @@ static inline uint64_t spintune__posix_now_ns(void)
 #define SPINTUNE_NOW_NS() spintune__posix_now_ns()
 #endif
 
-#ifndef SPINTUNE_CPU_RELAX
-#if defined(__x86_64__) || defined(__i386__)
-#define SPINTUNE_CPU_RELAX() __builtin_ia32_pause()
-#elif defined(__aarch64__) || defined(__arm__)
-#define SPINTUNE_CPU_RELAX() __asm__ __volatile__("yield" ::: "memory")
-#else
-#define SPINTUNE_CPU_RELAX() __asm__ __volatile__("" ::: "memory")
-#endif
-#endif
+/* SPINTUNE_CPU_RELAX(): the architecture's pause/yield hint (uspace.h). */
+#include "spintune/uspace.h"
 
 #ifndef SPINTUNE_SLEEP_NS
 static inline void spintune__posix_sleep_ns(uint64_t ns)
@@ -92,9 +85,9 @@ static inline void spintune__posix_sleep_ns(uint64_t ns)
 
 	ts.tv_sec = (time_t)(ns / 1000000000u);
 	ts.tv_nsec = (long)(ns % 1000000000u);
-	while (nanosleep(&ts, &ts) != 0) {
-		/* interrupted: sleep the rest */
-	}
+	/* interrupted: sleep the rest */
+	while (nanosleep(&ts, &ts) != 0)
+		continue;
 }
 #define SPINTUNE_SLEEP_NS(ns) spintune__posix_sleep_ns(ns)
 #endif

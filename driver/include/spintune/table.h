@@ -32,10 +32,7 @@
 #include <linux/compiler.h>
 #include <linux/errno.h>
 #else
-#include <errno.h>
-#include <stdbool.h>
-#include <stddef.h>
-#include <stdint.h>
+#include "spintune/uspace.h"
 #endif
 
 #ifdef __cplusplus
@@ -43,12 +40,11 @@ extern "C" {
 #endif
 
 /*
- * The few primitives that differ between the kernel and user space: a
- * 32-bit counter incremented from several CPUs (the kernel's atomic_t;
- * the compiler's atomics in user space, which on ARMv5 call libgcc's
- * kernel-helper routines: the kernel has no such routines, so kernel
- * builds must not use the builtins), the bit width of a 64-bit value, and
- * the once-accesses of fields other CPUs update.
+ * The few primitives that differ between the kernel and user space
+ * (spintune/uspace.h has the user-space ones): a 32-bit counter
+ * incremented from several CPUs, the bit width of a 64-bit value, the
+ * once-accesses of fields other CPUs update, and the mark of generated
+ * tables that a translation unit may not use.
  */
 #ifdef __KERNEL__
 typedef atomic_t spintune_counter_t;
@@ -58,26 +54,7 @@ typedef atomic_t spintune_counter_t;
 #define spintune__fls64(x) fls64(x)
 #define SPINTUNE__READ_ONCE(x) READ_ONCE(x)
 #define SPINTUNE__WRITE_ONCE(x, v) WRITE_ONCE(x, v)
-#else
-typedef __u32 spintune_counter_t;
-#define spintune__counter_fetch_inc(c) __atomic_fetch_add((c), 1, __ATOMIC_RELAXED)
-#define spintune__counter_dec(c) ((void)__atomic_fetch_sub((c), 1, __ATOMIC_RELAXED))
-#define spintune__counter_set(c, v) __atomic_store_n((c), (v), __ATOMIC_RELAXED)
-static inline unsigned int spintune__fls64(__u64 x)
-{
-	return x ? 64 - (unsigned int)__builtin_clzll(x) : 0;
-}
-
-/* As the kernel's: one access, may tear a 64-bit value on a 32-bit CPU. */
-#define SPINTUNE__READ_ONCE(x) (*(const volatile __typeof__(x) *)&(x))
-#define SPINTUNE__WRITE_ONCE(x, v) (*(volatile __typeof__(x) *)&(x) = (v))
-#endif
-
-/* Marks generated tables that a translation unit may not use. */
-#if defined(__GNUC__) || defined(__clang__)
-#define SPINTUNE_MAYBE_UNUSED __attribute__((unused))
-#else
-#define SPINTUNE_MAYBE_UNUSED
+#define SPINTUNE_MAYBE_UNUSED __maybe_unused
 #endif
 
 /* Blob constants; see docs/policy-format.md. */
@@ -103,7 +80,8 @@ static inline unsigned int spintune__fls64(__u64 x)
 #define SPINTUNE_MAX_SPIN_NS 10000000u /* 10 ms of busy-waiting at most */
 #endif
 /* What a wait in atomic context spins at most (spintune_wait_atomic()), and
- * the bound of every entry of a device registered as waiting only there. */
+ * the bound of every entry of a device registered as waiting only there.
+ */
 #ifndef SPINTUNE_MAX_ATOMIC_SPIN_NS
 #define SPINTUNE_MAX_ATOMIC_SPIN_NS 100000u /* 100 us */
 #endif
@@ -120,7 +98,8 @@ static inline unsigned int spintune__fls64(__u64 x)
 #define SPINTUNE_ANY_OPCODE 0xFFFFFFFFu
 #define SPINTUNE_ENTRY_FALLBACK 0x01u /* entry flag: the device-wide fallback */
 /* Entry flag of a parsed table's trial entries (never in a blob): the
- * incumbent's wait of an A/B trial, see spintune_ab_pick(). */
+ * incumbent's wait of an A/B trial, see spintune_ab_pick().
+ */
 #define SPINTUNE_ENTRY_TRIAL 0x02u
 #define SPINTUNE_CHILD_LEAF 0x8000u   /* node child: an entry index, not a node */
 /* since_write_ns of a device that has completed no write yet. */

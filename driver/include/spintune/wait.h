@@ -42,7 +42,8 @@ extern "C" {
 #endif
 
 /* Returned when the caller should arm its IRQ and sleep. Positive: never
- * confused with a negative errno. */
+ * confused with a negative errno.
+ */
 #define SPINTUNE_ARM_IRQ 1
 
 /*

@@ -142,7 +142,6 @@ struct st_case {
 	const char *why;
 };
 
-#define ST_ANY SPINTUNE_ANY_CPU_CLASS, SPINTUNE_ANY_SIZE_CLASS
 #define ST_BYTE(n, off, val, fix, err, text) \
 	{ .name = n, .offset = off, .value = val, .entry = -1, .fix_crc = fix, .rc = err, .why = text }
 #define ST_ENTRY(n, idx, err, text, ...) \
@@ -207,7 +206,8 @@ static const struct st_case st_cases[] = {
 		 0, SPINTUNE_ANY_SIZE_CLASS, SPINTUNE_IRQ, SPINTUNE_ENTRY_FALLBACK,
 		 SPINTUNE_ANY_OPCODE, 0, 0, 0),
 	ST_ENTRY("refuses a fallback before the end", 0, -EINVAL, "fallback entry",
-		 ST_ANY, SPINTUNE_IRQ, SPINTUNE_ENTRY_FALLBACK, SPINTUNE_ANY_OPCODE, 0, 0, 0),
+		 SPINTUNE_ANY_CPU_CLASS, SPINTUNE_ANY_SIZE_CLASS, SPINTUNE_IRQ,
+		 SPINTUNE_ENTRY_FALLBACK, SPINTUNE_ANY_OPCODE, 0, 0, 0),
 	ST_ENTRY("refuses a table without a fallback", 2, -EINVAL, "fallback entry",
 		 1, 1, SPINTUNE_IRQ, 0, 1, 0, 0, 0),
 	ST_ENTRY("refuses keys out of order", 1, -EINVAL, "strictly increasing",
@@ -373,7 +373,8 @@ static void st_rejections(struct spintune_dev *sd, const u8 *good, size_t len,
 }
 
 /* A format 2 blob with a context tree: in force, leaves chosen by the
- * device's state, and every format 2 refusal. */
+ * device's state, and every format 2 refusal.
+ */
 /*
  * The format 2 blob as format 3 with an A/B trial on opcode 17 (IRQ for
  * 128 of 256 commands): accepted; the module waits by the entry itself
@@ -506,7 +507,8 @@ static void st_header_default(void)
 		  e.spin_ns == 50000, "the generated header's table is the default");
 	{
 		/* Opcode 18 of 4 KiB has two leaves: spin while the last
-		 * completion was under 1 ms, else IRQ. */
+		 * completion was under 1 ms, else IRQ.
+		 */
 		struct spintune_wait w;
 
 		spintune_begin(sd, 0, 18, 4096, &w);
@@ -617,8 +619,7 @@ static void st_outcomes(void)
 	st_measured(sd, 1ull << 40, 10);
 	st_measured(sd, 1ull << 40, 10);
 	st_read_outcomes(sd, doc, len);
-	st_report(strstr(doc, "\"requests\": 1,\n   \"cpu_ns_sum\": 4294967295, \"latency_ns_sum\": 10, "
-			 "\"cpu_ns_sq_sum\": 18446744065119617025,\n") != NULL,
+	st_report(strstr(doc, "\"requests\": 1,\n   \"cpu_ns_sum\": 4294967295, \"latency_ns_sum\": 10, \"cpu_ns_sq_sum\": 18446744065119617025,\n") != NULL,
 		  "outcomes: a request's time is capped; one that would overflow a sum is left out whole");
 
 	spintune_outcomes_reset(sd);
@@ -697,7 +698,8 @@ static void st_atomic(void)
 		goto out;
 	}
 	/* Entry 17 spins 1 ms (a SPIN, no IRQ of its own); the fallback
-	 * sleeps between polls. */
+	 * sleeps between polls.
+	 */
 	st_build(b, "stplain0", 6, 1000000);
 	rc = spintune_install_blob(sd, b, ST_BLOB_BYTES, "selftest");
 	local_irq_save(flags);

@@ -228,6 +228,7 @@ static enum hrtimer_restart vb_hold_done(struct hrtimer *t)
 {
 	struct vb_board *vb = container_of(t, struct vb_board, hold);
 
+	/* Pairs with the xchg() in vb_releaser(): it sees the request whole. */
 	smp_store_release(&vb->release, vb->held);
 	wake_up_process(vb->releaser);
 	return HRTIMER_NORESTART;
@@ -462,13 +463,12 @@ static void vb_run(struct vb_board *vb, const char *mode, u32 count, u32 seed)
 			vb_fill(vb, k, &rnd);
 		vb->hold_ns = hold_ns;
 		WRITE_ONCE(vb->kind, kind);
-		if (vb_io(vb, k, block)) {
+		if (vb_io(vb, k, block))
 			r->errors++;
-		} else if (k->write) {
+		else if (k->write)
 			vb_written(vb, k, block);
-		} else {
+		else
 			vb_verify(vb, k, block, r);
-		}
 		WRITE_ONCE(vb->kind, -1);
 		if (i % 64 == 63)
 			cond_resched();
@@ -676,7 +676,8 @@ static int __init vb_init(void)
 	sched_set_fifo(vb->releaser);
 
 	/* The controller (the sdhci-pci device), not the card: its bus id
-	 * names the firmware file across boots (spintune/0000:00:02.0.bin). */
+	 * names the firmware file across boots (spintune/0000:00:02.0.bin).
+	 */
 	info.name = mmc_hostname(vb->host);
 	info.dev = mmc_dev(vb->host);
 	vb->st = spintune_register(&info);
