@@ -1222,12 +1222,13 @@ void spintune_unregister(struct spintune_dev *sd)
 		return;
 	/* No new open of /dev/spintune/<name>; open ones hold the kobject. */
 	misc_deregister(&sd->misc);
-	cancel_work_sync(&sd->fw_work);
 	debugfs_remove_recursive(sd->debugfs);
 	mutex_lock(&spintune_devices_lock);
 	list_del(&sd->node);
 	mutex_unlock(&spintune_devices_lock);
 	kobject_del(&sd->kobj); /* waits for sysfs readers and writers */
+	/* After sysfs: a write to 'firmware' can no longer queue it again. */
+	cancel_work_sync(&sd->fw_work);
 	mutex_lock(&sd->lock);
 	WRITE_ONCE(sd->gone, true); /* an open file's later writes are refused */
 	sd->dev = NULL; /* the driver's device may go now: log by name */
