@@ -166,7 +166,6 @@ class Agent::Impl {
   // Flush until then.
   absl::Time stop_deadline_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
   bool session_established_ ABSL_GUARDED_BY(mu_) = false;
-  bool any_session_ ABSL_GUARDED_BY(mu_) = false;  // this run ever had one
   bool broken_ ABSL_GUARDED_BY(mu_) = false;
   // The session ended because the tuner deferred a batch (Rejected with
   // retry: storage failing or full, rate limit): the tuner is reachable, so
@@ -660,7 +659,6 @@ absl::StatusOr<Agent::Impl::SessionEnd> Agent::Impl::RunSession() {
     for (auto& p : pending_) p.sent_at = absl::InfinitePast();  // latency is per session
     // Batches at or below `durable` are resent too: the tuner acknowledges
     // each as a duplicate after checking it holds the same content.
-    any_session_ = true;
     absl::Status s = Resume(durable);
     if (!s.ok()) {
       ctx.TryCancel();
@@ -860,11 +858,9 @@ absl::Status Agent::Impl::Run() {
     }
     if (options_.give_up_after > absl::ZeroDuration() &&
         absl::Now() - last_session > options_.give_up_after) {
-      absl::MutexLock lock(&mu_);
       return absl::DeadlineExceededError(absl::StrCat(
           "no session with ", options_.tuner_address, " for ",
-          absl::FormatDuration(options_.give_up_after), " (--give-up-after",
-          any_session_ ? ")" : "; is spintune-tuner running there?)"));
+          absl::FormatDuration(options_.give_up_after)));
     }
     // Exponential backoff with +-20% jitter, cut short when the channel
     // connects (asking for its state makes it try) unless the tuner deferred
@@ -895,15 +891,6 @@ absl::Status Agent::Impl::Run() {
     backoff = std::min(backoff * 2, options_.max_backoff);
   }
   absl::MutexLock lock(&mu_);
-  if (!any_session_) {
-    // Stopped before any tuner answered: nothing was delivered.
-    return absl::UnavailableError(absl::StrCat(
-        "stopped before ", options_.tuner_address, " answered: nothing was sent",
-        pending_.empty() || !spool_
-            ? ""
-            : absl::StrCat(" (", pending_.size(), " batches kept in the spool ",
-                           options_.spool_dir, ")")));
-  }
   if (!pending_.empty()) {
     if (spool_) {
       Logger().info("stopped with {} batches not acknowledged, kept in the spool {}",

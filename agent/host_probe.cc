@@ -170,10 +170,6 @@ void ProbeTrace(const HostProbeOptions& o, HostProbeResult* r) {
     r->trace_note = "no block disk behind " + o.io_file;
     return;
   }
-  if (o.progress) {
-    o.progress(absl::StrCat("IRQ path: tracing ", absl::FormatDuration(o.io_duration),
-                            " of O_DIRECT reads on ", r->disk));
-  }
   auto live = LiveTrace::Start({r->disk}, CorrelatorOptions{});
   if (!live.ok()) {
     r->trace_note = std::string(live.status().message());
@@ -303,13 +299,8 @@ HostProbeResult ProbeHost(const HostProbeOptions& o) {
   const int rounds = std::max(10, o.rounds);
   // Each measurement runs in a thread of its own so that pinning does not
   // stick to the caller.
-  auto step = [&o](const std::string& what) {
-    if (o.progress) o.progress(what);
-  };
-  step("context switches");
   std::thread([&] { r.context_switch_ns = MeasureContextSwitch(rounds * 5); }).join();
   std::vector<uint64_t> latency, call_cpu;
-  step("futex and eventfd wake-ups");
   std::thread([&] {
     Pin(0);
     MeasureWake(rounds, cpus > 1 ? 1 : 0, false, &latency, &call_cpu);
@@ -323,9 +314,7 @@ HostProbeResult ProbeHost(const HostProbeOptions& o) {
     MeasureWake(rounds, cpus > 1 ? 1 : 0, true, &latency, &call_cpu);
   }).join();
   r.eventfd_wake_ns = Quantile(latency, 0.5);
-  step("timer sleeps");
   std::thread([&] { MeasureTimer(rounds, &r.timer_cpu_ns, &r.timer_wake_ns); }).join();
-  step("uncached loads");
   r.uncached_load_ns = MeasureUncachedLoad();
   if (o.trace_io) {
     ProbeTrace(o, &r);

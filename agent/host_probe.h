@@ -23,7 +23,6 @@
 #define SPINTUNE_AGENT_HOST_PROBE_H_
 
 #include <cstdint>
-#include <functional>
 #include <optional>
 #include <string>
 
@@ -37,9 +36,6 @@ struct HostProbeOptions {
   std::string io_file = "/var/tmp/spintune-probe.bin";
   absl::Duration io_duration = absl::Milliseconds(1500);
   int rounds = 2000;                     // per synthetic measurement
-  // Told what is measured next ("timer sleeps"), from the calling thread,
-  // before each step (optional: progress lines of `--probe`).
-  std::function<void(const std::string& step)> progress;
 };
 
 struct HostProbeResult {

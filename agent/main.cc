@@ -3,16 +3,11 @@
 // applies the tables the tuner pushes back.
 #include <unistd.h>
 
-#include <algorithm>
-#include <cstdlib>
-#include <filesystem>
 #include <iostream>
 #include <optional>
-#include <thread>
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/match.h"
-#include "absl/synchronization/notification.h"
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
 #include "agent/agent.h"
@@ -33,17 +28,6 @@
 #include "proto/channel_security.h"
 
 namespace {
-
-// Root: /var/lib/spintune (the packaged service's StateDirectory); anyone
-// else: $XDG_STATE_HOME/spintune, or ~/.local/state/spintune.
-std::string DefaultStateDir() {
-  if (geteuid() == 0) return "/var/lib/spintune";
-  const char* xdg = std::getenv("XDG_STATE_HOME");
-  if (xdg != nullptr && xdg[0] == '/') return std::string(xdg) + "/spintune";
-  const char* home = std::getenv("HOME");
-  if (home != nullptr && home[0] != '\0') return std::string(home) + "/.local/state/spintune";
-  return "";  // no home: nothing is kept
-}
 
 struct Flags {
   std::string tuner = "127.0.0.1:50051";
@@ -76,11 +60,8 @@ struct Flags {
   std::string spool_dir = "default";
   uint64_t spool_max_mb = 64;
   std::string allow_strategies;
-  std::string state_dir = DefaultStateDir();
-  absl::Duration give_up_after = absl::Seconds(30);
-  absl::Duration progress_every = absl::Seconds(10);
-  bool quiet = false;
-  bool verbose = false;
+  std::string state_dir = "/var/lib/spintune";
+  double give_up_after_s = 0;
   std::string log_level = "info";
   std::string log_format = "text";
   bool list_boards = false;
@@ -111,17 +92,9 @@ int ListBoards(const std::string& format) {
 int main(int argc, char** argv) {
   spintune::SetUpProcess();  // before any thread starts
   Flags f;
-  // --help: one line per option; --help-all (the man page) the full story.
-  const bool help_all = std::any_of(argv + 1, argv + argc, [](const char* a) {
-    return std::string(a) == "--help-all";
-  });
-  auto Help = [help_all](const char* brief, const char* full) {
-    return std::string(help_all ? full : brief);
-  };
   CLI::App app{"spintune-agent: measure a board's command completion times and stream them "
                "to spintune-tuner; apply the policy tables it pushes back."};
-  app.set_help_all_flag("--help-all", "Every option's full description (the man page's)");
-  app.footer(help_all ? 
+  app.footer(
       "Examples:\n"
       "  spintune-agent --config /etc/spintune/agent.toml\n"
       "  spintune-agent --list-boards\n"
@@ -137,14 +110,7 @@ int main(int argc, char** argv) {
       "too) and waits for the tuner's acks (5 s at most with a spool); a second signal stops at\n"
       "once.\n"
       "Exit codes: 0 ok, 1 runtime failure, 2 usage or bad input, 3 finished but some samples\n"
-      "were not stored (refused by the tuner or dropped from a full spool; see the last line)."
-      : "Examples:\n"
-      "  spintune-agent --list-boards\n"
-      "  spintune-agent --tuner 127.0.0.1:50051 --source sim:microwatt-100mhz --max-samples 20000\n"
-      "  sudo spintune-agent --tuner 127.0.0.1:50051 --source tracefs:vda\n"
-      "  spintune-agent --probe --format json > platform.json\n"
-      "Exit codes: 0 ok, 1 runtime failure, 2 usage or bad input, 3 some samples not stored.\n"
-      "Every option's full description: --help-all, or man spintune-agent.");
+      "were not stored (refused by the tuner or dropped from a full spool; see the last line).");
   app.set_version_flag("--version", spintune::Version());
   // Any long option may come from a TOML file (docs/configuration.md);
   // the command line overrides it.
@@ -152,137 +118,110 @@ int main(int argc, char** argv) {
       ->check(spintune::NotADirectory());
   app.allow_config_extras(CLI::config_extras_mode::error);  // a typo is an error
   app.add_option("--tuner", f.tuner,
-                 Help("Tuner host:port (a list a:1,b:2: tuners sharing one database)",
-                      "Tuner address host:port, or a list a:1,b:2 of tuners sharing one database: "
-                      "after a failed session the agent moves on to the next"))
-      ->check(spintune::Address(/*list=*/true))
+                 "Tuner address host:port, or a list a:1,b:2 of tuners sharing one database: "
+                 "after a failed session the agent moves on to the next")
       ->capture_default_str();
   app.add_option("--agent-id", f.agent_id,
                  "Stable identity of this agent (default: HOSTNAME/SOURCE)");
   app.add_option("--source", f.source,
-                 Help("tracefs[:DEV,...] (live, root) | replay:FILE | csv:FILE | sim:BOARD",
-                      "Where samples come from: tracefs[:DEV,DEV] (live, root), replay:FILE (a "
-                      "trace capture), csv:FILE, or sim:BOARD"));
+                 "Where samples come from: tracefs[:DEV,DEV] (live, root), replay:FILE (a "
+                 "trace capture), csv:FILE, or sim:BOARD");
   app.add_option("--knobs", f.knobs,
-                 Help("Knobs to experiment with: a declaration JSON or sim:BOARD",
-                      "Knobs to experiment with: a declaration JSON (docs/knobs.md) or sim:BOARD (a "
-                      "simulated ahci_sunxi board); without --source the agent only runs experiments"));
+                 "Knobs to experiment with: a declaration JSON (docs/knobs.md) or sim:BOARD (a "
+                 "simulated ahci_sunxi board); without --source the agent only runs experiments");
   app.add_option("--platform", f.platform,
-                 Help("Platform costs JSON (required for csv: and replay:)",
-                      "Platform costs JSON (docs/csv-formats.md); required for csv: and replay:, "
-                      "tracefs probes the host without it"))
+                 "Platform costs JSON (docs/csv-formats.md); required for csv: and replay:, "
+                 "tracefs probes the host without it")
       ->check(spintune::NotADirectory());
   app.add_option("--pairs", f.pairs,
-                 Help("JSON file of user-defined start/end event pairs",
-                      "JSON file of user-defined start/end event pairs (replay:, tracefs)"))
+                 "JSON file of user-defined start/end event pairs (replay:, tracefs)")
       ->check(spintune::NotADirectory());
   app.add_option("--outcomes", f.outcomes,
-                 Help("Outcome report a driver wrote, for verification (repeatable)",
-                      "An outcome report a driver wrote (docs/verification.md; repeatable): sent "
-                      "after the last batch of a csv: or replay: source, or first with tracefs, for "
-                      "the tuner to verify the version the driver waited by against the one before"))
+                 "An outcome report a driver wrote (docs/verification.md; repeatable): sent "
+                 "after the last batch of a csv: or replay: source, or first with tracefs, for "
+                 "the tuner to verify the version the driver waited by against the one before")
       ->check(spintune::NotADirectory());
   app.add_option("--irq", f.irq, "DEVICE=IRQNAME: whose IRQ line it is (repeatable)");
   app.add_option("--block-dev", f.block_dev,
                  "MAJOR:MINOR=NAME: name the block devices of a replayed trace (repeatable)");
   app.add_option("--capture", f.capture,
-                 Help("tracefs: auto | bpf | raw | text",
-                      "tracefs: auto | bpf (in-kernel histograms) | raw (binary trace buffers) | "
-                      "text (trace_pipe); auto takes the first this kernel allows"))
+                 "tracefs: auto | bpf (in-kernel histograms) | raw (binary trace buffers) | "
+                 "text (trace_pipe); auto takes the first this kernel allows")
       ->check(CLI::IsMember({"auto", "bpf", "raw", "text"}))
       ->capture_default_str();
   app.add_option("--irq-costs", f.irq_costs,
-                 Help("IRQ path costs from: trace (measured here) | platform",
-                      "Where the tuner takes the IRQ path's costs from: trace (the IRQ handler and "
-                      "wake-up times this agent measures, which override --platform's) or platform "
-                      "(--platform's; measured times are not sent: for a platform file the driver "
-                      "measured with no tracer attached)"))
+                 "Where the tuner takes the IRQ path's costs from: trace (the IRQ handler and "
+                 "wake-up times this agent measures, which override --platform's) or platform "
+                 "(--platform's; measured times are not sent: for a platform file the driver "
+                 "measured with no tracer attached)")
       ->check(CLI::IsMember({"trace", "platform"}))
       ->capture_default_str();
   app.add_option("--histogram-wire", f.histogram_wire,
-                 Help("Histogram deltas on the wire: arrays | bytes",
-                      "How histogram deltas (tracefs) go on the wire: arrays (every tuner reads "
-                      "them) or bytes (half the bytes, and less of the tuner's CPU per batch; only "
-                      "to tuners that say they read them: the agent sends nothing to an older one)"))
+                 "How histogram deltas (tracefs) go on the wire: arrays (every tuner reads "
+                 "them) or bytes (half the bytes, and less of the tuner's CPU per batch; only "
+                 "to tuners that say they read them: the agent sends nothing to an older one)")
       ->check(CLI::IsMember({"arrays", "bytes"}))
       ->capture_default_str();
   app.add_option("--capture-samples", f.capture_samples,
-                 Help("tracefs: also send every Nth completion as a sample (0: none)",
-                      "tracefs: send every Nth completion as an individual sample instead of in "
-                      "the histogram batches (for --record and exact replays; 1: all, with raw's "
-                      "and text's IRQ dispatch samples too; 0: histograms only)"))
-      ->check(spintune::WholeNumber(0, UINT32_MAX))
+                 "tracefs: send every Nth completion as an individual sample instead of in "
+                 "the histogram batches (for --record and exact replays; 1: all, with raw's "
+                 "and text's IRQ dispatch samples too; 0: histograms only)")
       ->capture_default_str();
   app.add_option("--wake-windows", f.wake_windows,
-                 Help("tracefs: measure wake-ups ON of every EVERY (1s/10s) or all",
-                      "tracefs: measure wake latencies for ON of every EVERY (ON/EVERY, e.g. "
-                      "1s/10s) or all the time (all): raw and text trace the sched events only "
-                      "then (two thirds of the events a request makes), bpf attaches its "
-                      "sched_switch program only then; completions and IRQ handler times are "
-                      "measured all the time. --record takes all"))
+                 "tracefs: measure wake latencies for ON of every EVERY (ON/EVERY, e.g. "
+                 "1s/10s) or all the time (all): raw and text trace the sched events only "
+                 "then (two thirds of the events a request makes), bpf attaches its "
+                 "sched_switch program only then; completions and IRQ handler times are "
+                 "measured all the time. --record takes all")
       ->capture_default_str();
   app.add_option("--capture-windows", f.capture_windows,
-                 Help("tracefs: capture ON of every EVERY (1s/10s) or all",
-                      "tracefs: capture for ON of every EVERY (ON/EVERY, e.g. 1s/10s: a tenth of "
-                      "the requests at about a tenth of the cost; windows start at multiples of "
-                      "EVERY on the wall clock) or all the time (all); between windows bpf's "
-                      "programs are detached and raw's and text's events disabled"))
+                 "tracefs: capture for ON of every EVERY (ON/EVERY, e.g. 1s/10s: a tenth of "
+                 "the requests at about a tenth of the cost; windows start at multiples of "
+                 "EVERY on the wall clock) or all the time (all); between windows bpf's "
+                 "programs are detached and raw's and text's events disabled")
       ->capture_default_str();
   app.add_option("--max-spin-ns", f.max_spin_ns,
-                 Help("Refuse tables that spin longer than this, ns (0: no limit)",
-                      "Refuse pushed tables that busy-wait longer than this, in [0, 10000000] (0: no "
-                      "local limit)"))
-      ->check(spintune::WholeNumber(0, 10'000'000))
+                 "Refuse pushed tables that busy-wait longer than this (0: no local limit)")
       ->capture_default_str();
   app.add_option("--allow-strategies", f.allow_strategies,
-                 Help("Refuse tables using other strategies (comma list)",
-                      "Refuse pushed tables using other strategies (comma list of irq, spin, "
-                      "spin_then_irq, sleep_then_spin, poll_sleep; default: all)"));
+                 "Refuse pushed tables using other strategies (comma list of irq, spin, "
+                 "spin_then_irq, sleep_then_spin, poll_sleep; default: all)");
   app.add_flag("--probe", f.probe,
-               Help("Measure this host's platform costs, print them and exit",
-                      "Measure this host's platform costs (IRQ handler and wake from a live trace "
-                      "of real I/O when root), print them and exit"));
+               "Measure this host's platform costs (IRQ handler and wake from a live trace "
+               "of real I/O when root), print them and exit");
   app.add_option("--sink", f.sink,
-                 Help("Where pushed tables go: file:PATH | attr:PATH | shm:NAME | none",
-                      "Where pushed tables go: file:PATH, attr:PATH, shm:NAME (each may hold "
-                      "{device}) or none"))
+                 "Where pushed tables go: file:PATH, attr:PATH, shm:NAME (each may hold "
+                 "{device}) or none")
       ->capture_default_str();
   app.add_option("--driver-blob-format", f.driver_blob_format,
-                 Help("Highest blob format the drivers read: 2 | 3",
-                      "The highest policy blob format the drivers behind --sink read, told to the "
-                      "tuner (3: A/B trials, docs/verification.md). Default: attr: asks the driver "
-                      "(its max_blob_format file beside the attribute, else 2); file: and shm: 2 (the "
-                      "agent cannot ask their readers); none: 3"))
-      ->check(spintune::WholeNumber(2, 3));
+                 "The highest policy blob format the drivers behind --sink read, told to the "
+                 "tuner (3: A/B trials, docs/verification.md). Default: attr: asks the driver "
+                 "(its max_blob_format file beside the attribute, else 2); file: and shm: 2 (the "
+                 "agent cannot ask their readers); none: 3")
+      ->check(CLI::Range(2, 3));
   app.add_option("--seed", f.seed, "Seed of simulated sources")->capture_default_str();
   app.add_option("--sim-timer-wake-factor", f.sim_timer_wake_factor,
-                 Help("sim: true timer oversleep = declared x this",
-                      "sim: the board's true timer oversleep is its declared one times this (a "
-                      "wrong platform model, to watch verification roll a table back), in [0, 1000]"))
-      ->check(spintune::RealNumber(0, 1000))
+                 "sim: the board's true timer oversleep is its declared one times this (a "
+                 "wrong platform model, to watch verification roll a table back)")
+      ->check(CLI::Range(0.0, 1000.0))
       ->capture_default_str();
   app.add_option("--max-samples", f.max_samples,
-                 Help("Stop after this many samples (0: run until a signal)",
-                      "Stop after this many completion samples, flush, wait for the final table "
-                      "(0: run until SIGINT/SIGTERM). Live sources: samples this run measures. "
-                      "sim:, csv:, replay: (the same stream every run): where the stream ends; a "
-                      "restarted agent id skips what it sent before and sends the rest. At most 10^15"))
-      ->check(spintune::WholeNumber(0, 1'000'000'000'000'000))
+                 "Stop after this many completion samples, flush, wait for the final table "
+                 "(0: run until SIGINT/SIGTERM). Live sources: samples this run measures. "
+                 "sim:, csv:, replay: (the same stream every run): where the stream ends; a "
+                 "restarted agent id skips what it sent before and sends the rest")
       ->capture_default_str();
-  app.add_option("--batch-size", f.batch_size, "Completion samples per batch, in [1, 65536]")
-      ->check(spintune::WholeNumber(1, 65536))
+  app.add_option("--batch-size", f.batch_size, "Completion samples per batch")
+      ->check(CLI::Range(1, 65536))
       ->capture_default_str();
   app.add_option("--rate", f.rate,
-                 Help("Pace a simulated source, samples per second (0: unpaced)",
-                      "Pace a simulated source to this many samples per second (0: unpaced)"))
-      ->check(spintune::RealNumber(0, 1e12))
+                 "Pace a simulated source to this many samples per second (0: unpaced)")
+      ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   app.add_option("--record", f.record, "Append every sent completion sample to this CSV")
       ->check(spintune::NotADirectory());
   app.add_option("--state-dir", f.state_dir,
-                 Help("Keep the last good table and the spool here ('': nothing)",
-                      "Keep the last good table and the spool here (root: /var/lib/spintune, else "
-                      "$XDG_STATE_HOME/spintune or ~/.local/state/spintune; empty: don't)"))
+                 "Keep the last good table here and re-apply it at start (empty: don't)")
       ->capture_default_str();
   app.add_option("--token-file", f.token_file,
                  "File holding this agent's bearer token (spintune tokens add)")
@@ -294,31 +233,23 @@ int main(int argc, char** argv) {
   app.add_option("--tls-key", f.security.key, "Key of the client certificate")
       ->check(spintune::NotADirectory());
   app.add_option("--spool-dir", f.spool_dir,
-                 Help("Unacknowledged batches (default: STATE-DIR/spool-ID; '': memory)",
-                      "Keep unacknowledged batches here across outages and restarts (default: "
-                      "STATE-DIR/spool-AGENT-ID; empty: memory only)"));
+                 "Keep unacknowledged batches here across outages and restarts (default: "
+                 "STATE-DIR/spool-AGENT-ID; empty: memory only)");
   app.add_option("--spool-max-mb", f.spool_max_mb,
-                 Help("Spool size limit, MiB, in [1, 1048576]",
-                      "Spool size limit, in [1, 1048576]; beyond it the oldest batches are dropped "
-                      "and reported"))
-      ->check(spintune::WholeNumber(1, uint64_t{1} << 20))
+                 "Spool size limit; beyond it the oldest batches are dropped and reported")
+      ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 20))
       ->capture_default_str();
-  spintune::AddDurationOption(&app, "--give-up-after", &f.give_up_after, {},
-                              "Exit with an error after this long without a tuner (0: never)");
-  spintune::AddDurationOption(&app, "--progress-every", &f.progress_every, {},
-                              "Log samples sent and tables applied this often (0: never)");
-  app.add_flag("-q,--quiet", f.quiet, "Only warnings and errors on stderr (--log-level warn)");
-  app.add_flag("-v,--verbose", f.verbose, "Debug logging (--log-level debug)")->excludes("-q");
+  app.add_option("--give-up-after", f.give_up_after_s,
+                 "Exit with an error after this many seconds without a tuner (0: never)")
+      ->capture_default_str();
   app.add_option("--log-format", f.log_format, "text | json (one object per line)")
       ->capture_default_str();
   app.add_option("--log-level", f.log_level, "trace|debug|info|warn|error|off")
       ->capture_default_str();
   app.add_flag("--list-boards", f.list_boards, "List the simulated boards and exit");
   app.add_option("--format", f.format,
-                 Help("Output of --list-boards and --probe: table | json",
-                      "--list-boards and --probe output: table | json (--probe: a platform file)"))
+                 "--list-boards and --probe output: table | json (--probe: a platform file)")
       ->capture_default_str();
-  spintune::CheckEveryNumber(&app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -335,13 +266,7 @@ int main(int argc, char** argv) {
       std::cerr << "spintune-agent: --format: table or json\n";
       return 2;
     }
-    spintune::HostProbeOptions probe_options;
-    if (!f.quiet) {  // stdout is the result (a platform file with --format json)
-      probe_options.progress = [](const std::string& step) {
-        std::cerr << "spintune-agent: probing " << step << "\n";
-      };
-    }
-    const spintune::HostProbeResult probe = spintune::ProbeHost(probe_options);
+    const spintune::HostProbeResult probe = spintune::ProbeHost(spintune::HostProbeOptions{});
     // JSON is a platform file for --platform (docs/csv-formats.md).
     std::cout << (f.format == "json" ? spintune::CostsToJson(probe.Costs()).dump(2) + "\n"
                                      : probe.Report());
@@ -350,18 +275,6 @@ int main(int argc, char** argv) {
   if (f.source.empty() && f.knobs.empty()) {
     std::cerr << "spintune-agent: --source is required (e.g. sim:microwatt-100mhz)\n";
     return 2;
-  }
-  if (!f.state_dir.empty()) {
-    // Refused here, in one line: without it there is no spool either.
-    std::error_code ec;
-    std::filesystem::create_directories(f.state_dir, ec);
-    if (ec) {
-      std::cerr << "spintune-agent: --state-dir " << f.state_dir << ": " << ec.message()
-                << (geteuid() == 0 ? "" : " (not root: pick a writable directory, or '' to keep "
-                                          "nothing)")
-                << "\n";
-      return 2;
-    }
   }
   for (const char* prefix : {"csv:", "replay:"}) {  // sources that read a file
     absl::string_view path = f.source;
@@ -380,8 +293,6 @@ int main(int argc, char** argv) {
     }
     knobs = std::move(*declaration);
   }
-  if (f.quiet) f.log_level = "warn";
-  if (f.verbose) f.log_level = "debug";
   absl::Status s = spintune::InitLogging("agent", f.log_level, f.log_format);
   if (!s.ok()) {
     std::cerr << "spintune-agent: " << s.message() << "\n";
@@ -471,7 +382,7 @@ int main(int argc, char** argv) {
   }
   options.spool_dir = f.spool_dir;
   options.spool_max_bytes = f.spool_max_mb << 20;
-  options.give_up_after = f.give_up_after;
+  options.give_up_after = absl::Seconds(f.give_up_after_s);
   if (knobs) {
     // Before anything else: an experiment a crash interrupted gets its
     // start values back.
@@ -496,24 +407,9 @@ int main(int argc, char** argv) {
     }
     agent.Stop();
   });
-  spintune::Logger().info("agent id={} source={} tuner={} state_dir={}", f.agent_id,
-                          f.source.empty() ? "none (knobs only)" : f.source, f.tuner,
-                          f.state_dir.empty() ? "none" : f.state_dir);
-  // A progress line every --progress-every while it runs.
-  absl::Notification finished;
-  std::thread progress([&agent, &finished, every = f.progress_every] {
-    if (every <= absl::ZeroDuration()) return;
-    while (!finished.WaitForNotificationWithTimeout(every)) {
-      const spintune::AgentStats st = agent.stats();
-      spintune::Logger().info(
-          "progress samples={} batches_acked={} applied_version={} reconnects={}",
-          st.samples_generated - st.samples_skipped, st.batches_acked, st.applied_version,
-          st.reconnects);
-    }
-  });
+  spintune::Logger().info("agent id={} source={} tuner={}", f.agent_id,
+                          f.source.empty() ? "none (knobs only)" : f.source, f.tuner);
   s = agent.Run();
-  finished.Notify();
-  progress.join();
   const spintune::AgentStats st = agent.stats();
   spintune::Logger().info(
       "done samples={} skipped={} batches_acked={} duplicates={} rejected={} "

@@ -49,8 +49,7 @@ int main(int argc, char** argv) {
   app.add_option("--db", repo.db,
                  "Tuner database: a file (or sqlite:PATH), or postgresql://USER@HOST/DB")
       ->capture_default_str();
-  app.add_option("--tuner", repo.tuner, "Ask a running tuner (host:port, or a list a:1,b:2: the first that answers) instead of --db")
-      ->check(spintune::Address(/*list=*/true));
+  app.add_option("--tuner", repo.tuner, "Ask a running tuner (host:port, or a list a:1,b:2: the first that answers) instead of --db");
   std::string token_file;
   app.add_option("--token-file", token_file, "Admin bearer token for --tuner");
   app.add_option("--tls-ca", repo.security.ca, "CA certificate of the tuner (TLS)");
@@ -273,7 +272,6 @@ int main(int argc, char** argv) {
   verify_cmd->add_option("-o,--output", verify.output, "Write the comparison as JSON to FILE");
   verify_cmd->add_option("--format", verify.format, "table | json")->capture_default_str();
 
-  spintune::CheckEveryNumber(&app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -34,10 +34,8 @@ struct FitFlags {
 };
 
 // Adds the flags above to `app`, writing into `*flags` (which must outlive
-// the parse). The text of each value is checked as typed (common/
-// cli_checks.h: whole numbers and finite reals within the limits above), so
-// both binaries word a bad value the same; FitConfigFromFlags checks the
-// limits again for callers that fill FitFlags themselves.
+// the parse). Range errors are left to FitConfigFromFlags, so both binaries
+// word them the same.
 void AddFitFlags(CLI::App* app, FitFlags* flags);
 
 // The FitConfig the flags ask for, or INVALID_ARGUMENT naming the flag.

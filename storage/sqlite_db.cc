@@ -109,10 +109,6 @@ std::string ReadOnlyHint(const std::string& path) {
   if (path == ":memory:") return "";
   const size_t slash = path.find_last_of('/');
   const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash + 1);
-  if (access(dir.c_str(), F_OK) != 0) {
-    return absl::StrCat("; its directory ", dir.size() > 1 ? dir.substr(0, dir.size() - 1) : dir,
-                        " does not exist");
-  }
   struct statvfs fs;
   if (statvfs(dir.c_str(), &fs) == 0 && (fs.f_flag & ST_RDONLY)) {
     return "; the file system holding it is mounted read-only (the tuner writes the database "

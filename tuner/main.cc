@@ -5,19 +5,15 @@
 #include <unistd.h>
 #include <malloc.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <condition_variable>
-#include <filesystem>
 
 #include <iostream>
 #include <mutex>
 
 #include "CLI/CLI.hpp"
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/strip.h"
 #include "common/cli_checks.h"
 #include "common/logging.h"
 #include "common/process_setup.h"
@@ -65,21 +61,6 @@ absl::Status CheckAddressFree(const std::string& flag, const std::string& addres
       absl::StrCat(flag, " ", address, ": address already in use (another process listens there)"));
 }
 
-// InvalidArgument "--db PATH: directory DIR does not exist" for an SQLite
-// file whose directory is missing (SQLite would only say "unable to open
-// database file"). PostgreSQL and :memory: are left to the store.
-absl::Status CheckDatabaseDirectory(const std::string& db) {
-  absl::string_view path = db;
-  if (absl::StartsWith(path, "postgres") || path == ":memory:") return absl::OkStatus();
-  absl::ConsumePrefix(&path, "sqlite:");
-  const std::filesystem::path dir = std::filesystem::path(std::string(path)).parent_path();
-  std::error_code ec;
-  if (dir.empty() || std::filesystem::is_directory(dir, ec)) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat(
-      "--db ", db, ": directory ", dir.string(),
-      std::filesystem::exists(dir, ec) ? " is not a directory" : " does not exist"));
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -97,9 +78,9 @@ int main(int argc, char** argv) {
   spintune::FitFlags fit;
   uint64_t refit_samples = 4096;
   uint64_t window_samples = 8192;
-  absl::Duration shutdown_deadline = absl::Seconds(5);
+  double shutdown_deadline_s = 5;
   uint64_t max_keys = 4096;
-  absl::Duration min_refit_interval = absl::Seconds(1);
+  double min_refit_interval_s = 1.0;
   double max_fit_cpu_share = 0.25;
   double max_agent_rate = 0;
   int max_message_mb = 16;
@@ -110,21 +91,13 @@ int main(int argc, char** argv) {
   uint64_t verify_requests = 1000;
   uint32_t ab_share = 128;
   size_t stream_window = 32;
-  absl::Duration hello_timeout = absl::Seconds(10);
+  double hello_timeout_s = 10;
   bool require_tokens = false;
   spintune::ServerTls tls;
   std::string log_level = "info";
   std::string log_format = "text";
 
-  // --help: one line per option; --help-all (the man page) the full story.
-  const bool help_all = std::any_of(argv + 1, argv + argc, [](const char* a) {
-    return std::string(a) == "--help-all";
-  });
-  auto Help = [help_all](const char* brief, const char* full) {
-    return std::string(help_all ? full : brief);
-  };
   CLI::App app{"spintune-tuner: fit wait policies from agents' samples and push them back."};
-  app.set_help_all_flag("--help-all", "Every option's full description (the man page's)");
   app.footer(
       "Examples:\n"
       "  spintune-tuner --listen 127.0.0.1:0 --db /tmp/spintune.db\n"
@@ -132,8 +105,7 @@ int main(int argc, char** argv) {
       "  spintune-tuner --listen 0.0.0.0:50051 --tls-cert tuner.pem --tls-key tuner.key \\\n"
       "      --tls-client-ca agents-ca.pem --require-tokens\n"
       "  spintune-tuner --config /etc/spintune/tuner.toml --metrics-listen 127.0.0.1:9464\n"
-      "Exit codes: 0 ok, 1 runtime failure, 2 usage or bad input.\n"
-      "Every option's full description: --help-all, or man spintune-tuner.");
+      "Exit codes: 0 ok, 1 runtime failure, 2 usage or bad input.");
   app.set_version_flag("--version", spintune::Version());
   // Any long option may come from a TOML file (docs/configuration.md);
   // the command line overrides it.
@@ -141,100 +113,85 @@ int main(int argc, char** argv) {
       ->check(spintune::NotADirectory());
   app.allow_config_extras(CLI::config_extras_mode::error);  // a typo is an error
   app.add_option("--listen", listen, "Address to listen on (port 0: any free port)")
-      ->check(spintune::Address())
       ->capture_default_str();
   app.add_option("--db", db,
-                 Help("SQLite file (created if missing) or postgresql://USER@HOST/DB",
-                      "Database: an SQLite file (created if missing; or sqlite:PATH), or "
-                      "postgresql://USER@HOST/DB, an existing PostgreSQL database several tuners "
-                      "share (docs/deploy.md)"))
+                 "Database: an SQLite file (created if missing; or sqlite:PATH), or "
+                 "postgresql://USER@HOST/DB, an existing PostgreSQL database several tuners "
+                 "share (docs/deploy.md)")
       ->check(spintune::NotADirectory())
       ->capture_default_str();
   spintune::AddFitFlags(&app, &fit);
   app.add_option("--window-samples", window_samples,
-                 "Samples per drift-detection window of a target, in [1, 10^9]")
-      ->check(spintune::WholeNumber(1, 1'000'000'000))
+                 "Samples per drift-detection window of a target")
+      ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  app.add_option("--refit-samples", refit_samples,
-                 "Refit a target after this many new samples, in [1, 10^12]")
-      ->check(spintune::WholeNumber(1, 1'000'000'000'000))
+  app.add_option("--refit-samples", refit_samples, "Refit a target after this many new samples")
+      ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  spintune::AddDurationOption(&app, "--min-refit-interval", &min_refit_interval,
-                              {absl::ZeroDuration(), absl::Hours(1)},
-                              "Time between two refits of one target, at most 1h (a drain refits "
-                              "at once)");
+  app.add_option("--min-refit-interval", min_refit_interval_s,
+                 "Seconds between two refits of one target (a drain refits at once)")
+      ->check(CLI::Range(0.0, 3600.0))
+      ->capture_default_str();
   app.add_option("--max-fit-cpu-share", max_fit_cpu_share,
-                 Help("Most of one core refits may take, in [0.01, 1]",
-                      "Most of one core refits and cold-start predictions may take when more are "
-                      "asked for than that runs, in [0.01, 1] (a drain's refit never waits)"))
-      ->check(spintune::RealNumber(0.01, 1.0))
+                 "Most of one core refits and cold-start predictions may take when more are "
+                 "asked for than that runs (a drain's refit never waits)")
+      ->check(CLI::Range(0.01, 1.0))
       ->capture_default_str();
   app.add_option("--max-keys-per-target", max_keys,
-                 Help("Most keys one target may have, in [1, 1048576]",
-                      "Most keys (cpu class, device, opcode, size class) one target may have, in "
-                      "[1, 1048576]"))
-      ->check(spintune::WholeNumber(1, uint64_t{1} << 20))
+                 "Most keys (cpu class, device, opcode, size class) one target may have")
+      ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 20))
       ->capture_default_str();
   app.add_option("--max-agent-samples-per-second", max_agent_rate,
-                 Help("Samples per second one agent may send (0: no limit)",
-                      "Completion samples per second one agent may send (0: no limit)"))
-      ->check(spintune::RealNumber(0, 1e12))
+                 "Completion samples per second one agent may send (0: no limit)")
+      ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  app.add_option("--max-message-mb", max_message_mb, "Largest message accepted, MiB, in [1, 256]")
-      ->check(spintune::WholeNumber(1, 256))
+  app.add_option("--max-message-mb", max_message_mb, "Largest message accepted, MiB")
+      ->check(CLI::Range(1, 256))
       ->capture_default_str();
   app.add_option("--max-queued-mb", max_queued_mb,
-                 Help("Batches waiting to be stored, MiB over all agents",
-                      "Batches waiting to be stored, MiB over all agents; reading pauses above it "
-                      "(the tuner's memory: about this plus, per open stream, one message and what "
-                      "gRPC buffers for it, up to about 0.4 MiB while storage lags, which "
-                      "--grpc-memory-mb bounds: docs/reliability.md)"))
-      ->check(spintune::WholeNumber(1, uint64_t{1} << 20))
+                 "Batches waiting to be stored, MiB over all agents; reading pauses above it "
+                 "(the tuner's memory: about this plus, per open stream, one message and what "
+                 "gRPC buffers for it, up to about 0.4 MiB while storage lags, which "
+                 "--grpc-memory-mb bounds: docs/reliability.md)")
+      ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 20))
       ->capture_default_str();
   app.add_option("--grpc-memory-mb", grpc_memory_mb,
-                 Help("Memory gRPC may use, MiB (0: no limit)",
-                      "Memory gRPC may use for connections and calls, MiB (0: no limit); near it "
-                      "flow-control windows shrink, so batches wait in the agents, and new "
-                      "connections wait (docs/reliability.md)"))
-      ->check(spintune::WholeNumber(0, uint64_t{1} << 20))
+                 "Memory gRPC may use for connections and calls, MiB (0: no limit); near it "
+                 "flow-control windows shrink, so batches wait in the agents, and new "
+                 "connections wait (docs/reliability.md)")
+      ->check(CLI::Range(uint64_t{0}, uint64_t{1} << 20))
       ->capture_default_str();
   app.add_option("--verify-requests", verify_requests,
-                 Help("Measured requests of a key before it is verified, in [10, 2^30]",
-                      "Measured requests of a key under a pushed version before it is compared with "
-                      "its incumbent, in [10, 2^30] (a key measured worse is rolled back; "
-                      "docs/verification.md)"))
-      ->check(spintune::WholeNumber(10, uint64_t{1} << 30))
+                 "Measured requests of a key under a pushed version before it is compared with "
+                 "its incumbent (a key measured worse is rolled back; docs/verification.md)")
+      ->check(CLI::Range(uint64_t{10}, uint64_t{1} << 30))
       ->capture_default_str();
   app.add_option("--ab-share", ab_share,
-                 Help("A/B trials: commands per 256 that keep the incumbent (0: off)",
-                      "A/B trials: commands per 256 of each changed key that keep the incumbent's wait "
-                      "while the key is verified (1..255; 0: off, before/after with a drift check). "
-                      "Only for agents whose hello says their drivers read format 3 blobs; others are "
-                      "verified before/after (docs/verification.md)"))
-      ->check(spintune::WholeNumber(0, 255))
+                 "A/B trials: commands per 256 of each changed key that keep the incumbent's wait "
+                 "while the key is verified (1..255; 0: off, before/after with a drift check). "
+                 "Only for agents whose hello says their drivers read format 3 blobs; others are "
+                 "verified before/after (docs/verification.md)")
+      ->check(CLI::Range(0, 255))
       ->capture_default_str();
   app.add_option("--disk-reserve-mb", disk_reserve_mb,
-                 Help("MiB kept beside the database for a full disk (0: none)",
-                      "MiB kept allocated beside the database (DB-reserve) and given up to "
-                      "recover from a full disk, in [0, 65536] (0: none)"))
-      ->check(spintune::WholeNumber(0, uint64_t{1} << 16))
+                 "MiB kept allocated beside the database (DB-reserve) and given up to "
+                 "recover from a full disk (0: none)")
+      ->check(CLI::Range(uint64_t{0}, uint64_t{1} << 16))
       ->capture_default_str();
   app.add_option("--ledger-days", ledger_days,
-                 Help("Days the exactly-once ledger keeps a batch (0: forever)",
-                      "Keep each batch's exactly-once ledger row this many days (0: forever); a "
-                      "resend of an older seq is taken at its word (storage/SCHEMA.md), in [0, 36500]"))
-      ->check(spintune::RealNumber(0, 36500))
+                 "Keep each batch's exactly-once ledger row this many days (0: forever); a "
+                 "resend of an older seq is taken at its word (storage/SCHEMA.md)")
+      ->check(CLI::Range(0.0, 36500.0))
       ->capture_default_str();
   app.add_option("--stream-window", stream_window,
-                 Help("Messages of one agent stream in the tuner at once, in [1, 4096]",
-                      "Messages of one agent stream in the tuner at once; more wait in the agent "
-                      "(gRPC flow control), so one agent cannot crowd out the others, in [1, 4096]"))
-      ->check(spintune::WholeNumber(1, 4096))
+                 "Messages of one agent stream in the tuner at once; more wait in the agent "
+                 "(gRPC flow control), so one agent cannot crowd out the others")
+      ->check(CLI::Range(size_t{1}, size_t{4096}))
       ->capture_default_str();
-  spintune::AddDurationOption(&app, "--hello-timeout", &hello_timeout,
-                              {absl::Milliseconds(100), absl::Hours(1)},
-                              "Time a new stream has to send its Hello before it is closed, in "
-                              "[100ms, 1h]");
+  app.add_option("--hello-timeout", hello_timeout_s,
+                 "Seconds a new stream has to send its Hello before it is closed")
+      ->check(CLI::Range(0.1, 3600.0))
+      ->capture_default_str();
   app.add_option("--tls-cert", tls.cert, "Server certificate (PEM; enables TLS)")
       ->check(spintune::NotADirectory());
   app.add_option("--tls-key", tls.key, "Server private key (PEM)")->check(spintune::NotADirectory());
@@ -242,33 +199,24 @@ int main(int argc, char** argv) {
                  "Require client certificates signed by this CA (mutual TLS)")
       ->check(spintune::NotADirectory());
   app.add_flag("--require-tokens", require_tokens,
-               Help("Every call needs a bearer token (spintune tokens add)",
-                      "Every call needs a bearer token from `spintune tokens add` (agents: their "
-                      "target's; admin RPCs: an admin token)"));
-  spintune::AddDurationOption(&app, "--shutdown-deadline", &shutdown_deadline,
-                              {absl::ZeroDuration(), absl::Hours(1)},
-                              "Time open streams get to finish on SIGINT/SIGTERM, at most 1h");
+               "Every call needs a bearer token from `spintune tokens add` (agents: their "
+               "target's; admin RPCs: an admin token)");
+  app.add_option("--shutdown-deadline", shutdown_deadline_s,
+                 "Seconds open streams get to finish on SIGINT/SIGTERM")
+      ->capture_default_str();
   std::string metrics_listen;
   app.add_option("--metrics-listen", metrics_listen,
-                 Help("Serve Prometheus metrics at http://ADDR/metrics",
-                      "Serve Prometheus metrics at http://ADDR/metrics (e.g. 127.0.0.1:9464; "
-                      "port 0: any free port)"))
-      ->check(spintune::Address());
+                 "Serve Prometheus metrics at http://ADDR/metrics (e.g. 127.0.0.1:9464; "
+                 "port 0: any free port)");
   app.add_option("--log-format", log_format, "text | json (one object per line)")
       ->capture_default_str();
   app.add_option("--log-level", log_level, "trace|debug|info|warn|error|off")
       ->capture_default_str();
-  bool quiet = false, verbose = false;
-  app.add_flag("-q,--quiet", quiet, "Only warnings and errors on stderr (--log-level warn)");
-  app.add_flag("-v,--verbose", verbose, "Debug logging (--log-level debug)")->excludes("-q");
-  spintune::CheckEveryNumber(&app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return spintune::ExitForParseError(app, e, "spintune-tuner");
   }
-  if (quiet) log_level = "warn";
-  if (verbose) log_level = "debug";
   absl::Status s = spintune::InitLogging("tuner", log_level, log_format);
   if (!s.ok()) {
     std::cerr << "spintune-tuner: " << s.message() << "\n";
@@ -281,10 +229,6 @@ int main(int argc, char** argv) {
       std::cerr << "spintune-tuner: " << s.message() << "\n";
       return 2;
     }
-  }
-  if (absl::Status s = CheckDatabaseDirectory(db); !s.ok()) {
-    std::cerr << "spintune-tuner: " << s.message() << "\n";
-    return 2;
   }
   spintune::TunerOptions options;
   options.db_path = db;
@@ -302,16 +246,27 @@ int main(int argc, char** argv) {
   options.verify.ab_share = ab_share;
   options.refit_samples = refit_samples;
   options.max_keys_per_target = max_keys;
-  options.min_refit_interval = min_refit_interval;
+  options.min_refit_interval = absl::Seconds(min_refit_interval_s);
   options.max_fit_cpu_share = max_fit_cpu_share;
   options.max_agent_samples_per_second = max_agent_rate;
   options.max_message_bytes = max_message_mb << 20;
   options.max_queued_bytes = max_queued_mb << 20;
   options.grpc_memory_bytes = grpc_memory_mb << 20;
   options.stream_window = stream_window;
-  options.hello_timeout = hello_timeout;
+  options.hello_timeout = absl::Seconds(hello_timeout_s);
   options.require_tokens = require_tokens;
   options.tls = tls;
+  if (!spintune::IsLoopbackAddress(listen) && tls.cert.empty()) {
+    spintune::Logger().warn("listening on {} without TLS: samples and tables travel in clear "
+                            "text (--tls-cert/--tls-key)", listen);
+  }
+  if (!require_tokens) {
+    spintune::Logger().warn(
+        "no --require-tokens: any {} that reaches {} can report samples for any agent id (they "
+        "count as that agent's) and read every table; use tokens (spintune tokens add) unless "
+        "every client is trusted",
+        spintune::IsLoopbackAddress(listen) ? "local process" : "client", listen);
+  }
 
   // Block signals before gRPC starts its threads.
   std::unique_ptr<spintune::TunerServer> server;
@@ -332,18 +287,6 @@ int main(int argc, char** argv) {
   server = std::move(*started);
   // The bound addresses on stdout, each alone on its line, for scripts.
   std::cout << "listening on " << server->address() << std::endl;
-  // Warnings name the address bound (port 0 resolved).
-  if (!spintune::IsLoopbackAddress(listen) && tls.cert.empty()) {
-    spintune::Logger().warn("listening on {} without TLS: samples and tables travel in clear "
-                            "text (--tls-cert/--tls-key)", server->address());
-  }
-  if (!require_tokens) {
-    spintune::Logger().warn(
-        "no --require-tokens: any {} that reaches {} can report samples for any agent id (they "
-        "count as that agent's) and read every table; use tokens (spintune tokens add) unless "
-        "every client is trusted",
-        spintune::IsLoopbackAddress(listen) ? "local process" : "client", server->address());
-  }
   if (!metrics_listen.empty()) {
     auto metrics = server->StartMetrics(metrics_listen);
     if (!metrics.ok()) {
@@ -362,7 +305,7 @@ int main(int argc, char** argv) {
   }
   // The counters after the shutdown: what was stored until the end.
   spintune::TunerCounters c;
-  server->Shutdown(shutdown_deadline, &c);
+  server->Shutdown(absl::Seconds(shutdown_deadline_s), &c);
   spintune::Logger().info(
       "stopped sessions={} batches={} duplicates={} rejected={} deferred={} over_limit={} "
       "samples={} refits={} versions={} pushes={} changes={}",
