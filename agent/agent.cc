@@ -213,16 +213,6 @@ absl::StatusOr<bool> Agent::Impl::Produce() {
     if (source_->exhausted()) source_done_ = true;
     return false;
   }
-  if (spool_ && !source_->live() && want < options_.batch_size) {
-    // The last batch before --max-samples: a restarted agent must ask for
-    // the same to continue at the next sample (FastForward).
-    absl::Status s = spool_->NoteShortBatch(generated_seq_ + 1, want);
-    if (!s.ok()) {
-      Logger().warn("spool: cannot note the short batch seq={}: {}; a resumed run would skip "
-                    "samples",
-                    generated_seq_ + 1, s.message());
-    }
-  }
   ++source_batches_;
   batch->set_seq(++generated_seq_);
   stats_.samples_generated += *got;
@@ -251,15 +241,7 @@ void Agent::Impl::ProduceInterval() {
 absl::Status Agent::Impl::FastForward(uint64_t batches) {
   while (source_batches_ < batches) {
     v1::SampleBatch skipped;
-    size_t want = NextBatchSize();
-    if (spool_) {
-      // Batches asked for less than a full batch are asked for the same
-      // again: the source ends where the last run left it, not later.
-      const auto& notes = spool_->short_batches();
-      if (auto it = notes.find(source_batches_ + 1); it != notes.end()) {
-        want = std::min<uint64_t>(want, it->second);
-      }
-    }
+    const size_t want = NextBatchSize();
     if (want == 0) break;
     auto got = source_->Fill(want, &skipped);
     if (!got.ok()) return got.status();

@@ -18,9 +18,7 @@
 // the agent waits the whole backoff (the channel is ready all along), and
 // the backoff keeps doubling unless that session had a batch acknowledged:
 // a tuner that stores nothing is not asked again at once. A restarted deterministic source skips the batches
-// its spool holds or had acknowledged, each drawn with the size it had (a
-// short last batch too: BatchSpool::short_batches), so it continues at the
-// first sample not sent; a live source numbers new batches
+// its spool holds or had acknowledged; a live source numbers new batches
 // after its spool's last seq, or, without a spool history, after the
 // tuner's last durable seq.
 //

@@ -9,7 +9,6 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/str_split.h"
 #include "common/file_util.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
@@ -77,29 +76,7 @@ absl::StatusOr<std::unique_ptr<BatchSpool>> BatchSpool::Open(const std::string& 
     SPINTUNE_RETURN_IF_ERROR(s->Put(Placeholder(seq, seq, 0)));
     ++s->unreadable_;
   }
-  if (auto text = ReadFileToString(dir + "/short_batches", 1 << 24); text.ok()) {
-    for (absl::string_view line : absl::StrSplit(*text, '\n', absl::SkipWhitespace())) {
-      std::vector<absl::string_view> f = absl::StrSplit(line, ' ', absl::SkipEmpty());
-      uint64_t seq = 0, samples = 0;
-      if (f.size() != 2 || !absl::SimpleAtoi(f[0], &seq) || !absl::SimpleAtoi(f[1], &samples)) {
-        return absl::DataLossError(absl::StrCat(dir, "/short_batches: bad line '", line, "'"));
-      }
-      // A note above the last seq is of a batch that never made it.
-      if (seq <= s->last_seq()) s->short_batches_[seq] = samples;
-    }
-  }
   return s;
-}
-
-absl::Status BatchSpool::NoteShortBatch(uint64_t seq, uint64_t samples) {
-  std::map<uint64_t, uint64_t> notes = short_batches_;
-  notes.erase(notes.upper_bound(last_seq()), notes.end());  // left by a crash
-  notes[seq] = samples;
-  std::string text;
-  for (const auto& [s, n] : notes) absl::StrAppend(&text, s, " ", n, "\n");
-  SPINTUNE_RETURN_IF_ERROR(WriteFileAtomically(dir_ + "/short_batches", text));
-  short_batches_ = std::move(notes);
-  return absl::OkStatus();
 }
 
 std::string BatchSpool::PathOf(uint64_t seq) const {

@@ -10,11 +10,7 @@
 //
 // The spool also remembers the highest seq it ever held (DIR/last_seq,
 // written before the batch holding it is removed), so that a restarted agent
-// knows where its sequence stands even when everything was acknowledged,
-// and the batches of a deterministic source that asked it for less than a
-// full batch (DIR/short_batches, "SEQ SAMPLES" lines: the last batch before
-// --max-samples), so that a restarted agent draws the same batches again and
-// continues at the very sample where the last run stopped (issue 52 item 4).
+// knows where its sequence stands even when everything was acknowledged.
 //
 // Thread-compatible: the agent calls it under its own lock.
 #ifndef SPINTUNE_AGENT_BATCH_SPOOL_H_
@@ -67,14 +63,6 @@ class BatchSpool {
   // the tuner's sequence stands). REQUIRES: seqs stay >= 1.
   absl::Status Shift(int64_t delta);
 
-  // Batch `seq` asked its deterministic source for `samples`, less than a
-  // full batch. Written (atomically) before the batch is appended; a note
-  // above last_seq() at the next Open() is forgotten (its batch never made
-  // it). Unavailable when the write fails.
-  absl::Status NoteShortBatch(uint64_t seq, uint64_t samples);
-  // The notes of seqs 1..last_seq(): seq -> samples asked for.
-  const std::map<uint64_t, uint64_t>& short_batches() const { return short_batches_; }
-
   uint64_t bytes() const { return bytes_; }
   size_t count() const { return index_.size(); }
   // Highest seq ever spooled (0: none).
@@ -102,7 +90,6 @@ class BatchSpool {
   std::map<uint64_t, Entry> index_;
   uint64_t bytes_ = 0;
   uint64_t last_seq_floor_ = 0;  // DIR/last_seq
-  std::map<uint64_t, uint64_t> short_batches_;  // DIR/short_batches
   uint64_t unreadable_ = 0;
 };
 

@@ -57,23 +57,6 @@ TEST(BatchSpoolTest, RemembersTheLastSeqWhenEverythingIsAcknowledged) {
   EXPECT_EQ((*again)->last_seq(), 3u) << "a restarted agent knows where its sequence stands";
 }
 
-TEST(BatchSpoolTest, RemembersShortBatchesUpToTheLastSeq) {
-  testing::TempDir dir;
-  const std::string path = dir.File("spool");
-  {
-    auto spool = BatchSpool::Open(path, 1 << 20);
-    ASSERT_TRUE(spool.ok());
-    for (uint64_t seq = 1; seq <= 3; ++seq) ASSERT_TRUE((*spool)->Append(Batch(seq, 10), 1).ok());
-    ASSERT_TRUE((*spool)->NoteShortBatch(3, 7).ok());
-    (*spool)->AckThrough(3);
-    ASSERT_TRUE((*spool)->NoteShortBatch(4, 2).ok());  // a crash before batch 4 was spooled
-  }
-  auto again = BatchSpool::Open(path, 1 << 20);
-  ASSERT_TRUE(again.ok()) << again.status();
-  const std::map<uint64_t, uint64_t> expected = {{3, 7}};
-  EXPECT_EQ((*again)->short_batches(), expected) << "seq 4 never made it";
-}
-
 TEST(BatchSpoolTest, FullSpoolReplacesTheOldestUnsentByOneMergedPlaceholder) {
   testing::TempDir dir;
   const std::string path = dir.File("spool");
