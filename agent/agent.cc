@@ -114,6 +114,13 @@ class Agent::Impl {
   enum class SessionEnd { kFinished, kBroken, kStopped };
 
   absl::StatusOr<SessionEnd> RunSession();
+  // A session with a live tuner that stores nothing now: it counts as
+  // contact (--give-up-after), and Run() backs off in full before the next.
+  void DeferredContact() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    session_established_ = true;
+    deferred_ = true;
+    acked_at_session_start_ = stats_.batches_acked;
+  }
   void ReadLoop(Stream* stream);
   // Attaches the knob controller to the session and declares its knobs.
   void StartKnobs(Stream* stream);
@@ -605,9 +612,7 @@ absl::StatusOr<Agent::Impl::SessionEnd> Agent::Impl::RunSession() {
       // the agent backs off in full; reconnecting as soon as the channel is
       // up would ask a tuner whose storage is down once per round trip.
       absl::MutexLock lock(&mu_);
-      session_established_ = true;
-      deferred_ = true;
-      acked_at_session_start_ = stats_.batches_acked;
+      DeferredContact();
     }
     return SessionEnd::kBroken;
   }
@@ -622,9 +627,7 @@ absl::StatusOr<Agent::Impl::SessionEnd> Agent::Impl::RunSession() {
     // As with a tuner that defers every batch: back off in full and keep
     // trying (it may be upgraded, or the next tuner of a list reads them).
     absl::MutexLock lock(&mu_);
-    session_established_ = true;
-    deferred_ = true;
-    acked_at_session_start_ = stats_.batches_acked;
+    DeferredContact();
     return SessionEnd::kBroken;
   }
   reconnect_ = false;

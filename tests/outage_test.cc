@@ -252,27 +252,37 @@ class DeferringTuner final : public v1::Tuner::Service {
   uint64_t stored_samples_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
-TEST(OutageDeferral, ATunerThatDefersIsNotHammeredAndNothingIsLostWhenItAccepts) {
-  DeferringTuner service;
+// The fake tuner on 127.0.0.1 port 0; *port: the port it listens on.
+std::unique_ptr<grpc::Server> StartOnLoopback(grpc::Service* service, int* port) {
   grpc::ServerBuilder builder;
-  int port = 0;
-  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
-  builder.RegisterService(&service);
-  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  ASSERT_TRUE(server != nullptr && port > 0);
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), port);
+  builder.RegisterService(service);
+  return builder.BuildAndStart();
+}
 
-  auto source = MakeSampleSource("sim:microwatt-100mhz", 3);
-  ASSERT_TRUE(source.ok()) << source.status();
-  auto sink = MakePolicySink("none", {"mmc0"});
-  ASSERT_TRUE(sink.ok()) << sink.status();
+// 5,000 simulated samples in batches of 250, backing off from 50 to 400 ms.
+AgentOptions DeferralAgentOptions(int port, const std::string& agent_id) {
   AgentOptions o;
   o.tuner_address = absl::StrCat("127.0.0.1:", port);
-  o.agent_id = "deferred-board";
+  o.agent_id = agent_id;
   o.max_samples = 5000;
   o.batch_size = 250;
   o.initial_backoff = absl::Milliseconds(50);
   o.max_backoff = absl::Milliseconds(400);
   o.drain_timeout = testing::kEventDeadline;  // waits for the final table
+  return o;
+}
+
+TEST(OutageDeferral, ATunerThatDefersIsNotHammeredAndNothingIsLostWhenItAccepts) {
+  DeferringTuner service;
+  int port = 0;
+  std::unique_ptr<grpc::Server> server = StartOnLoopback(&service, &port);
+  ASSERT_TRUE(server != nullptr && port > 0);
+  auto source = MakeSampleSource("sim:microwatt-100mhz", 3);
+  ASSERT_TRUE(source.ok()) << source.status();
+  auto sink = MakePolicySink("none", {"mmc0"});
+  ASSERT_TRUE(sink.ok()) << sink.status();
+  AgentOptions o = DeferralAgentOptions(port, "deferred-board");
   Agent agent(o, std::move(*source), std::move(*sink));
   absl::Status result;
   std::thread run([&] { result = agent.Run(); });
@@ -313,26 +323,15 @@ TEST(OutageDeferral, ATunerThatDefersIsNotHammeredAndNothingIsLostWhenItAccepts)
 TEST(OutageDeferral, ATunerThatRefusesTheHelloIsNeitherHammeredNorGivenUpOn) {
   DeferringTuner service;
   service.RefuseHellos();
-  grpc::ServerBuilder builder;
   int port = 0;
-  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
-  builder.RegisterService(&service);
-  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  std::unique_ptr<grpc::Server> server = StartOnLoopback(&service, &port);
   ASSERT_TRUE(server != nullptr && port > 0);
-
   auto source = MakeSampleSource("sim:microwatt-100mhz", 3);
   ASSERT_TRUE(source.ok()) << source.status();
   auto sink = MakePolicySink("none", {"mmc0"});
   ASSERT_TRUE(sink.ok()) << sink.status();
-  AgentOptions o;
-  o.tuner_address = absl::StrCat("127.0.0.1:", port);
-  o.agent_id = "refused-board";
-  o.max_samples = 5000;
-  o.batch_size = 250;
-  o.initial_backoff = absl::Milliseconds(50);
-  o.max_backoff = absl::Milliseconds(400);
+  AgentOptions o = DeferralAgentOptions(port, "refused-board");
   o.give_up_after = absl::Milliseconds(300);  // far shorter than the refusals last
-  o.drain_timeout = testing::kEventDeadline;  // waits for the final table
   Agent agent(o, std::move(*source), std::move(*sink));
   absl::Status result;
   std::thread run([&] { result = agent.Run(); });
